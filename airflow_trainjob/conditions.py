@@ -1,0 +1,164 @@
+"""The one place that decides what a training job's status means.
+
+Pure functions over a job's ``status`` (a dict as the API returns it, a :class:`JobStatus`, or
+None), shared by the operator, the sensor and the trigger. The rule, as in the Kubeflow SDK: a
+condition counts only when its ``status`` is the string ``"True"``, wherever it stands in the
+list. A status that is missing, ``{}``, or has ``conditions: null`` means "not started yet".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from airflow_trainjob.constants import (
+    CONDITION_CREATED,
+    CONDITION_FAILED,
+    CONDITION_PENDING,
+    CONDITION_RESTARTING,
+    CONDITION_RUNNING,
+    CONDITION_SCALING,
+    CONDITION_SUCCEEDED,
+    CONDITION_TRUE,
+)
+
+#: Phase of a job whose status holds no true condition yet.
+NOT_STARTED = "NotStarted"
+
+# When several conditions are true at once, the first of these decides. Failed outranks
+# Succeeded unless Succeeded is the later transition (see ``phase``).
+_PRECEDENCE = (
+    CONDITION_FAILED,
+    CONDITION_SUCCEEDED,
+    CONDITION_RESTARTING,
+    CONDITION_RUNNING,
+    CONDITION_SCALING,
+    CONDITION_PENDING,
+)
+
+
+def _as_dict(status: Any) -> Mapping[str, Any]:
+    if isinstance(status, BaseModel):
+        return status.model_dump(mode="json", by_alias=True)
+    return status if isinstance(status, Mapping) else {}
+
+
+def true_conditions(status: Any) -> list[Mapping[str, Any]]:
+    """The conditions whose ``status`` is ``"True"``, in the order the controller wrote them."""
+    conditions = _as_dict(status).get("conditions")
+    if not isinstance(conditions, list):
+        return []
+    return [c for c in conditions if isinstance(c, Mapping) and c.get("status") == CONDITION_TRUE]
+
+
+def has_condition(status: Any, condition_type: str) -> bool:
+    """True when a condition of ``condition_type`` is ``"True"``."""
+    return any(c.get("type") == condition_type for c in true_conditions(status))
+
+
+def _deciding(status: Any) -> Mapping[str, Any] | None:
+    true = true_conditions(status)
+    by_type = {c.get("type"): c for c in true}  # a later duplicate of a type wins
+    failed, succeeded = by_type.get(CONDITION_FAILED), by_type.get(CONDITION_SUCCEEDED)
+    if failed and succeeded and str(succeeded.get("lastTransitionTime") or "") > str(
+        failed.get("lastTransitionTime") or ""
+    ):
+        return succeeded
+    for condition_type in _PRECEDENCE:
+        if condition_type in by_type:
+            return by_type[condition_type]
+    # A type this provider does not know (e.g. "Suspended") says more than "Created": the latest speaks.
+    unknown = [c for c in true if c.get("type") != CONDITION_CREATED]
+    if unknown:
+        return unknown[-1]
+    return by_type.get(CONDITION_CREATED)
+
+
+def phase(status: Any) -> str:
+    """One word for where the job is: ``Succeeded``, ``Failed``, ``Restarting``, ``Running``,
+    ``Scaling``, ``Pending``, ``Created``, a condition type this provider does not know, or
+    :data:`NOT_STARTED`.
+
+    Several true conditions: the first in ``Failed, Succeeded, Restarting, Running, Scaling,
+    Pending``, then the latest of unknown types, then ``Created`` decides, except that a ``Succeeded`` whose ``lastTransitionTime`` is later
+    than ``Failed``'s wins (RFC 3339 UTC timestamps compare as strings).
+    """
+    condition = _deciding(status)
+    return str(condition.get("type")) if condition else NOT_STARTED
+
+
+def deciding_condition(status: Any) -> Mapping[str, Any] | None:
+    """The true condition that :func:`phase` reports, with its ``reason`` and ``message``."""
+    return _deciding(status)
+
+
+def is_succeeded(status: Any) -> bool:
+    """The job finished successfully (``Succeeded`` decides the phase)."""
+    return phase(status) == CONDITION_SUCCEEDED
+
+
+def is_failed(status: Any) -> bool:
+    """The job failed (``Failed`` decides the phase)."""
+    return phase(status) == CONDITION_FAILED
+
+
+def is_terminal(status: Any) -> bool:
+    """The job has finished, successfully or not; it will not change phase again."""
+    return phase(status) in (CONDITION_SUCCEEDED, CONDITION_FAILED)
+
+
+def is_running(status: Any) -> bool:
+    """The job's replicas are running (``Running`` decides the phase)."""
+    return phase(status) == CONDITION_RUNNING
+
+
+def is_restarting(status: Any) -> bool:
+    """One or more replicas failed and are being restarted by the operator."""
+    return phase(status) == CONDITION_RESTARTING
+
+
+def has_started(status: Any) -> bool:
+    """The job reached ``Running`` at some point (true now or earlier), or has finished."""
+    if is_terminal(status) or has_condition(status, CONDITION_RUNNING):
+        return True
+    conditions = _as_dict(status).get("conditions")
+    return isinstance(conditions, list) and any(
+        isinstance(c, Mapping) and c.get("type") == CONDITION_RUNNING for c in conditions
+    )
+
+
+def replica_counts(status: Any, desired: Mapping[str, int] | None = None) -> str:
+    """Pod counts per replica type, e.g. ``Master 1/1 active, Worker 1/2 active (1 failed)``.
+
+    :param desired: replica type -> ``replicas`` from the spec; shows ``active/desired`` when given.
+    """
+    statuses = _as_dict(status).get("replicaStatuses")
+    statuses = statuses if isinstance(statuses, Mapping) else {}
+    types = list(desired or {}) + [t for t in statuses if t not in (desired or {})]
+    parts = []
+    for replica_type in types:
+        counts = statuses.get(replica_type)
+        counts = counts if isinstance(counts, Mapping) else {}
+        active = counts.get("active") or 0
+        wanted = f"/{desired[replica_type]}" if desired and replica_type in desired else ""
+        text = f"{replica_type} {active}{wanted} active"
+        finished = [f"{counts[k]} {k}" for k in ("succeeded", "failed") if counts.get(k)]
+        parts.append(f"{text} ({', '.join(finished)})" if finished else text)
+    return ", ".join(parts)
+
+
+def summary(status: Any, desired: Mapping[str, int] | None = None) -> str:
+    """A one-line human summary: phase, the deciding reason and message, and replica counts.
+
+    e.g. ``Running — Master 1/1 active, Worker 2/2 active`` or
+    ``Failed (PyTorchJobFailed: Job has failed because ...) — Master 0/1 active (1 failed)``.
+    """
+    condition = deciding_condition(status)
+    text = phase(status)
+    if condition and (condition.get("reason") or condition.get("message")):
+        why = ": ".join(str(condition[k]) for k in ("reason", "message") if condition.get(k))
+        text = f"{text} ({why})"
+    counts = replica_counts(status, desired)
+    return f"{text} — {counts}" if counts else text

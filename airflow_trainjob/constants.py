@@ -1,0 +1,236 @@
+"""Every string of the Kubeflow training API that this provider sends or reads, in one place.
+
+Values are those of the training operator's Go API (kubeflow/training-operator,
+``pkg/apis/kubeflow.org/v1/*_types.go``); ``JOB_KINDS`` is the per-kind table that the models,
+manifest builder, hooks and the local cluster all read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GROUP = "kubeflow.org"
+VERSION = "v1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+# Labels the training operator puts on every pod and service it creates for a job.
+LABEL_JOB_NAME = "training.kubeflow.org/job-name"
+LABEL_REPLICA_TYPE = "training.kubeflow.org/replica-type"
+LABEL_REPLICA_INDEX = "training.kubeflow.org/replica-index"
+LABEL_OPERATOR_NAME = "training.kubeflow.org/operator-name"
+LABEL_JOB_ROLE = "training.kubeflow.org/job-role"
+JOB_ROLE_MASTER = "master"
+
+# Labels this provider puts on the jobs it creates: the Airflow task instance that owns the job.
+LABEL_PREFIX = "airflow-trainjob.apache.org"
+LABEL_DAG_ID = f"{LABEL_PREFIX}/dag-id"
+LABEL_TASK_ID = f"{LABEL_PREFIX}/task-id"
+LABEL_RUN_ID = f"{LABEL_PREFIX}/run-id"
+LABEL_MAP_INDEX = f"{LABEL_PREFIX}/map-index"
+LABEL_TRY_NUMBER = f"{LABEL_PREFIX}/try-number"
+
+# JobConditionType values (kubeflow/common v1). A controller may write others (e.g. "Suspended").
+CONDITION_CREATED = "Created"
+CONDITION_PENDING = "Pending"
+CONDITION_RUNNING = "Running"
+CONDITION_RESTARTING = "Restarting"
+CONDITION_SUCCEEDED = "Succeeded"
+CONDITION_FAILED = "Failed"
+CONDITION_SCALING = "Scaling"
+CONDITION_TRUE = "True"
+
+# Pod-level reasons and exit codes that the ExitCode restart policy and our retry mapping read.
+REASON_OOM_KILLED = "OOMKilled"
+FATAL_EXIT_CODE = 1
+
+# Kubernetes object names and label values: DNS-1035 label, at most 63 characters.
+MAX_NAME_LENGTH = 63
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """One training-operator job kind, as its Go API declares it.
+
+    :param kind: the ``kind`` field, e.g. ``PyTorchJob``.
+    :param plural: the resource name in URLs, e.g. ``pytorchjobs``.
+    :param replica_specs_key: the ``spec`` key holding the replica specs, e.g. ``pytorchReplicaSpecs``.
+    :param replica_types: the replica types the kind accepts, in the API's spelling.
+    :param lead_replica_types: the replica types whose pod leads the job (coordinator, logs worth
+        following), in order of preference; the first one present in a job wins, else ``Worker`` 0.
+    :param default_container: the container name the operator looks for (``<Kind>DefaultContainerName``).
+    :param default_port_name: the port name the operator looks for (``<Kind>DefaultPortName``).
+    :param default_port: the port number the operator defaults to (``<Kind>DefaultPort``).
+    :param kind_fields: the kind's own ``spec`` fields besides ``runPolicy`` and the replica specs.
+    :param requires_default_container: every replica's pod must have a container named
+        ``default_container`` (the operator's validation refuses the job otherwise).
+    :param required_replica_types: replica types the job cannot run without.
+    :param single_replica_types: replica types that must have exactly one replica.
+    :param exclusive_replica_types: replica types of which a job may hold at most one.
+    """
+
+    kind: str
+    plural: str
+    replica_specs_key: str
+    replica_types: tuple[str, ...]
+    lead_replica_types: tuple[str, ...]
+    default_container: str
+    default_port_name: str
+    default_port: int
+    kind_fields: tuple[str, ...] = ()
+    requires_default_container: bool = True
+    required_replica_types: tuple[str, ...] = ()
+    single_replica_types: tuple[str, ...] = ()
+    exclusive_replica_types: tuple[str, ...] = ()
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+
+PYTORCH_JOB = JobKind(
+    kind="PyTorchJob",
+    plural="pytorchjobs",
+    replica_specs_key="pytorchReplicaSpecs",
+    replica_types=("Master", "Worker"),
+    lead_replica_types=("Master",),
+    default_container="pytorch",
+    default_port_name="pytorchjob-port",
+    default_port=23456,
+    kind_fields=("elasticPolicy", "nprocPerNode"),
+    single_replica_types=("Master",),
+)
+TF_JOB = JobKind(
+    kind="TFJob",
+    plural="tfjobs",
+    replica_specs_key="tfReplicaSpecs",
+    replica_types=("Chief", "Master", "PS", "Worker", "Evaluator"),
+    lead_replica_types=("Chief", "Master"),
+    default_container="tensorflow",
+    default_port_name="tfjob-port",
+    default_port=2222,
+    kind_fields=("successPolicy", "enableDynamicWorker"),
+    single_replica_types=("Chief", "Master"),
+    exclusive_replica_types=("Chief", "Master"),
+)
+MPI_JOB = JobKind(
+    kind="MPIJob",
+    plural="mpijobs",
+    replica_specs_key="mpiReplicaSpecs",
+    replica_types=("Launcher", "Worker"),
+    lead_replica_types=("Launcher",),
+    default_container="mpi",
+    default_port_name="mpi-port",
+    default_port=9999,
+    kind_fields=("slotsPerWorker", "mainContainer"),
+    requires_default_container=False,
+    required_replica_types=("Launcher",),
+    single_replica_types=("Launcher",),
+)
+XGBOOST_JOB = JobKind(
+    kind="XGBoostJob",
+    plural="xgboostjobs",
+    replica_specs_key="xgbReplicaSpecs",
+    replica_types=("Master", "Worker"),
+    lead_replica_types=("Master",),
+    default_container="xgboost",
+    default_port_name="xgboostjob-port",
+    default_port=9999,
+    required_replica_types=("Master",),
+    single_replica_types=("Master",),
+)
+PADDLE_JOB = JobKind(
+    kind="PaddleJob",
+    plural="paddlejobs",
+    replica_specs_key="paddleReplicaSpecs",
+    replica_types=("Master", "Worker"),
+    lead_replica_types=("Master",),
+    default_container="paddle",
+    default_port_name="master",
+    default_port=36543,
+    kind_fields=("elasticPolicy",),
+)
+JAX_JOB = JobKind(
+    kind="JAXJob",
+    plural="jaxjobs",
+    replica_specs_key="jaxReplicaSpecs",
+    replica_types=("Worker",),
+    lead_replica_types=(),
+    default_container="jax",
+    default_port_name="jaxjob-port",
+    default_port=6666,
+)
+
+JOB_KINDS: dict[str, JobKind] = {
+    k.kind: k for k in (PYTORCH_JOB, TF_JOB, MPI_JOB, XGBOOST_JOB, PADDLE_JOB, JAX_JOB)
+}
+
+# --- Added for the local training controller (airflow_trainjob.local.controller) ---------------------
+# Values of the training operator's Go code (pkg/controller.v1/*, pkg/util/status.go,
+# pkg/apis/kubeflow.org/v1/*_types.go and *_defaults.go).
+
+# ReplicaSpec.restartPolicy values (kubeflow/common v1 RestartPolicy).
+RESTART_POLICY_ALWAYS = "Always"
+RESTART_POLICY_ON_FAILURE = "OnFailure"
+RESTART_POLICY_NEVER = "Never"
+RESTART_POLICY_EXIT_CODE = "ExitCode"
+
+# RunPolicy.cleanPodPolicy values; every kind defaults to None.
+CLEAN_POD_POLICY_ALL = "All"
+CLEAN_POD_POLICY_RUNNING = "Running"
+CLEAN_POD_POLICY_NONE = "None"
+
+# TFJob spec.successPolicy values ("" = chief/master, else worker 0).
+TF_SUCCESS_POLICY_DEFAULT = ""
+TF_SUCCESS_POLICY_ALL_WORKERS = "AllWorkers"
+
+# The ``<Kind><Reason>`` suffixes of job condition and event reasons (util.NewReason), e.g. PyTorchJobFailed.
+JOB_REASON_CREATED = "Created"
+JOB_REASON_RUNNING = "Running"
+JOB_REASON_RESTARTING = "Restarting"
+JOB_REASON_SUCCEEDED = "Succeeded"
+JOB_REASON_FAILED = "Failed"
+
+# Event reasons the operator records on the job besides the <Kind><Reason> ones.
+EVENT_REASON_EXITED_WITH_CODE = "ExitedWithCode"
+EVENT_REASON_SUCCESSFUL_CREATE_POD = "SuccessfulCreatePod"
+EVENT_REASON_FAILED_CREATE_POD = "FailedCreatePod"
+EVENT_REASON_SUCCESSFUL_DELETE_POD = "SuccessfulDeletePod"
+EVENT_REASON_FAILED_DELETE_POD = "FailedDeletePod"
+EVENT_REASON_SUCCESSFUL_CREATE_SERVICE = "SuccessfulCreateService"
+EVENT_REASON_FAILED_CREATE_SERVICE = "FailedCreateService"
+EVENT_REASON_SUCCESSFUL_DELETE_SERVICE = "SuccessfulDeleteService"
+EVENT_REASON_FAILED_DELETE_SERVICE = "FailedDeleteService"
+EVENT_REASON_SUCCESSFUL_DELETE_JOB = "SuccessfulDeleteJob"
+EVENT_REASON_POD_TEMPLATE_RESTART_POLICY = "SetPodTemplateRestartPolicy"
+# Local controller only: schedulingPolicy.minAvailable cannot be met yet (the real operator leaves this
+# to the gang scheduler's PodGroup events).
+EVENT_REASON_MIN_AVAILABLE_NOT_MET = "MinAvailableNotMet"
+
+# Per kind: the controller name, which is also the value of the operator-name label and the event source.
+CONTROLLER_NAMES: dict[str, str] = {
+    "PyTorchJob": "pytorchjob-controller",
+    "TFJob": "tfjob-controller",
+    "MPIJob": "mpijob-controller",
+    "XGBoostJob": "xgboostjob-controller",
+    "PaddleJob": "paddlejob-controller",
+    "JAXJob": "jaxjob-controller",
+}
+
+# Per kind: the restartPolicy a ReplicaSpec gets when it sets none (<Kind>DefaultRestartPolicy).
+DEFAULT_RESTART_POLICIES: dict[str, str] = {
+    "PyTorchJob": RESTART_POLICY_ON_FAILURE,
+    "TFJob": RESTART_POLICY_NEVER,
+    "MPIJob": RESTART_POLICY_NEVER,
+    "XGBoostJob": RESTART_POLICY_NEVER,
+    "PaddleJob": RESTART_POLICY_ON_FAILURE,
+    "JAXJob": RESTART_POLICY_NEVER,
+}
+
+# PyTorchJob spec.nprocPerNode default.
+PYTORCH_DEFAULT_NPROC_PER_NODE = "auto"
+
+# Local cluster only: the loopback ports the local controller gave a job's replicas, as JSON
+# {"<replicatype lowercase>-<index>": port}, kept on the job so they survive a controller restart.
+ANNOTATION_LOCAL_PORTS = f"{LABEL_PREFIX}/local-ports"
+# Local cluster only: how many replica pods the local controller deleted and recreated (counted for backoffLimit).
+ANNOTATION_LOCAL_RESTARTS = f"{LABEL_PREFIX}/local-restarts"

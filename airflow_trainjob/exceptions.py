@@ -1,0 +1,31 @@
+"""Exceptions raised by this provider.
+
+All derive from Airflow's exceptions so that Airflow's retry logic reads them the usual way:
+``AirflowFailException`` subclasses end the task without retries (retrying cannot help),
+``AirflowException`` subclasses fail the try and let Airflow retry.
+"""
+
+from __future__ import annotations
+
+from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
+
+
+class TrainingJobError(AirflowException):
+    """Base class of this provider's retryable errors."""
+
+
+class InvalidJobSpecError(AirflowFailException):
+    """A job spec, name or parameter is invalid; raised before any API call.
+
+    The message names each offending field by its API path (e.g.
+    ``replicaSpecs.Worker.replicas``) and says what is allowed. Not retried: the same input
+    fails the same way on every try.
+    """
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        if len(self.problems) == 1:
+            message = f"invalid training job spec: {self.problems[0]}"
+        else:
+            message = "invalid training job spec:\n" + "\n".join(f"- {p}" for p in self.problems)
+        super().__init__(message)

@@ -1,0 +1,52 @@
+"""Pydantic v2 models of the kubeflow/common v1 API and of the per-kind job spec fields.
+
+Models of what we write (``ReplicaSpec``, ``RunPolicy``, ``SchedulingPolicy`` and the kind fields)
+refuse unknown fields; models of what we read (``JobStatus`` and its parts) keep them.
+Attributes are snake_case; JSON uses the API's camelCase (``model_dump(by_alias=True)``).
+"""
+
+from airflow_trainjob.models.common import (
+    CleanPodPolicy,
+    JobCondition,
+    JobConditionType,
+    JobStatus,
+    ReplicaSpec,
+    ReplicaStatus,
+    RestartPolicy,
+    RunPolicy,
+    SchedulingPolicy,
+    is_permanent_exit_code,
+    is_retryable_exit_code,
+)
+from airflow_trainjob.models.job import TrainingJobSpec
+from airflow_trainjob.models.kinds import (
+    ElasticPolicy,
+    MPIJobFields,
+    PaddleElasticPolicy,
+    PaddleJobFields,
+    PyTorchJobFields,
+    RDZVConf,
+    TFJobFields,
+)
+
+__all__ = [
+    "CleanPodPolicy",
+    "ElasticPolicy",
+    "JobCondition",
+    "JobConditionType",
+    "JobStatus",
+    "MPIJobFields",
+    "PaddleElasticPolicy",
+    "PaddleJobFields",
+    "PyTorchJobFields",
+    "RDZVConf",
+    "ReplicaSpec",
+    "ReplicaStatus",
+    "RestartPolicy",
+    "RunPolicy",
+    "SchedulingPolicy",
+    "TFJobFields",
+    "TrainingJobSpec",
+    "is_permanent_exit_code",
+    "is_retryable_exit_code",
+]

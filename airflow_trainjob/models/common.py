@@ -1,0 +1,172 @@
+"""The kubeflow/common v1 API (``pkg/apis/kubeflow.org/v1/common_types.go`` in the training operator)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Optional
+
+from pydantic import Field, field_validator
+
+from airflow_trainjob.constants import FATAL_EXIT_CODE
+from airflow_trainjob.models.base import (
+    NonNegativeInt32,
+    PositiveInt64,
+    ReadModel,
+    WriteModel,
+)
+from airflow_trainjob.models.pod_template import normalize_pod_template
+
+__all__ = [
+    "CleanPodPolicy",
+    "JobCondition",
+    "JobConditionType",
+    "JobStatus",
+    "ReplicaSpec",
+    "ReplicaStatus",
+    "RestartPolicy",
+    "RunPolicy",
+    "SchedulingPolicy",
+    "is_permanent_exit_code",
+    "is_retryable_exit_code",
+]
+
+
+class RestartPolicy(str, Enum):
+    """``ReplicaSpec.restartPolicy``: how the operator treats a replica's pod that exits."""
+
+    ALWAYS = "Always"
+    ON_FAILURE = "OnFailure"
+    NEVER = "Never"
+    #: Exit code 1-127 fails the job; 128-255 recreates the pod (see :func:`is_retryable_exit_code`).
+    EXIT_CODE = "ExitCode"
+
+
+class CleanPodPolicy(str, Enum):
+    """``RunPolicy.cleanPodPolicy``: which pods the operator deletes when the job finishes."""
+
+    UNDEFINED = ""
+    ALL = "All"
+    RUNNING = "Running"
+    NONE = "None"
+
+
+class JobConditionType(str, Enum):
+    """Known ``JobCondition.type`` values. Conditions of other types are read and kept as strings."""
+
+    CREATED = "Created"
+    PENDING = "Pending"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    SCALING = "Scaling"
+
+
+def is_retryable_exit_code(exit_code: int) -> bool:
+    """True for exit codes 128-255 (killed by a signal, e.g. 137 for SIGKILL or OOM).
+
+    The ``ExitCode`` restart policy recreates such a pod; this provider lets Airflow retry.
+    """
+    return 128 <= exit_code <= 255
+
+
+def is_permanent_exit_code(exit_code: int) -> bool:
+    """True for exit codes 1-127: the program itself failed; retrying the same code fails again."""
+    return FATAL_EXIT_CODE <= exit_code <= 127
+
+
+class SchedulingPolicy(WriteModel):
+    """``RunPolicy.schedulingPolicy``: gang-scheduling hints for Volcano / scheduler-plugins.
+
+    :param min_available: ``minAvailable``, pods that must be schedulable together (count).
+    :param queue: ``queue``, the scheduler queue name.
+    :param min_resources: ``minResources``, resource name -> quantity (e.g. ``{"cpu": "4"}``).
+    :param priority_class: ``priorityClass``, a PriorityClass name.
+    :param schedule_timeout_seconds: ``scheduleTimeoutSeconds``, seconds the gang may wait.
+    """
+
+    min_available: Optional[NonNegativeInt32] = None
+    queue: Optional[str] = None
+    min_resources: Optional[dict[str, str | int | float]] = None
+    priority_class: Optional[str] = None
+    schedule_timeout_seconds: Optional[NonNegativeInt32] = None
+
+
+class RunPolicy(WriteModel):
+    """``spec.runPolicy``: how the job is run, limited and cleaned up.
+
+    :param clean_pod_policy: ``cleanPodPolicy``, pods deleted when the job finishes; ``Running``
+        (the API's documented default) deletes those still running, ``All`` all, ``None`` none.
+        Always written explicitly so the behaviour does not depend on the operator's version.
+    :param ttl_seconds_after_finished: ``ttlSecondsAfterFinished``, seconds after completion before
+        the operator deletes the job; unset keeps it.
+    :param active_deadline_seconds: ``activeDeadlineSeconds``, seconds from ``startTime`` before the
+        operator fails the job; positive.
+    :param backoff_limit: ``backoffLimit``, pod restarts allowed before the job fails; not negative.
+    :param scheduling_policy: ``schedulingPolicy``, see :class:`SchedulingPolicy`.
+    """
+
+    clean_pod_policy: CleanPodPolicy = CleanPodPolicy.RUNNING
+    ttl_seconds_after_finished: Optional[NonNegativeInt32] = None
+    active_deadline_seconds: Optional[PositiveInt64] = None
+    backoff_limit: Optional[NonNegativeInt32] = None
+    scheduling_policy: Optional[SchedulingPolicy] = None
+
+
+class ReplicaSpec(WriteModel):
+    """One entry of a job's replica specs (``pytorchReplicaSpecs.Worker`` etc.).
+
+    :param replicas: ``replicas``, number of pods of this type; not negative, default 1.
+    :param template: ``template``, the pod template: a dict in the API's camelCase form or a
+        ``kubernetes.client.V1PodTemplateSpec``; normalised to a plain dict. It needs at least one
+        container, each with a ``name`` and an ``image``.
+    :param restart_policy: ``restartPolicy``, see :class:`RestartPolicy`; default ``Never``.
+    """
+
+    replicas: NonNegativeInt32 = 1
+    template: dict[str, Any]
+    restart_policy: RestartPolicy = RestartPolicy.NEVER
+
+    @field_validator("template", mode="before")
+    @classmethod
+    def _normalize_template(cls, value: Any) -> dict[str, Any]:
+        return normalize_pod_template(value)
+
+
+class JobCondition(ReadModel):
+    """One entry of ``status.conditions``. ``type`` stays a string so unknown types survive."""
+
+    type: str
+    status: str
+    reason: Optional[str] = None
+    message: Optional[str] = None
+    last_update_time: Optional[str] = None
+    last_transition_time: Optional[str] = None
+
+
+class ReplicaStatus(ReadModel):
+    """One entry of ``status.replicaStatuses``: pod counts of one replica type."""
+
+    initial: Optional[int] = None
+    pending: Optional[int] = None
+    active: Optional[int] = None
+    succeeded: Optional[int] = None
+    failed: Optional[int] = None
+    label_selector: Optional[dict[str, Any]] = None
+
+
+class JobStatus(ReadModel):
+    """A job's ``status`` as any controller version writes it; ``null`` lists and maps read as empty."""
+
+    conditions: list[JobCondition] = Field(default_factory=list)
+    replica_statuses: dict[str, ReplicaStatus] = Field(default_factory=dict)
+    start_time: Optional[str] = None
+    completion_time: Optional[str] = None
+    last_reconcile_time: Optional[str] = None
+
+    @field_validator("conditions", "replica_statuses", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any, info) -> Any:
+        if value is None:
+            return [] if info.field_name == "conditions" else {}
+        return value

@@ -1,0 +1,155 @@
+"""Each job kind's own ``spec`` fields, besides ``runPolicy`` and the replica specs.
+
+Mirrors ``pytorch_types.go``, ``tensorflow_types.go``, ``mpi_types.go`` and ``paddlepaddle_types.go``
+of the training operator's v1 API. XGBoostJob and JAXJob have no fields of their own.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Optional
+
+from pydantic import model_validator
+
+from airflow_trainjob.models.base import NonNegativeInt32, Port, PositiveInt32, WriteModel
+
+
+class RDZVBackend(str, Enum):
+    """``elasticPolicy.rdzvBackend``: the torchrun rendezvous backend."""
+
+    C10D = "c10d"
+    ETCD = "etcd"
+    ETCD_V2 = "etcd-v2"
+
+
+class RDZVConf(WriteModel):
+    """One ``elasticPolicy.rdzvConf`` entry: an extra rendezvous option ``key=value``."""
+
+    key: Optional[str] = None
+    value: Optional[str] = None
+
+
+class _ElasticBounds(WriteModel):
+    min_replicas: Optional[PositiveInt32] = None
+    max_replicas: Optional[PositiveInt32] = None
+    max_restarts: Optional[NonNegativeInt32] = None
+    #: autoscaling/v2 MetricSpec dicts, passed through unmodelled (the HPA's own API).
+    metrics: Optional[list[dict[str, Any]]] = None
+
+    @model_validator(mode="after")
+    def _min_not_above_max(self):
+        if self.min_replicas is not None and self.max_replicas is not None:
+            if self.min_replicas > self.max_replicas:
+                raise ValueError(
+                    f"minReplicas ({self.min_replicas}) must not exceed maxReplicas ({self.max_replicas})"
+                )
+        return self
+
+
+class ElasticPolicy(_ElasticBounds):
+    """PyTorchJob ``spec.elasticPolicy``: elastic training with torchrun.
+
+    :param min_replicas: ``minReplicas``, fewest workers the job may scale down to (count).
+    :param max_replicas: ``maxReplicas``, most workers the job may scale up to (count).
+    :param rdzv_backend: ``rdzvBackend``, ``c10d``, ``etcd`` or ``etcd-v2``.
+    :param rdzv_port: ``rdzvPort``; ``rdzv_host``: ``rdzvHost``; ``rdzv_id``: ``rdzvId``.
+    :param rdzv_conf: ``rdzvConf``, extra rendezvous options.
+    :param standalone: ``standalone``, run a local c10d rendezvous on port 29400.
+    :param n_proc_per_node: ``nProcPerNode``, deprecated by the API in favour of ``spec.nprocPerNode``.
+    :param max_restarts: ``maxRestarts``, worker-group restarts torchrun allows (count).
+    :param metrics: ``metrics``, autoscaling/v2 MetricSpec dicts for an HPA.
+    """
+
+    rdzv_backend: Optional[RDZVBackend] = None
+    rdzv_port: Optional[Port] = None
+    rdzv_host: Optional[str] = None
+    rdzv_id: Optional[str] = None
+    rdzv_conf: Optional[list[RDZVConf]] = None
+    standalone: Optional[bool] = None
+    n_proc_per_node: Optional[PositiveInt32] = None
+
+
+class PaddleElasticPolicy(_ElasticBounds):
+    """PaddleJob ``spec.elasticPolicy``: ``minReplicas``, ``maxReplicas``, ``maxRestarts``, ``metrics``."""
+
+
+class PyTorchJobFields(WriteModel):
+    """PyTorchJob's own spec fields.
+
+    :param elastic_policy: ``elasticPolicy``, see :class:`ElasticPolicy`.
+    :param nproc_per_node: ``nprocPerNode``, processes per pod: ``auto``, ``cpu``, ``gpu`` or a
+        positive integer (given as int or string).
+    """
+
+    elastic_policy: Optional[ElasticPolicy] = None
+    nproc_per_node: Optional[str] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nproc_as_string(cls, data: Any) -> Any:
+        # The API types nprocPerNode as a string; an int from a DAG is what the user means.
+        if isinstance(data, dict):
+            for key in ("nprocPerNode", "nproc_per_node"):
+                value = data.get(key)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    data = {**data, key: str(value)}
+        return data
+
+    @model_validator(mode="after")
+    def _check(self):
+        value = self.nproc_per_node
+        if value is not None and value not in ("auto", "cpu", "gpu"):
+            if not (value.isdigit() and int(value) >= 1):
+                raise ValueError(
+                    f"nprocPerNode must be 'auto', 'cpu', 'gpu' or a positive integer, got {value!r}"
+                )
+        if value is not None and self.elastic_policy and self.elastic_policy.n_proc_per_node is not None:
+            raise ValueError(
+                "set nprocPerNode or elasticPolicy.nProcPerNode, not both (the latter is deprecated)"
+            )
+        return self
+
+
+class SuccessPolicy(str, Enum):
+    """TFJob ``spec.successPolicy``: ``""`` (chief, else worker 0, decides) or ``AllWorkers``."""
+
+    DEFAULT = ""
+    ALL_WORKERS = "AllWorkers"
+
+
+class TFJobFields(WriteModel):
+    """TFJob's own spec fields: ``successPolicy`` and ``enableDynamicWorker``."""
+
+    success_policy: Optional[SuccessPolicy] = None
+    enable_dynamic_worker: Optional[bool] = None
+
+
+class MPIJobFields(WriteModel):
+    """MPIJob's own spec fields.
+
+    :param slots_per_worker: ``slotsPerWorker``, MPI slots per worker in the hostfile (count, >= 1).
+    :param main_container: ``mainContainer``, the container that runs the MPI program.
+    """
+
+    slots_per_worker: Optional[PositiveInt32] = None
+    main_container: Optional[str] = None
+
+
+class PaddleJobFields(WriteModel):
+    """PaddleJob's own spec field ``elasticPolicy``, see :class:`PaddleElasticPolicy`."""
+
+    elastic_policy: Optional[PaddleElasticPolicy] = None
+
+
+class NoFields(WriteModel):
+    """XGBoostJob and JAXJob: no fields of their own; anything given is refused."""
+
+
+KIND_FIELDS_MODELS: dict[str, type[WriteModel]] = {
+    "PyTorchJob": PyTorchJobFields,
+    "TFJob": TFJobFields,
+    "MPIJob": MPIJobFields,
+    "XGBoostJob": NoFields,
+    "PaddleJob": PaddleJobFields,
+    "JAXJob": NoFields,
+}

@@ -1,0 +1,55 @@
+"""Pod templates: accepted as given, normalised to the API's dict form, checked for what a job needs.
+
+PodSpec is not re-modelled here (the official client already does that): a template is either a
+``kubernetes.client.V1PodTemplateSpec`` or a dict in the API's camelCase form, and comes out as a
+plain JSON-safe dict. Only what no job can run without is checked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes.client import ApiClient, V1PodTemplateSpec
+
+_TEMPLATE_KEYS = ("metadata", "spec")
+
+
+def normalize_pod_template(value: Any) -> dict[str, Any]:
+    """Return ``value`` as a plain camelCase dict after checking its containers.
+
+    :param value: a ``V1PodTemplateSpec`` or a mapping ``{"metadata": ..., "spec": {...}}``.
+    :raises ValueError: when it is neither, has keys other than ``metadata``/``spec``, or its
+        ``spec.containers`` is missing, empty, or has a container without a ``name`` or ``image``,
+        or two containers with one name.
+    """
+    if isinstance(value, V1PodTemplateSpec):
+        value = ApiClient().sanitize_for_serialization(value)
+    if not isinstance(value, dict):
+        raise ValueError(
+            f"must be a pod template (a dict with 'spec', or a V1PodTemplateSpec), got {type(value).__name__}"
+        )
+    unknown = sorted(set(value) - set(_TEMPLATE_KEYS))
+    if unknown:
+        raise ValueError(f"unknown key(s) {unknown}; a pod template has only {list(_TEMPLATE_KEYS)}")
+    template = ApiClient().sanitize_for_serialization(value)
+    spec = template.get("spec")
+    if not isinstance(spec, dict):
+        raise ValueError("'spec' must be a pod spec (a dict with 'containers')")
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise ValueError("'spec.containers' must list at least one container")
+    seen: set[str] = set()
+    for index, container in enumerate(containers):
+        where = f"spec.containers[{index}]"
+        if not isinstance(container, dict):
+            raise ValueError(f"'{where}' must be a container (a dict), got {type(container).__name__}")
+        name = container.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"'{where}.name' is required (a non-empty string)")
+        if name in seen:
+            raise ValueError(f"'{where}.name' {name!r} is used by two containers; names must be unique")
+        seen.add(name)
+        image = container.get("image")
+        if not isinstance(image, str) or not image:
+            raise ValueError(f"'{where}.image' is required (a non-empty string) in container {name!r}")
+    return template
