@@ -13,4 +13,29 @@ def get_provider_info() -> dict:
         "description": "Run Kubeflow training-operator jobs (PyTorchJob, TFJob, MPIJob, XGBoostJob, "
         "PaddleJob, JAXJob) from Airflow, on the cncf.kubernetes connection.",
         "versions": [__version__],
+        "hooks": [
+            {"integration-name": "Kubeflow Training", "python-modules": ["airflow_trainjob.hooks.training_job"]}
+        ],
+        "operators": [
+            {"integration-name": "Kubeflow Training", "python-modules": ["airflow_trainjob.operators.training_job"]}
+        ],
+        "sensors": [
+            {"integration-name": "Kubeflow Training", "python-modules": ["airflow_trainjob.sensors.training_job"]}
+        ],
+        "extra-links": ["airflow_trainjob.links.training_job.TrainingJobLink"],
+        "config": {
+            "trainjob": {
+                "description": "Settings of the airflow-trainjob provider.",
+                "options": {
+                    "job_url_template": {
+                        "description": "URL of a job for the task's extra link, with {kind}, {plural}, "
+                        "{namespace} and {name}; a connection extra of the same name overrides it.",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "https://kubeflow.example.com/_/jobs/{namespace}/{name}",
+                        "default": "",
+                    }
+                },
+            }
+        },
     }

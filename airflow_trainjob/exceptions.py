@@ -29,3 +29,19 @@ class InvalidJobSpecError(AirflowFailException):
         else:
             message = "invalid training job spec:\n" + "\n".join(f"- {p}" for p in self.problems)
         super().__init__(message)
+
+
+class KubernetesAccessError(TrainingJobError):
+    """The API server refused the connection's credentials (401) or their permissions (403)."""
+
+
+class JobNotOwnedError(AirflowFailException):
+    """A job with the wanted name exists but was not created by this task instance; it is left untouched."""
+
+
+class JobDeletedError(TrainingJobError):
+    """The job disappeared (deleted outside this task) before it reached a terminal condition."""
+
+
+class TrainingJobTimeoutError(TrainingJobError):
+    """``timeout`` or ``startup_timeout`` passed before the job finished; the job was deleted."""

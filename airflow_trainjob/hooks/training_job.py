@@ -1,0 +1,183 @@
+"""``TrainingJobHook``: create, read, patch and delete ``kubeflow.org/v1`` jobs and read their pods.
+
+Built on the cncf.kubernetes provider's ``KubernetesHook``: the same ``kubernetes_default``
+connection, kubeconfig path or content, context and in-cluster options, nothing new. Every call
+retries transient failures (see :mod:`airflow_trainjob.hooks.retries`) and turns 401/403 into a
+:class:`KubernetesAccessError` at once.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
+from kubernetes.client import V1DeleteOptions
+from kubernetes.client.exceptions import ApiException
+
+from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_JOB_NAME, VERSION
+from airflow_trainjob.exceptions import KubernetesAccessError
+from airflow_trainjob.hooks.retries import retry_transient
+
+#: Where Kubernetes mounts the namespace of the pod a process runs in.
+IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+DEFAULT_NAMESPACE = "default"
+
+
+def _api_call(action: str):
+    """Retry transient failures of the decorated call; 401/403 become a clear access error."""
+
+    def decorate(func):
+        retried = retry_transient(func)
+
+        @functools.wraps(func)
+        def call(self, *args, **kwargs):
+            try:
+                return retried(self, *args, **kwargs)
+            except ApiException as e:
+                if e.status in (401, 403):
+                    raise KubernetesAccessError(
+                        f"Kubernetes API answered {e.status} {e.reason} to {action}: the credentials of "
+                        f"connection {self.conn_id!r} are not accepted or lack the RBAC permission. "
+                        f"Server said: {_status_message(e)}"
+                    ) from e
+                raise
+
+        return call
+
+    return decorate
+
+
+def _status_message(e: ApiException) -> str:
+    """The ``message`` of the Status object the server returned, never the request's headers."""
+    import json
+
+    try:
+        return json.loads(e.body or "{}").get("message") or str(e.reason)
+    except (ValueError, AttributeError):
+        return str(e.reason)
+
+
+class TrainingJobHook(KubernetesHook):
+    """Talks to the training operator's custom resources and the pods they own.
+
+    :param kubernetes_conn_id: the cncf.kubernetes connection (default ``kubernetes_default``).
+    Other keyword arguments are ``KubernetesHook``'s (``cluster_context``, ``config_file``, ``in_cluster``, ...).
+    """
+
+    def resolve_namespace(self, namespace: str | None = None) -> str:
+        """The namespace to use: ``namespace`` if given, else the connection's ``namespace`` extra,
+        else the namespace of the pod this runs in (in-cluster), else ``default``."""
+        if namespace:
+            return namespace
+        from_connection = self.get_namespace()
+        if from_connection:
+            return from_connection
+        if self.is_in_cluster and IN_CLUSTER_NAMESPACE_FILE.exists():
+            return IN_CLUSTER_NAMESPACE_FILE.read_text().strip() or DEFAULT_NAMESPACE
+        return DEFAULT_NAMESPACE
+
+    @staticmethod
+    def _plural(kind: str) -> str:
+        return JOB_KINDS[kind].plural
+
+    @_api_call("create a training job")
+    def create_job(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """Create the job ``manifest`` describes; returns the created object.
+
+        :raises ApiException: 409 when a job of that name exists, and other non-transient answers.
+        """
+        return self.custom_object_client.create_namespaced_custom_object(
+            GROUP, VERSION, manifest["metadata"]["namespace"], self._plural(manifest["kind"]), manifest
+        )
+
+    @_api_call("read a training job")
+    def get_job(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
+        """The job as the API has it. :raises ApiException: 404 when it does not exist."""
+        return self.custom_object_client.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, self._plural(kind), name
+        )
+
+    @_api_call("patch a training job")
+    def patch_job(self, kind: str, name: str, namespace: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """Apply a JSON merge patch to the job; returns the patched object."""
+        return self.custom_object_client.patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, self._plural(kind), name, patch
+        )
+
+    @_api_call("delete a training job")
+    def delete_job(
+        self, kind: str, name: str, namespace: str, uid: str | None = None, propagation: str = "Background"
+    ) -> bool:
+        """Delete the job (its pods follow by garbage collection). 404 counts as done.
+
+        :param uid: delete only the object with this uid (a precondition: never a same-named successor).
+        :param propagation: ``Background`` or ``Foreground``.
+        :returns: True if this call deleted it, False if it was already gone.
+        """
+        options = V1DeleteOptions(propagation_policy=propagation, preconditions={"uid": uid} if uid else None)
+        try:
+            self.custom_object_client.delete_namespaced_custom_object(
+                GROUP, VERSION, namespace, self._plural(kind), name, body=options
+            )
+        except ApiException as e:
+            if e.status == 404:
+                return False
+            raise
+        return True
+
+    @_api_call("list a training job's pods")
+    def list_job_pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
+        """The pods the training operator created for job ``name`` (by its job-name label), as the
+        API's JSON dicts (camelCase), so they can be inspected and passed around like job objects."""
+        pods = self.core_v1_client.list_namespaced_pod(namespace, label_selector=f"{LABEL_JOB_NAME}={name}").items
+        return [self.api_client.sanitize_for_serialization(p) for p in pods]
+
+    @_api_call("delete a pod")
+    def delete_pod(self, name: str, namespace: str, uid: str | None = None) -> bool:
+        """Delete a pod; 404 counts as done. :returns: True if this call deleted it."""
+        options = V1DeleteOptions(preconditions={"uid": uid} if uid else None)
+        try:
+            self.core_v1_client.delete_namespaced_pod(name, namespace, body=options)
+        except ApiException as e:
+            if e.status == 404:
+                return False
+            raise
+        return True
+
+    @_api_call("read a pod's log")
+    def read_pod_log(
+        self,
+        name: str,
+        namespace: str,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        since_seconds: int | None = None,
+        previous: bool = False,
+    ) -> str:
+        """A container's log as text (``tail_lines``: count; ``since_seconds``: seconds back)."""
+        kwargs = {k: v for k, v in dict(container=container, tail_lines=tail_lines, since_seconds=since_seconds).items() if v}
+        # Raw bytes, decoded here: the client's own decoding of this plain-text answer is unreliable.
+        response = self.core_v1_client.read_namespaced_pod_log(
+            name, namespace, previous=previous, _preload_content=False, **kwargs
+        )
+        try:
+            return response.data.decode(errors="replace")
+        finally:
+            response.release_conn()
+
+    def open_pod_log_stream(self, name: str, namespace: str, container: str | None = None):
+        """Follow a container's log: the open HTTP response, to read with ``.stream()`` and end
+        with ``.close()``. Not retried: the caller decides how to resume a follow stream."""
+        kwargs = {"container": container} if container else {}
+        return self.core_v1_client.read_namespaced_pod_log(
+            name, namespace, follow=True, _preload_content=False, **kwargs
+        )
+
+    @_api_call("list events")
+    def list_events(self, namespace: str, involved_names: set[str]) -> list[dict[str, Any]]:
+        """Events in ``namespace`` about any object named in ``involved_names``, as JSON dicts, oldest first."""
+        events = [self.api_client.sanitize_for_serialization(e) for e in self.core_v1_client.list_namespaced_event(namespace).items]
+        chosen = [e for e in events if (e.get("involvedObject") or {}).get("name") in involved_names]
+        return sorted(chosen, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or e["metadata"].get("creationTimestamp") or "")

@@ -1,0 +1,396 @@
+"""``TrainingJobOperator``: run one Kubeflow training job to its end from an Airflow task."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from airflow.providers.common.compat.sdk import BaseOperator
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+from pydantic import BaseModel
+
+from airflow_trainjob import conditions
+from airflow_trainjob.constants import JOB_KINDS, LABEL_TRY_NUMBER
+from airflow_trainjob.exceptions import (
+    InvalidJobSpecError,
+    JobDeletedError,
+    JobNotOwnedError,
+    TrainingJobError,
+    TrainingJobTimeoutError,
+)
+from airflow_trainjob.hooks.training_job import TrainingJobHook
+from airflow_trainjob.links.training_job import TrainingJobLink, job_url, url_template
+from airflow_trainjob.log_stream import LeadLogFollower
+from airflow_trainjob.manifest import build_manifest
+from airflow_trainjob.models.job import TrainingJobSpec
+from airflow_trainjob.names import generate_job_name, max_job_name_length
+from airflow_trainjob.ownership import RESERVED_LABELS, TaskInstanceIdentity
+from airflow_trainjob.pods import container_ends, pending_reasons, pods_to_clean, restart_counts
+from airflow_trainjob.verdict import failure_exception
+
+#: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
+ON_FINISH_OPTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
+#: Seconds to wait for a replaced job to be gone before creating its successor.
+REPLACE_TIMEOUT = 120.0
+
+
+def _plain(value: Any) -> Any:
+    """Models (ours and the Kubernetes client's) as plain dicts, so Jinja renders inside them."""
+    if isinstance(value, BaseModel):
+        return value.to_api() if hasattr(value, "to_api") else value.model_dump(by_alias=True, exclude_none=True)
+    if hasattr(value, "openapi_types"):
+        return ApiClient().sanitize_for_serialization(value)
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+class TrainingJobOperator(BaseOperator):
+    """Create a Kubeflow training job, follow it to ``Succeeded`` or ``Failed``, and clean up.
+
+    :param kind: ``PyTorchJob``, ``TFJob``, ``MPIJob``, ``XGBoostJob``, ``PaddleJob`` or ``JAXJob``.
+    :param replica_specs: replica type -> ``ReplicaSpec`` or dict (``replicas``, ``template``,
+        ``restartPolicy``), or that mapping as a YAML/JSON string. ``spec.<kind>ReplicaSpecs``.
+    :param job_name: ``metadata.name``; default: generated from dag_id and task_id plus a hash of
+        the task instance, the same on every try.
+    :param namespace: default: the connection's ``namespace`` extra, else the worker pod's
+        namespace when in-cluster, else ``default``.
+    :param run_policy: ``RunPolicy``, dict or YAML/JSON string (``spec.runPolicy``).
+    :param kind_fields: the kind's own spec fields (e.g. ``{"nprocPerNode": "auto"}``).
+    :param labels: extra ``metadata.labels``; ``annotations``: ``metadata.annotations``.
+    :param kubernetes_conn_id: the cncf.kubernetes connection.
+    :param poll_interval: seconds between status reads.
+    :param timeout: seconds the whole job may take, counted from when this try created (or
+        attached to) it; then the task fails and the job is deleted. None: no limit
+        (``runPolicy.activeDeadlineSeconds`` still applies).
+    :param startup_timeout: seconds, counted the same way, until the job must reach ``Running``;
+        None: no limit.
+    :param get_logs: follow the lead replica's log into the task log.
+    :param log_tail_lines: on failure, lines quoted from each failed replica's log (count).
+    :param on_finish: ``keep_job``, ``delete_job`` or ``delete_succeeded_job`` (default: keep a
+        failed job for inspection). A job still running when the task ends is always deleted.
+    :param reattach_on_restart: when this task instance's job from an earlier try is still running,
+        follow it instead of starting over (a finished one is always replaced).
+
+    Returns (XCom ``return_value``) a JSON-safe summary: kind, name, namespace, conditions,
+    replicaStatuses, startTime, completionTime, duration (seconds). Pushes ``job_name`` and
+    ``job_namespace`` at once.
+
+    :raises InvalidJobSpecError: bad input, before any API call (not retried).
+    :raises JobNotOwnedError: a job of that name belongs to something else (not retried).
+    :raises AirflowFailException: the job failed permanently (first failure exit code 1-127).
+    :raises TrainingJobError: the job failed in a retryable way (128-255, OOMKilled, evicted).
+    :raises TrainingJobTimeoutError: ``timeout`` or ``startup_timeout`` passed.
+    """
+
+    template_fields: Sequence[str] = (
+        "job_name",
+        "namespace",
+        "replica_specs",
+        "run_policy",
+        "kind_fields",
+        "labels",
+        "annotations",
+        "manifest",
+    )
+    template_fields_renderers = {
+        "manifest": "yaml",
+        "replica_specs": "json",
+        "run_policy": "json",
+        "kind_fields": "json",
+        "labels": "json",
+        "annotations": "json",
+    }
+    ui_color = "#e4f0e8"
+    operator_extra_links = (TrainingJobLink(),)
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        replica_specs: Any,
+        job_name: str | None = None,
+        namespace: str | None = None,
+        run_policy: Any = None,
+        kind_fields: Any = None,
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+        kubernetes_conn_id: str = "kubernetes_default",
+        poll_interval: float = 10.0,
+        timeout: float | None = None,
+        startup_timeout: float | None = 600.0,
+        get_logs: bool = True,
+        log_tail_lines: int = 50,
+        on_finish: str = "delete_succeeded_job",
+        reattach_on_restart: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.kind = kind
+        self.replica_specs = _plain(replica_specs)
+        self.job_name = job_name
+        self.namespace = namespace
+        self.run_policy = _plain(run_policy)
+        self.kind_fields = _plain(kind_fields)
+        self.labels = labels
+        self.annotations = annotations
+        self.kubernetes_conn_id = kubernetes_conn_id
+        self.poll_interval = poll_interval
+        self.timeout = timeout
+        self.startup_timeout = startup_timeout
+        self.get_logs = get_logs
+        self.log_tail_lines = log_tail_lines
+        self.on_finish = on_finish
+        self.reattach_on_restart = reattach_on_restart
+        #: The job object this task sends, shown in the rendered template view; set after rendering.
+        self.manifest: dict[str, Any] | None = None
+        self._job: dict[str, Any] | None = None  # the job this task created or attached to
+        self._identity: TaskInstanceIdentity | None = None
+        self._follower: LeadLogFollower | None = None
+        self._seen_pods: dict[str, dict[str, Any]] = {}  # pod name -> last seen, for the verdict
+
+    @cached_property
+    def hook(self) -> TrainingJobHook:
+        return TrainingJobHook(kubernetes_conn_id=self.kubernetes_conn_id)
+
+    # ---- input -------------------------------------------------------------------------------
+
+    def _check_parameters(self) -> None:
+        problems = []
+        if self.on_finish not in ON_FINISH_OPTIONS:
+            problems.append(f"on_finish: {self.on_finish!r} is not one of {', '.join(ON_FINISH_OPTIONS)}")
+        for field in ("poll_interval", "timeout", "startup_timeout"):
+            value = getattr(self, field)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                problems.append(f"{field}: must be a positive number of seconds, got {value!r}")
+        if isinstance(self.log_tail_lines, bool) or not isinstance(self.log_tail_lines, int) or self.log_tail_lines < 0:
+            problems.append(f"log_tail_lines: must be a count (0 or more), got {self.log_tail_lines!r}")
+        reserved = sorted(set(self.labels or {}) & set(RESERVED_LABELS)) if isinstance(self.labels, Mapping) else []
+        if reserved:
+            problems.append(f"labels: {', '.join(reserved)} are set by this provider to identify the task instance")
+        if problems:
+            raise InvalidJobSpecError(problems)
+
+    def build_job(self, context: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+        """The manifest for this task instance (validated; raises :class:`InvalidJobSpecError`)."""
+        self._check_parameters()
+        spec = TrainingJobSpec.parse(self.kind, self.replica_specs, self.run_policy, self.kind_fields)
+        identity = TaskInstanceIdentity.from_context(context)
+        name = self.job_name or generate_job_name(
+            identity.dag_id,
+            identity.task_id,
+            identity.run_id,
+            identity.map_index,
+            max_job_name_length(spec.highest_indexes()),
+        )
+        labels = {**(self.labels or {}), **identity.labels()}
+        return build_manifest(spec=spec, name=name, namespace=namespace, labels=labels, annotations=self.annotations)
+
+    def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
+        """Render as usual, then build the manifest so the rendered template view shows the exact
+        object sent. Invalid input leaves it empty here; ``execute`` raises the error."""
+        super().render_template_fields(context, jinja_env)
+        if "ti" not in context:
+            return
+        try:
+            self.manifest = self.build_job(context, self.hook.resolve_namespace(self.namespace))
+        except InvalidJobSpecError:
+            self.manifest = None
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        self._identity = TaskInstanceIdentity.from_context(context)
+        if not isinstance(self.namespace, (str, type(None))):
+            raise InvalidJobSpecError([f"namespace: must be a string, got {type(self.namespace).__name__}"])
+        namespace = self.hook.resolve_namespace(self.namespace)
+        manifest = self.manifest = self.build_job(context, namespace)
+        name = manifest["metadata"]["name"]
+        context["ti"].xcom_push(key="job_name", value=name)
+        context["ti"].xcom_push(key="job_namespace", value=namespace)
+        job_ref = f"{self.kind} {namespace}/{name}"
+        outcome = "killed"
+        try:
+            self._job = self._create_or_attach(manifest)
+            url = job_url(url_template(self.hook.conn_extras), self.kind, namespace, name)
+            if url:
+                context["ti"].xcom_push(key=TrainingJobLink().xcom_key, value=url)
+            if self.get_logs:
+                self._follower = LeadLogFollower(self.hook, JOB_KINDS[self.kind], name, namespace, self.log)
+                self._follower.start()
+            final = self._wait(job_ref, manifest)
+            self._stop_follower(drain=True)
+            if conditions.is_succeeded(final.get("status")):
+                outcome = "succeeded"
+                self.log.info("%s succeeded", job_ref)
+                return self._summary(final)
+            outcome = "failed"
+            raise failure_exception(self.hook, final, self.log_tail_lines, self._seen_pods.values())
+        finally:
+            self._stop_follower()
+            self._cleanup(outcome)
+
+    def on_kill(self) -> None:
+        """The task was killed (marked failed/success, cleared, or timed out): delete the job."""
+        self._stop_follower()
+        self._cleanup("killed")
+
+    def _create_or_attach(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        meta = manifest["metadata"]
+        name, namespace = meta["name"], meta["namespace"]
+        try:
+            job = self.hook.create_job(manifest)
+            self.log.info("Created %s %s/%s", self.kind, namespace, name)
+            return job
+        except ApiException as e:
+            if e.status != 409:
+                raise
+        try:
+            existing = self.hook.get_job(self.kind, name, namespace)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+            return self.hook.create_job(manifest)  # deleted between our create and get
+        identity = self._identity
+        if not identity.owns(existing):
+            raise JobNotOwnedError(
+                f"A {self.kind} named {namespace}/{name} already exists and is not labelled as this task "
+                f"instance's (dag_id={identity.dag_id}, task_id={identity.task_id}, run_id={identity.run_id}, "
+                f"map_index={identity.map_index}); it was left untouched. Set another job_name or remove it."
+            )
+        finished = conditions.is_terminal(existing.get("status"))
+        same_try = identity.created_by_this_try(existing)
+        if not finished and (same_try or self.reattach_on_restart):
+            self.log.info("Attaching to %s %s/%s, still %s, created by try %s", self.kind, namespace, name,
+                          conditions.phase(existing.get("status")), existing["metadata"]["labels"].get(LABEL_TRY_NUMBER))
+            return existing
+        self.log.info("Replacing %s %s/%s left by an earlier try (%s)", self.kind, namespace, name,
+                      conditions.phase(existing.get("status")))
+        self.hook.delete_job(self.kind, name, namespace, uid=existing["metadata"]["uid"], propagation="Foreground")
+        deadline = time.monotonic() + REPLACE_TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                self.hook.get_job(self.kind, name, namespace)
+            except ApiException as e:
+                if e.status == 404:
+                    return self.hook.create_job(manifest)
+                raise
+            time.sleep(1.0)
+        raise TrainingJobError(f"{self.kind} {namespace}/{name} of an earlier try was not gone after {REPLACE_TIMEOUT:.0f} s")
+
+    def _wait(self, job_ref: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        """Poll until the job is terminal; log each change; enforce the timeouts."""
+        kind = JOB_KINDS[self.kind]
+        meta = manifest["metadata"]
+        desired = {t: s.get("replicas", 1) for t, s in manifest["spec"][kind.replica_specs_key].items()}
+        started_at = time.monotonic()
+        last_line, last_restarts = None, {}
+        while True:
+            try:
+                job = self.hook.get_job(self.kind, meta["name"], meta["namespace"])
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+                # A terminal status ends this loop the moment it is read, so a 404 here is always
+                # a job that vanished before its verdict.
+                raise JobDeletedError(f"{job_ref} was deleted outside this task before it finished") from e
+            if job["metadata"].get("uid") != (self._job or {}).get("metadata", {}).get("uid"):
+                raise JobDeletedError(f"{job_ref} was deleted outside this task and replaced by another object")
+            status = job.get("status")
+            line = f"{job_ref}: {conditions.summary(status, desired)}"
+            if line != last_line:
+                self.log.info("%s", line)
+                last_line = line
+            pods = self.hook.list_job_pods(meta["name"], meta["namespace"])
+            self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
+            last_restarts = self._warn_on_restarts(pods, last_restarts)
+            if conditions.is_terminal(status):
+                return job
+            elapsed = time.monotonic() - started_at
+            if self.startup_timeout and not conditions.has_started(status) and elapsed > self.startup_timeout:
+                raise self._timeout("startup_timeout", self.startup_timeout, job_ref, status, pods)
+            if self.timeout and elapsed > self.timeout:
+                raise self._timeout("timeout", self.timeout, job_ref, status, pods)
+            time.sleep(self.poll_interval)
+
+    def _warn_on_restarts(self, pods: list[dict[str, Any]], before: dict[str, int]) -> dict[str, int]:
+        kind = JOB_KINDS[self.kind]
+        now = restart_counts(pods)
+        for pod_name, count in now.items():
+            if count > before.get(pod_name, 0):
+                ends = [e for e in container_ends(pods, kind) if e.pod == pod_name and e.restarted]
+                why = ends[-1].describe() if ends else pod_name
+                self.log.warning("Replica restarted (restart %d): %s", count, why)
+        return now
+
+    def _timeout(self, which: str, seconds: float, job_ref: str, status: Any, pods: list) -> TrainingJobTimeoutError:
+        pending = pending_reasons(pods, JOB_KINDS[self.kind])
+        name, namespace = self._job["metadata"]["name"], self._job["metadata"]["namespace"]
+        try:
+            warnings = [f"{e.get('reason')}: {e.get('message', '')}" for e in self.hook.list_events(namespace, {name})
+                        if e.get("type") == "Warning"][-3:]
+        except ApiException:
+            warnings = []  # the timeout is the news; its explanation is best effort
+        return TrainingJobTimeoutError(
+            f"{job_ref}: {which} of {seconds:g} s passed; last state: {conditions.summary(status)}"
+            + (f"; pending: {' | '.join(pending)}" if pending else "")
+            + (f"; warnings: {' | '.join(warnings)}" if warnings else "")
+        )
+
+    def _summary(self, job: dict[str, Any]) -> dict[str, Any]:
+        status = job.get("status") or {}
+        start, end = status.get("startTime"), status.get("completionTime")
+        duration = None
+        if start and end:
+            duration = (datetime.fromisoformat(end.replace("Z", "+00:00"))
+                        - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
+        return {
+            "kind": job["kind"],
+            "name": job["metadata"]["name"],
+            "namespace": job["metadata"]["namespace"],
+            "conditions": status.get("conditions") or [],
+            "replicaStatuses": status.get("replicaStatuses") or {},
+            "startTime": start,
+            "completionTime": end,
+            "duration": duration,
+        }
+
+    # ---- cleanup -----------------------------------------------------------------------------
+
+    def _stop_follower(self, drain: bool = False) -> None:
+        follower, self._follower = self._follower, None
+        if follower is not None:
+            follower.finish() if drain else follower.stop()
+
+    def _cleanup(self, outcome: str) -> None:
+        """Apply ``cleanPodPolicy`` to the job's pods, then ``on_finish`` to the job. A job that is
+        still running is deleted whatever ``on_finish`` says. Touches only this task instance's job."""
+        job, self._job = self._job, None  # once: on_kill and execute's finally may both get here
+        if job is None:
+            return
+        meta = job["metadata"]
+        name, namespace, uid = meta["name"], meta["namespace"], meta.get("uid")
+        try:
+            current = self.hook.get_job(self.kind, name, namespace)
+        except ApiException as e:
+            if e.status == 404:
+                return
+            raise
+        if current["metadata"].get("uid") != uid or not self._identity.owns(current):
+            self.log.warning("Not cleaning up %s/%s: it is no longer the job this task created", namespace, name)
+            return
+        policy = ((current.get("spec") or {}).get("runPolicy") or {}).get("cleanPodPolicy", "Running")
+        for pod in pods_to_clean(self.hook.list_job_pods(name, namespace), policy):
+            owners = {o.get("uid") for o in pod["metadata"].get("ownerReferences") or []}
+            if uid in owners:
+                self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
+        running = not conditions.is_terminal(current.get("status"))
+        if running or self.on_finish == "delete_job" or (self.on_finish == "delete_succeeded_job" and outcome == "succeeded"):
+            self.log.info("Deleting %s %s/%s (%s)", self.kind, namespace, name, "still running" if running else self.on_finish)
+            self.hook.delete_job(self.kind, name, namespace, uid=uid)

@@ -1,0 +1,80 @@
+"""Which Airflow task instance a job belongs to, told by labels on the job.
+
+Every job this provider creates carries its task instance's identity (dag_id, task_id, run_id,
+map_index, try_number) as labels. That is how a retry finds the job of an earlier try, and how
+cleanup makes sure it only ever deletes what is its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_trainjob.constants import (
+    LABEL_DAG_ID,
+    LABEL_MAP_INDEX,
+    LABEL_RUN_ID,
+    LABEL_TASK_ID,
+    LABEL_TRY_NUMBER,
+)
+from airflow_trainjob.names import sanitize_label_value
+
+#: The labels that identify the task instance, whatever its try.
+_INSTANCE_KEYS = (LABEL_DAG_ID, LABEL_TASK_ID, LABEL_RUN_ID, LABEL_MAP_INDEX)
+RESERVED_LABELS = (*_INSTANCE_KEYS, LABEL_TRY_NUMBER)
+
+
+@dataclass(frozen=True)
+class TaskInstanceIdentity:
+    """The task instance a job is created for.
+
+    :param map_index: ``-1`` for an unmapped task.
+    :param try_number: the try that creates the job (1 for the first).
+    """
+
+    dag_id: str
+    task_id: str
+    run_id: str
+    map_index: int
+    try_number: int
+
+    @classmethod
+    def from_context(cls, context: Mapping[str, Any]) -> TaskInstanceIdentity:
+        """Read the identity from an Airflow task context's ``ti``."""
+        ti = context["ti"]
+        map_index = getattr(ti, "map_index", -1)
+        return cls(
+            dag_id=ti.dag_id,
+            task_id=ti.task_id,
+            run_id=ti.run_id,
+            map_index=-1 if map_index is None else int(map_index),
+            try_number=int(ti.try_number or 1),
+        )
+
+    def labels(self) -> dict[str, str]:
+        """The labels to put on the job (values sanitised to label rules)."""
+        return {
+            LABEL_DAG_ID: sanitize_label_value(self.dag_id),
+            LABEL_TASK_ID: sanitize_label_value(self.task_id),
+            LABEL_RUN_ID: sanitize_label_value(self.run_id),
+            # "-1" is no valid label value (it must start with a letter or digit).
+            LABEL_MAP_INDEX: str(self.map_index) if self.map_index >= 0 else "none",
+            LABEL_TRY_NUMBER: str(self.try_number),
+        }
+
+    def instance_selector(self) -> str:
+        """A label selector matching this task instance's jobs of any try."""
+        labels = self.labels()
+        return ",".join(f"{k}={labels[k]}" for k in _INSTANCE_KEYS)
+
+    def owns(self, job: Mapping[str, Any]) -> bool:
+        """True when ``job`` carries this task instance's labels (any try)."""
+        job_labels = (job.get("metadata") or {}).get("labels") or {}
+        mine = self.labels()
+        return all(job_labels.get(k) == mine[k] for k in _INSTANCE_KEYS)
+
+    def created_by_this_try(self, job: Mapping[str, Any]) -> bool:
+        """True when ``job`` is this task instance's and was created by this very try."""
+        job_labels = (job.get("metadata") or {}).get("labels") or {}
+        return self.owns(job) and job_labels.get(LABEL_TRY_NUMBER) == str(self.try_number)

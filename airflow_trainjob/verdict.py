@@ -1,0 +1,78 @@
+"""Turns a failed job into the exception Airflow should see: message, cause and retry class.
+
+Reads what the message needs — the pods' exits, each failed replica's log tail and the recent
+events — before any cleanup deletes the pods. Shared by the operator and the sensor.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from airflow.providers.common.compat.sdk import AirflowFailException
+from kubernetes.client.exceptions import ApiException
+
+from airflow_trainjob.constants import JOB_KINDS
+from airflow_trainjob.exceptions import TrainingJobError
+from airflow_trainjob.failures import failure_message, is_permanent
+from airflow_trainjob.pods import container_ends, ends_from_events
+
+#: Failed replicas whose log tail is quoted (the first ones to fail).
+TAILS_QUOTED = 8
+
+log = logging.getLogger(__name__)
+
+
+def job_ref(job: dict[str, Any]) -> str:
+    """``"<Kind> <namespace>/<name>"``."""
+    return f"{job['kind']} {job['metadata']['namespace']}/{job['metadata']['name']}"
+
+
+def failure_exception(
+    hook: Any, job: dict[str, Any], log_tail_lines: int = 50, seen_pods: Iterable[dict[str, Any]] = ()
+) -> Exception:
+    """The exception for failed ``job``: ``AirflowFailException`` when its first failure is permanent
+    (exit code 1-127), else :class:`TrainingJobError` (Airflow may retry).
+
+    The exits come from the job's pods as they are now, else as they were last seen
+    (``seen_pods``), else from the operator's ``ExitedWithCode`` events: with ``cleanPodPolicy``
+    ``All`` the operator may delete the pods the moment the job fails.
+
+    :param hook: a :class:`TrainingJobHook`.
+    :param log_tail_lines: lines quoted from each failed replica's log (count; 0 quotes none).
+    :param seen_pods: the job's pods as last seen while waiting (API JSON dicts).
+    """
+    name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+    kind = JOB_KINDS[job["kind"]]
+    pods = hook.list_job_pods(name, namespace)
+    present = {p["metadata"]["name"] for p in pods}
+    pods = [*pods, *(p for p in seen_pods if p["metadata"]["name"] not in present)]
+    ends = container_ends(pods, kind)
+    tails: dict[str, str] = {}
+    for end in [e for e in ends if e.failed]:
+        if len(tails) >= TAILS_QUOTED or not log_tail_lines:
+            break
+        if end.replica in tails or not end.container:
+            continue
+        try:
+            tails[end.replica] = hook.read_pod_log(
+                end.pod, namespace, end.container, tail_lines=log_tail_lines, previous=end.restarted
+            )
+        except ApiException as e:
+            # The pod may be gone already (cleanPodPolicy, TTL): the verdict does not need its log.
+            log.warning("Could not read the log of %s (pod %s): %s", end.replica, end.pod, e.reason)
+    try:
+        involved = {name, *(p["metadata"]["name"] for p in pods)}
+        raw_events = hook.list_events(namespace, involved)
+    except ApiException as e:
+        log.warning("Could not list the events of %s: %s", job_ref(job), e.reason)
+        raw_events = []
+    if not any(e.failed for e in ends):
+        ends = ends_from_events(raw_events, name, kind)
+    events = [
+        f"{e.get('type')} {e.get('reason')} {e['involvedObject'].get('name')}: {e.get('message', '')}"
+        for e in raw_events
+    ]
+    message = failure_message(job_ref(job), job.get("status"), ends, events, tails)
+    return AirflowFailException(message) if is_permanent(ends) else TrainingJobError(message)

@@ -1,0 +1,51 @@
+"""A sensor watching a training job created outside the sensor's task.
+
+The first task stands in for "somebody else": it submits an XGBoostJob with the hook directly.
+The TrainingJobSensor then waits for it in reschedule mode, freeing its worker slot between
+pokes, and fails with the operator's message if the job fails.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow.sdk import DAG, task
+
+from airflow_trainjob.hooks.training_job import TrainingJobHook
+from airflow_trainjob.manifest import build_manifest
+from airflow_trainjob.models import TrainingJobSpec
+from airflow_trainjob.sensors.training_job import TrainingJobSensor
+
+WORK = "import os; print('xgboost replica', os.environ.get('RANK'), 'of', os.environ.get('WORLD_SIZE'))"
+
+
+def replica(replicas: int) -> dict:
+    container = {"name": "xgboost", "image": "python:3.11-slim", "command": ["python", "-c", WORK]}
+    return {"replicas": replicas, "template": {"spec": {"containers": [container]}}}
+
+
+with DAG(
+    dag_id="watch_external_job",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    tags=["airflow-trainjob", "example"],
+) as dag:
+
+    @task
+    def submit_elsewhere(run_id: str | None = None) -> str:
+        """Create the job the way another system would; return its name."""
+        hook = TrainingJobHook()
+        name = "external-" + "".join(c for c in run_id.lower() if c.isalnum())[-12:]
+        spec = TrainingJobSpec.parse("XGBoostJob", {"Master": replica(1), "Worker": replica(2)})
+        hook.create_job(build_manifest(spec=spec, name=name, namespace=hook.resolve_namespace()))
+        return name
+
+    TrainingJobSensor(
+        task_id="wait_for_job",
+        kind="XGBoostJob",
+        job_name=submit_elsewhere(),
+        mode="reschedule",
+        poke_interval=5,
+        timeout=600,
+    )
