@@ -545,7 +545,9 @@ class LocalCluster:
                 # Own session and process group: survives the starter, and `down` can kill the whole group.
                 start_new_session=True,
             )
-        self.pid_path(component.name).write_text(f"{proc.pid}\n")
+        # The start time (clock ticks since boot, /proc/<pid>/stat field 22) tells this process apart from a
+        # later one that reuses its pid.
+        self.pid_path(component.name).write_text(f"{proc.pid} {_start_ticks(proc.pid) or ''}\n")
         _say(f"{component.name}: started (pid {proc.pid}, log {log_path})")
 
     def _wait_ready(self, component: Component) -> None:
@@ -562,48 +564,71 @@ class LocalCluster:
             time.sleep(0.2)
 
     def _ensure_alive(self, name: str, pid: int | None) -> None:
-        if pid is None or not self._alive(pid):
+        if pid is None or not self._alive(pid, self._started_ticks(name)):
             raise ClusterError(
                 f"{name} {_describe_exit(pid)} (pid {pid}); last lines of {self.log_path(name)}:\n"
                 f"{_tail(self.log_path(name))}"
             )
 
-    def _pid(self, name: str) -> int | None:
+    def _pidfile(self, name: str) -> list[str]:
         try:
-            return int(self.pid_path(name).read_text().strip())
-        except (OSError, ValueError):
+            return self.pid_path(name).read_text().split()
+        except OSError:
+            return []
+
+    def _pid(self, name: str) -> int | None:
+        fields = self._pidfile(name)
+        try:
+            return int(fields[0])
+        except (IndexError, ValueError):
+            return None
+
+    def _started_ticks(self, name: str) -> int | None:
+        fields = self._pidfile(name)
+        try:
+            return int(fields[1])
+        except (IndexError, ValueError):
             return None
 
     def _running(self, name: str) -> bool:
         pid = self._pid(name)
-        return pid is not None and self._alive(pid)
+        return pid is not None and self._alive(pid, self._started_ticks(name))
 
-    def _alive(self, pid: int) -> bool:
-        """The process exists, is not a zombie, and is one of ours (its argv names this state dir), which
-        guards against a pid reused by an unrelated process after a reboot or a crash."""
+    def _alive(self, pid: int, started_ticks: int | None = None) -> bool:
+        """The process exists, is not a zombie, and is the one we started: same start time as recorded
+        (a pid reused after a reboot or a crash has another), or, for a pidfile without one, an argv that
+        names this state dir."""
         _reap(pid)
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] in ("Z", "X"):
+            return False
+        if started_ticks is not None:
+            return int(fields[19]) == started_ticks
+        try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         except OSError:
             return False
-        state = stat.rsplit(")", 1)[1].split()[0]
-        return state not in ("Z", "X") and str(self.state_dir) in cmdline
+        return str(self.state_dir) in cmdline
 
     def _stop(self, name: str, timeout: float) -> None:
         pid = self._pid(name)
         if pid is None:
             return
-        if self._alive(pid):
+        started = self._started_ticks(name)
+        if self._alive(pid, started):
             _say(f"{name}: stopping (pid {pid})")
             _signal(pid, signal.SIGTERM)
             deadline = time.monotonic() + timeout
-            while self._alive(pid) and time.monotonic() < deadline:
+            while self._alive(pid, started) and time.monotonic() < deadline:
                 time.sleep(0.1)
-            if self._alive(pid):
+            if self._alive(pid, started):
                 _say(f"{name}: still running after {timeout:.0f} s; SIGKILL")
                 _kill_group(pid)
-                while self._alive(pid):
+                while self._alive(pid, started):
                     time.sleep(0.05)
             # Children it left behind in its process group (it was the group leader).
             _kill_group(pid)
@@ -650,6 +675,14 @@ def _port_free(port: int) -> bool:
 
 #: Exit statuses of our own children, by pid, as collected by :func:`_reap` (for error messages).
 _EXIT_STATUS: dict[int, int] = {}
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (``/proc/<pid>/stat`` field 22), or None if it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _reap(pid: int) -> None:
