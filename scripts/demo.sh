@@ -35,8 +35,10 @@ echo "==> preparing the Airflow home in $AIRFLOW_HOME"
 echo "==> airflow dags test retrain_digits $DATE"
 "$VENV/bin/airflow" dags test retrain_digits "$DATE" 2>&1 | tee "$DEMO_DIR/dags-test.log" \
   | grep --line-buffered -E "Created |Attaching |Replacing |PyTorchJob .*: |\[(Master|Worker)-[0-9]+\]|final metrics|took |ERROR|Traceback|DagRun Finished" \
-  | sed -E 's/ +\[airflow\.task[^]]*\].*$//; s/^[0-9T:.-]+Z \[[a-z ]+\] //'
+  | sed -E 's/ +\[airflow\.[^]]*\].*$//; s/^[0-9T:.-]+Z \[[a-z ]+\] //'
 status=${PIPESTATUS[0]}
 echo "==> full log: $DEMO_DIR/dags-test.log; metrics: $TRAINJOB_EXAMPLE_METRICS_DIR/metrics-$DATE.json"
-[ -f "$TRAINJOB_EXAMPLE_METRICS_DIR/metrics-$DATE.json" ] && cat "$TRAINJOB_EXAMPLE_METRICS_DIR/metrics-$DATE.json"
+if [ -f "$TRAINJOB_EXAMPLE_METRICS_DIR/metrics-$DATE.json" ]; then
+  cat "$TRAINJOB_EXAMPLE_METRICS_DIR/metrics-$DATE.json"; echo
+fi
 exit "$status"

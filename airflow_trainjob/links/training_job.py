@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow.providers.common.compat.sdk import BaseOperatorLink, XCom, conf
+from airflow.providers.common.compat.sdk import BaseOperatorLink, conf
 
 from airflow_trainjob.constants import JOB_KINDS
 
@@ -38,9 +38,18 @@ def url_template(connection_extra: dict[str, Any]) -> str | None:
 
 
 class TrainingJobLink(BaseOperatorLink):
-    """``Training job`` link on TrainingJobOperator tasks; the operator stores the URL in XCom."""
+    """``Training job`` link on TrainingJobOperator tasks.
+
+    Airflow's task runner asks for the link when the task ends and stores it; it is built from the
+    operator's manifest (its kind, namespace and name) and the URL template; empty when unset.
+    """
 
     name = "Training job"
 
     def get_link(self, operator: Any, *, ti_key: Any) -> str:
-        return XCom.get_value(key=self.xcom_key, ti_key=ti_key) or ""
+        manifest = getattr(operator, "manifest", None)
+        if not manifest:
+            return ""
+        meta = manifest["metadata"]
+        template = url_template(operator.hook.conn_extras)
+        return job_url(template, manifest["kind"], meta["namespace"], meta["name"]) or ""

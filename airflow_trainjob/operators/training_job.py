@@ -8,7 +8,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from airflow.providers.common.compat.sdk import BaseOperator
+from airflow.providers.common.compat.sdk import BaseOperator, TaskDeferred, conf
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel
@@ -23,13 +23,14 @@ from airflow_trainjob.exceptions import (
     TrainingJobTimeoutError,
 )
 from airflow_trainjob.hooks.training_job import TrainingJobHook
-from airflow_trainjob.links.training_job import TrainingJobLink, job_url, url_template
+from airflow_trainjob.links.training_job import TrainingJobLink
 from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models.job import TrainingJobSpec
 from airflow_trainjob.names import generate_job_name, max_job_name_length
 from airflow_trainjob.ownership import RESERVED_LABELS, TaskInstanceIdentity
-from airflow_trainjob.pods import container_ends, pending_reasons, pods_to_clean, restart_counts
+from airflow_trainjob.pods import container_ends, lead_pod, pending_reasons, pods_to_clean, restart_counts
+from airflow_trainjob.triggers.training_job import DELETED, FINISHED, TIMED_OUT, TrainingJobTrigger
 from airflow_trainjob.verdict import failure_exception
 
 #: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
@@ -77,6 +78,9 @@ class TrainingJobOperator(BaseOperator):
         failed job for inspection). A job still running when the task ends is always deleted.
     :param reattach_on_restart: when this task instance's job from an earlier try is still running,
         follow it instead of starting over (a finished one is always replaced).
+    :param deferrable: wait in the triggerer (a watch, no worker slot) instead of polling from the
+        worker; default: Airflow's ``[operators] default_deferrable``. The verdict, messages and
+        cleanup are the same; the lead replica's log is quoted at the end instead of streamed.
 
     Returns (XCom ``return_value``) a JSON-safe summary: kind, name, namespace, conditions,
     replicaStatuses, startTime, completionTime, duration (seconds). Pushes ``job_name`` and
@@ -129,6 +133,7 @@ class TrainingJobOperator(BaseOperator):
         log_tail_lines: int = 50,
         on_finish: str = "delete_succeeded_job",
         reattach_on_restart: bool = True,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -148,6 +153,7 @@ class TrainingJobOperator(BaseOperator):
         self.log_tail_lines = log_tail_lines
         self.on_finish = on_finish
         self.reattach_on_restart = reattach_on_restart
+        self.deferrable = deferrable
         #: The job object this task sends, shown in the rendered template view; set after rendering.
         self.manifest: dict[str, Any] | None = None
         self._job: dict[str, Any] | None = None  # the job this task created or attached to
@@ -218,9 +224,8 @@ class TrainingJobOperator(BaseOperator):
         outcome = "killed"
         try:
             self._job = self._create_or_attach(manifest)
-            url = job_url(url_template(self.hook.conn_extras), self.kind, namespace, name)
-            if url:
-                context["ti"].xcom_push(key=TrainingJobLink().xcom_key, value=url)
+            if self.deferrable:
+                self._defer_to_trigger()
             if self.get_logs:
                 self._follower = LeadLogFollower(self.hook, JOB_KINDS[self.kind], name, namespace, self.log)
                 self._follower.start()
@@ -232,9 +237,77 @@ class TrainingJobOperator(BaseOperator):
                 return self._summary(final)
             outcome = "failed"
             raise failure_exception(self.hook, final, self.log_tail_lines, self._seen_pods.values())
+        except TaskDeferred:
+            self._job = None  # the trigger waits now; cleanup happens in execute_complete or on_kill
+            raise
         finally:
             self._stop_follower()
             self._cleanup(outcome)
+
+    def _defer_to_trigger(self) -> None:
+        """Hand the wait to :class:`TrainingJobTrigger`, with deadlines as absolute times."""
+        meta = self._job["metadata"]
+        now = time.time()
+        self.defer(
+            trigger=TrainingJobTrigger(
+                kind=self.kind,
+                name=meta["name"],
+                namespace=meta["namespace"],
+                uid=meta.get("uid"),
+                kubernetes_conn_id=self.kubernetes_conn_id,
+                timeout_at=now + self.timeout if self.timeout else None,
+                startup_timeout_at=now + self.startup_timeout if self.startup_timeout else None,
+                poll_interval=self.poll_interval,
+                owner_labels={k: v for k, v in self._identity.labels().items() if k != LABEL_TRY_NUMBER},
+            ),
+            method_name="execute_complete",
+        )
+
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+        """Resume after the trigger fired: the same verdict, messages and cleanup as ``execute``."""
+        self._identity = TaskInstanceIdentity.from_context(context)
+        job = event.get("job")
+        if event["outcome"] == DELETED or job is None:
+            raise JobDeletedError(event["message"])
+        self._job = job
+        outcome = "killed"
+        try:
+            if event["outcome"] == TIMED_OUT:
+                name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+                which = event.get("which", "timeout")
+                pods = self.hook.list_job_pods(name, namespace)
+                raise self._timeout(which, getattr(self, which) or 0, f"{self.kind} {namespace}/{name}",
+                                    job.get("status"), pods)
+            if event["outcome"] != FINISHED:
+                raise TrainingJobError(event["message"])
+            job_ref = f"{job['kind']} {job['metadata']['namespace']}/{job['metadata']['name']}"
+            self.log.info("%s", event["message"])
+            if self.get_logs:
+                self._quote_lead_log(job, event.get("pods") or [])
+            if conditions.is_succeeded(job.get("status")):
+                outcome = "succeeded"
+                self.log.info("%s succeeded", job_ref)
+                return self._summary(job)
+            outcome = "failed"
+            raise failure_exception(self.hook, job, self.log_tail_lines, event.get("pods") or [])
+        finally:
+            self._cleanup(outcome)
+
+    def _quote_lead_log(self, job: dict[str, Any], pods: list[dict[str, Any]]) -> None:
+        """Deferred jobs have no live log: quote the end of the lead replica's log, if its pod is still there."""
+        kind = JOB_KINDS[job["kind"]]
+        pod = lead_pod(pods, kind)
+        if pod is None:
+            return
+        try:
+            text = self.hook.read_pod_log(pod["metadata"]["name"], job["metadata"]["namespace"],
+                                          kind.default_container if any(c["name"] == kind.default_container for c in pod["spec"]["containers"]) else None,
+                                          tail_lines=self.log_tail_lines or None)
+        except ApiException as e:
+            self.log.warning("The lead replica's log is gone (%s): %s", pod["metadata"]["name"], e.reason)
+            return
+        for line in text.splitlines():
+            self.log.info("[lead %s] %s", pod["metadata"]["name"], line)
 
     def on_kill(self) -> None:
         """The task was killed (marked failed/success, cleared, or timed out): delete the job."""

@@ -6,13 +6,16 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
-from airflow.providers.common.compat.sdk import BaseSensorOperator
+import time
+
+from airflow.providers.common.compat.sdk import BaseSensorOperator, conf
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob import conditions
 from airflow_trainjob.constants import CONDITION_SUCCEEDED, JOB_KINDS
-from airflow_trainjob.exceptions import InvalidJobSpecError
+from airflow_trainjob.exceptions import InvalidJobSpecError, JobDeletedError, TrainingJobError, TrainingJobTimeoutError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
+from airflow_trainjob.triggers.training_job import DELETED, FINISHED, TIMED_OUT, TrainingJobTrigger
 from airflow_trainjob.verdict import failure_exception, job_ref
 
 
@@ -28,6 +31,8 @@ class TrainingJobSensor(BaseSensorOperator):
         successfully; default ``("Succeeded",)``. ``Failed`` always fails the sensor.
     :param kubernetes_conn_id: the cncf.kubernetes connection.
     :param log_tail_lines: on failure, lines quoted from each failed replica's log (count).
+    :param deferrable: wait in the triggerer (a watch) instead of poking; default: Airflow's
+        ``[operators] default_deferrable``. The sensor's ``timeout`` (seconds) still applies.
     :raises AirflowFailException: the job failed permanently (exit code 1-127).
     :raises TrainingJobError: the job failed in a retryable way.
     """
@@ -43,9 +48,11 @@ class TrainingJobSensor(BaseSensorOperator):
         target_conditions: Sequence[str] = (CONDITION_SUCCEEDED,),
         kubernetes_conn_id: str = "kubernetes_default",
         log_tail_lines: int = 50,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.deferrable = deferrable
         self.kind = kind
         self.job_name = job_name
         self.namespace = namespace
@@ -57,11 +64,46 @@ class TrainingJobSensor(BaseSensorOperator):
     def hook(self) -> TrainingJobHook:
         return TrainingJobHook(kubernetes_conn_id=self.kubernetes_conn_id)
 
-    def poke(self, context: Any) -> bool:
+    def execute(self, context: Any) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        self._check()
+        self.defer(
+            trigger=TrainingJobTrigger(
+                kind=self.kind,
+                name=self.job_name,
+                namespace=self.hook.resolve_namespace(self.namespace),
+                kubernetes_conn_id=self.kubernetes_conn_id,
+                target_conditions=self.target_conditions,
+                timeout_at=time.time() + self.timeout if self.timeout else None,
+                poll_interval=self.poke_interval,
+                wait_for_creation=True,
+            ),
+            method_name="execute_complete",
+        )
+
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> None:
+        """Resume after the trigger fired: succeed, or fail as :meth:`poke` would."""
+        job = event.get("job")
+        if event["outcome"] == FINISHED and job is not None:
+            self.log.info("%s", event["message"])
+            if conditions.is_failed(job.get("status")):
+                raise failure_exception(self.hook, job, self.log_tail_lines, event.get("pods") or [])
+            return
+        if event["outcome"] == DELETED:
+            raise JobDeletedError(event["message"])
+        if event["outcome"] == TIMED_OUT:
+            raise TrainingJobTimeoutError(f"sensor timeout of {self.timeout} s: {event['message']}")
+        raise TrainingJobError(event["message"])
+
+    def _check(self) -> None:
         if self.kind not in JOB_KINDS:
             raise InvalidJobSpecError([f"kind: {self.kind!r} is not a training job kind; allowed: {', '.join(JOB_KINDS)}"])
         if not isinstance(self.job_name, str) or not self.job_name:
             raise InvalidJobSpecError([f"job_name: must be a non-empty string, got {self.job_name!r}"])
+
+    def poke(self, context: Any) -> bool:
+        self._check()
         namespace = self.hook.resolve_namespace(self.namespace)
         try:
             job = self.hook.get_job(self.kind, self.job_name, namespace)

@@ -1,0 +1,182 @@
+"""Deferrable mode against the local cluster: the trigger run as the triggerer runs it, then resumed."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+
+import pytest
+from airflow.providers.common.compat.sdk import AirflowFailException, TaskDeferred
+
+from airflow_trainjob.constants import GROUP, VERSION
+from airflow_trainjob.exceptions import JobDeletedError, TrainingJobTimeoutError
+from airflow_trainjob.operators.training_job import TrainingJobOperator
+from airflow_trainjob.sensors.training_job import TrainingJobSensor
+from airflow_trainjob.triggers.training_job import FINISHED, TIMED_OUT, TrainingJobTrigger
+from tests.operators.conftest import pytorch_specs
+from tests.operators.test_training_job import EXIT_1, OK, SLEEP, jobs
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
+
+
+def first_event(trigger: TrainingJobTrigger, timeout: float = 60.0) -> dict:
+    """Run the trigger until its first event, as the triggerer does."""
+
+    async def run():
+        async for event in trigger.run():
+            return event.payload
+        raise AssertionError("the trigger ended without an event")
+
+    return asyncio.run(asyncio.wait_for(run(), timeout))
+
+
+def defer(operator: TrainingJobOperator, ti) -> TrainingJobTrigger:
+    with pytest.raises(TaskDeferred) as deferred:
+        operator.execute({"ti": ti})
+    assert deferred.value.method_name == "execute_complete"
+    return deferred.value.trigger
+
+
+def rebuild(trigger: TrainingJobTrigger) -> TrainingJobTrigger:
+    """What a triggerer (re)start does: import the classpath, construct from the kwargs."""
+    classpath, kwargs = trigger.serialize()
+    module, _, name = classpath.rpartition(".")
+    return getattr(importlib.import_module(module), name)(**kwargs)
+
+
+def test_serialize_is_exact():
+    trigger = TrainingJobTrigger(kind="PyTorchJob", name="train", namespace="ml", uid="u-1", timeout_at=1.5,
+                                 owner_labels={"a": "b"})
+    assert trigger.serialize() == (
+        "airflow_trainjob.triggers.training_job.TrainingJobTrigger",
+        {
+            "kind": "PyTorchJob",
+            "name": "train",
+            "namespace": "ml",
+            "uid": "u-1",
+            "kubernetes_conn_id": "kubernetes_default",
+            "cluster_context": None,
+            "config_file": None,
+            "in_cluster": None,
+            "target_conditions": ["Succeeded"],
+            "timeout_at": 1.5,
+            "startup_timeout_at": None,
+            "poll_interval": 10.0,
+            "wait_for_creation": False,
+            "owner_labels": {"a": "b"},
+        },
+    )
+
+
+def test_deferred_success_same_summary_and_cleanup(ti, namespace, custom_objects, capfd):
+    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(OK, workers=1),
+                                   deferrable=True)
+    trigger = defer(operator, ti)
+    assert len(jobs(custom_objects, namespace)) == 1  # deferring left the job running
+    event = first_event(rebuild(trigger))
+    assert event["outcome"] == FINISHED and event["pods"]
+    summary = operator.execute_complete({"ti": ti}, event)
+    assert summary["name"] == ti.xcom["job_name"] and summary["conditions"][-1]["type"] == "Succeeded"
+    assert "hello from rank 0 of 2" in capfd.readouterr().out  # the lead replica's log, quoted
+    assert jobs(custom_objects, namespace) == []
+
+
+def test_deferred_failure_same_verdict_as_synchronous(ti, namespace):
+    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(EXIT_1, workers=0),
+                                   deferrable=True)
+    event = first_event(defer(operator, ti))
+    with pytest.raises(AirflowFailException) as raised:
+        operator.execute_complete({"ti": ti}, event)
+    message = str(raised.value)
+    assert "PyTorchJobFailed" in message and "Master-0" in message and "exit code 1" in message
+    assert "permanent" in message
+
+
+def test_triggerer_restart_mid_job_ends_right_and_creates_nothing(ti, namespace, custom_objects):
+    code = "import time; time.sleep(4); print('done')"
+    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0),
+                                   deferrable=True)
+    trigger = defer(operator, ti)
+    with pytest.raises(asyncio.TimeoutError):
+        first_event(trigger, timeout=1.5)  # the triggerer dies mid-wait
+    event = first_event(rebuild(trigger))  # another triggerer picks it up from its kwargs
+    assert event["outcome"] == FINISHED
+    assert len(jobs(custom_objects, namespace)) == 1
+    assert operator.execute_complete({"ti": ti}, event)["conditions"][-1]["type"] == "Succeeded"
+
+
+def test_deadline_survives_a_restart_and_is_judged_after_reading_state(ti, namespace, custom_objects):
+    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0),
+                                   deferrable=True, timeout=3)
+    trigger = defer(operator, ti)
+    started = time.monotonic()
+    event = first_event(rebuild(trigger))
+    assert event["outcome"] == TIMED_OUT and event["which"] == "timeout"
+    assert time.monotonic() - started < 10
+    with pytest.raises(TrainingJobTimeoutError):
+        operator.execute_complete({"ti": ti}, event)
+    wait_for(lambda: jobs(custom_objects, namespace) == [], what="the timed-out job deleted")
+
+
+def test_job_removed_by_ttl_before_resume_still_gets_its_verdict(ti, namespace, custom_objects):
+    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(EXIT_1, workers=0),
+                                   run_policy={"ttlSecondsAfterFinished": 1}, deferrable=True)
+    event = first_event(defer(operator, ti))
+    wait_for(lambda: jobs(custom_objects, namespace) == [], what="TTL deletion")
+    with pytest.raises(AirflowFailException) as raised:
+        operator.execute_complete({"ti": ti}, event)
+    assert "exit code 1" in str(raised.value)  # from the pods carried in the event
+
+
+def test_killed_deferred_task_deletes_the_job(ti, namespace, custom_objects):
+    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0),
+                                   deferrable=True)
+    trigger = rebuild(defer(operator, ti))
+    asyncio.run(trigger.on_kill())
+    wait_for(lambda: jobs(custom_objects, namespace) == [], what="on_kill deletion")
+
+
+def test_on_kill_leaves_a_job_that_is_not_ours(namespace, custom_objects):
+    foreign = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "theirs"},
+               "spec": {"pytorchReplicaSpecs": {}}}
+    custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", foreign)
+    trigger = TrainingJobTrigger(kind="PyTorchJob", name="theirs", namespace=namespace,
+                                 owner_labels={"airflow-trainjob.apache.org/dag-id": "retrain"})
+    asyncio.run(trigger.on_kill())
+    assert [j["metadata"]["name"] for j in jobs(custom_objects, namespace)] == ["theirs"]
+
+
+def test_job_deleted_outside_the_task_while_deferred(ti, namespace, custom_objects):
+    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0),
+                                   deferrable=True)
+    trigger = defer(operator, ti)
+
+    async def run_and_delete():
+        waiting = asyncio.ensure_future(trigger.run().__anext__())
+        await asyncio.sleep(1.0)
+        custom_objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", ti.xcom["job_name"])
+        return (await asyncio.wait_for(waiting, 30)).payload
+
+    event = asyncio.run(run_and_delete())
+    with pytest.raises(JobDeletedError):
+        operator.execute_complete({"ti": ti}, event)
+
+
+def test_deferrable_sensor_waits_for_creation_then_success(namespace, custom_objects):
+    from tests.sensors.test_training_job import create
+
+    sensor = TrainingJobSensor(task_id="watch", kind="PyTorchJob", job_name="later", deferrable=True, timeout=60)
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute({})
+
+    async def run_then_create():
+        waiting = asyncio.ensure_future(deferred.value.trigger.run().__anext__())
+        await asyncio.sleep(0.5)
+        create(custom_objects, namespace, "later", OK)
+        return (await asyncio.wait_for(waiting, 60)).payload
+
+    event = asyncio.run(run_then_create())
+    assert event["outcome"] == FINISHED
+    assert sensor.execute_complete({}, event) is None
