@@ -26,3 +26,16 @@ def wait_for(
             return value
         time.sleep(interval)
     pytest.fail(f"timed out after {timeout:g}s waiting for {what or done}; last value: {value!r}")
+
+
+def pod_gone(core_v1: Any, namespace: str, name: str) -> bool:
+    """True once the API answers 404 for the pod (a pod being deleted still counts as there)."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        core_v1.read_namespaced_pod(name, namespace)
+    except ApiException as e:
+        if e.status == 404:
+            return True
+        raise
+    return False

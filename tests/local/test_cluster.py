@@ -27,6 +27,7 @@ from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.constants import GROUP, JOB_KINDS, VERSION, JobKind
 from airflow_trainjob.local import build, crds
+from tests.waiting import pod_gone, wait_for
 
 KINDS = list(JOB_KINDS.values())
 KIND_IDS = [k.kind for k in KINDS]
@@ -60,25 +61,8 @@ def api_error(e: ApiException) -> tuple[int, str]:
     return e.status, json.loads(e.body).get("reason", "")
 
 
-def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
 
 
-def pod_gone(core_v1: client.CoreV1Api, name: str, namespace: str) -> bool:
-    try:
-        core_v1.read_namespaced_pod(name, namespace)
-    except ApiException as e:
-        if e.status == 404:
-            return True
-        raise
-    return False
 
 
 def owned_pod(name: str, owner: dict) -> dict:
@@ -278,7 +262,7 @@ def test_rbac_denies_a_token_without_bindings(
             raise
         return True
 
-    wait_until(can_list, 10, "the RoleBinding to take effect")
+    wait_for(can_list, bool, 10, "the RoleBinding to take effect")
     with pytest.raises(ApiException) as info:
         client.CoreV1Api(nobody).list_namespaced_service(namespace)
     assert api_error(info.value) == (403, "Forbidden")
@@ -300,12 +284,12 @@ def test_garbage_collection_deletes_owned_pods(
     )
     pod_name = f"owned-{uuid.uuid4().hex[:6]}"
     core_v1.create_namespaced_pod(namespace, owned_pod(pod_name, job))
-    assert not pod_gone(core_v1, pod_name, namespace)
+    assert not pod_gone(core_v1, namespace, pod_name)
 
     custom_objects.delete_namespaced_custom_object(
         GROUP, VERSION, namespace, kind.plural, "owner", propagation_policy=propagation
     )
-    wait_until(lambda: pod_gone(core_v1, pod_name, namespace), 60, f"GC to delete {pod_name}")
+    wait_for(lambda: pod_gone(core_v1, namespace, pod_name), bool, 60, f"GC to delete {pod_name}")
 
     def job_gone() -> bool:
         try:
@@ -317,7 +301,7 @@ def test_garbage_collection_deletes_owned_pods(
         return False
 
     # A Foreground delete completes only once the garbage collector has removed the dependents.
-    wait_until(job_gone, 60, "the job's deletion to complete")
+    wait_for(job_gone, bool, 60, "the job's deletion to complete")
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed on this machine")

@@ -99,16 +99,8 @@ def wait_log(core_v1, namespace: str, name: str, pattern: str, **kwargs: Any) ->
     return wait_for(read, lambda text: re.search(pattern, text) is not None, what=f"log of {name} ~ {pattern!r}")
 
 
-def gone(core_v1, namespace: str, name: str) -> bool:
-    from kubernetes.client.exceptions import ApiException
 
-    try:
-        core_v1.read_namespaced_pod(name, namespace)
-    except ApiException as e:
-        if e.status == 404:
-            return True
-        raise
-    return False
+gone = waiting.pod_gone
 
 
 def dead(process: psutil.Process) -> bool:
