@@ -27,6 +27,7 @@ from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.constants import GROUP, JOB_KINDS, VERSION, JobKind
 from airflow_trainjob.local import build, crds
+from airflow_trainjob.local.cluster import _port_free
 from tests.waiting import pod_gone, wait_for
 
 KINDS = list(JOB_KINDS.values())
@@ -375,14 +376,6 @@ def _listening_addresses(pid: int) -> set[tuple[str, int]]:
     return found
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def test_up_is_idempotent_and_down_leaves_no_process(spare_cluster) -> None:
