@@ -8,13 +8,13 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from airflow.providers.common.compat.sdk import BaseOperator, TaskDeferred, conf
+from airflow.providers.common.compat.sdk import BaseOperator, ResumableJobMixin, conf
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel
 
 from airflow_trainjob import conditions
-from airflow_trainjob.constants import JOB_KINDS, LABEL_TRY_NUMBER
+from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, JOB_KINDS, LABEL_TRY_NUMBER
 from airflow_trainjob.exceptions import (
     InvalidJobSpecError,
     JobDeletedError,
@@ -35,6 +35,8 @@ from airflow_trainjob.verdict import failure_exception
 
 #: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
 ON_FINISH_OPTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
+#: Status of a stored job that no longer exists as this task instance's (deleted or replaced).
+JOB_GONE = "Gone"
 #: Seconds to wait for a replaced job to be gone before creating its successor.
 REPLACE_TIMEOUT = 120.0
 
@@ -52,7 +54,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class TrainingJobOperator(BaseOperator):
+class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     """Create a Kubeflow training job, follow it to ``Succeeded`` or ``Failed``, and clean up.
 
     :param kind: ``PyTorchJob``, ``TFJob``, ``MPIJob``, ``XGBoostJob``, ``PaddleJob`` or ``JAXJob``.
@@ -78,6 +80,8 @@ class TrainingJobOperator(BaseOperator):
         failed job for inspection). A job still running when the task ends is always deleted.
     :param reattach_on_restart: when this task instance's job from an earlier try is still running,
         follow it instead of starting over (a finished one is always replaced).
+    :param durable: (``ResumableJobMixin``, Airflow 3.3+) store the job's identity in
+        ``task_state_store`` so a retry after a worker crash reconnects to it; default True.
     :param deferrable: wait in the triggerer (a watch, no worker slot) instead of polling from the
         worker; default: Airflow's ``[operators] default_deferrable``. The verdict, messages and
         cleanup are the same; the lead replica's log is quoted at the end instead of streamed.
@@ -92,6 +96,9 @@ class TrainingJobOperator(BaseOperator):
     :raises TrainingJobError: the job failed in a retryable way (128-255, OOMKilled, evicted).
     :raises TrainingJobTimeoutError: ``timeout`` or ``startup_timeout`` passed.
     """
+
+    #: task_state_store key of the job's identity ({name, namespace, uid}); renaming it breaks in-flight retries.
+    external_id_key = "airflow_trainjob_job"
 
     template_fields: Sequence[str] = (
         "job_name",
@@ -160,6 +167,8 @@ class TrainingJobOperator(BaseOperator):
         self._identity: TaskInstanceIdentity | None = None
         self._follower: LeadLogFollower | None = None
         self._seen_pods: dict[str, dict[str, Any]] = {}  # pod name -> last seen, for the verdict
+        self._prepared = False
+        self._result: dict[str, Any] | None = None
 
     @cached_property
     def hook(self) -> TrainingJobHook:
@@ -212,20 +221,62 @@ class TrainingJobOperator(BaseOperator):
     # ---- lifecycle ---------------------------------------------------------------------------
 
     def execute(self, context: Any) -> dict[str, Any]:
+        if self.deferrable:
+            self._job = self._create_or_attach(self._prepare(context))
+            self._defer_to_trigger()
+        return self.execute_resumable(context)
+
+    def _prepare(self, context: Any) -> dict[str, Any]:
+        """Validate and build this task instance's manifest; push ``job_name``/``job_namespace``. Once per try."""
+        if self._prepared:
+            return self.manifest
         self._identity = TaskInstanceIdentity.from_context(context)
         if not isinstance(self.namespace, (str, type(None))):
             raise InvalidJobSpecError([f"namespace: must be a string, got {type(self.namespace).__name__}"])
         namespace = self.hook.resolve_namespace(self.namespace)
         manifest = self.manifest = self.build_job(context, namespace)
-        name = manifest["metadata"]["name"]
-        context["ti"].xcom_push(key="job_name", value=name)
+        context["ti"].xcom_push(key="job_name", value=manifest["metadata"]["name"])
         context["ti"].xcom_push(key="job_namespace", value=namespace)
+        self._prepared = True
+        return manifest
+
+    # ---- ResumableJobMixin: a retry after a worker crash reconnects to the job in task_state_store ----
+
+    def submit_job(self, context: Any) -> dict[str, Any]:
+        """Create this task instance's job (or attach to / replace the one it left): its identity,
+        persisted by Airflow in ``task_state_store``."""
+        self._job = self._create_or_attach(self._prepare(context))
+        meta = self._job["metadata"]
+        return {"name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid")}
+
+    def get_job_status(self, external_id: dict[str, Any], context: Any) -> str:
+        """The stored job's phase (see :mod:`conditions`), or ``Gone`` when it no longer exists as this
+        task instance's job."""
+        self._prepare(context)
+        try:
+            job = self.hook.get_job(self.kind, external_id["name"], external_id["namespace"])
+        except ApiException as e:
+            if e.status == 404:
+                return JOB_GONE
+            raise
+        if job["metadata"].get("uid") != external_id.get("uid") or not self._identity.owns(job):
+            return JOB_GONE
+        self._job = job
+        return conditions.phase(job.get("status"))
+
+    def is_job_active(self, status: str) -> bool:
+        return status not in (CONDITION_SUCCEEDED, CONDITION_FAILED, JOB_GONE)
+
+    def is_job_succeeded(self, status: str) -> bool:
+        return status == CONDITION_SUCCEEDED
+
+    def poll_until_complete(self, external_id: dict[str, Any], context: Any) -> dict[str, Any]:
+        """Follow the job to its end, give the verdict, and clean up on every way out."""
+        manifest = self._prepare(context)
+        name, namespace = external_id["name"], external_id["namespace"]
         job_ref = f"{self.kind} {namespace}/{name}"
         outcome = "killed"
         try:
-            self._job = self._create_or_attach(manifest)
-            if self.deferrable:
-                self._defer_to_trigger()
             if self.get_logs:
                 self._follower = LeadLogFollower(self.hook, JOB_KINDS[self.kind], name, namespace, self.log)
                 self._follower.start()
@@ -234,15 +285,24 @@ class TrainingJobOperator(BaseOperator):
             if conditions.is_succeeded(final.get("status")):
                 outcome = "succeeded"
                 self.log.info("%s succeeded", job_ref)
-                return self._summary(final)
+                self._result = self._summary(final)
+                return self._result
             outcome = "failed"
             raise failure_exception(self.hook, final, self.log_tail_lines, self._seen_pods.values())
-        except TaskDeferred:
-            self._job = None  # the trigger waits now; cleanup happens in execute_complete or on_kill
-            raise
         finally:
             self._stop_follower()
             self._cleanup(outcome)
+
+    def get_job_result(self, external_id: dict[str, Any], context: Any) -> dict[str, Any]:
+        """The summary; for a job that already succeeded under an earlier try, also the cleanup that
+        try's worker did not live to do."""
+        if self._result is not None:
+            return self._result
+        job = self._job
+        try:
+            return self._summary(job)
+        finally:
+            self._cleanup("succeeded")
 
     def _defer_to_trigger(self) -> None:
         """Hand the wait to :class:`TrainingJobTrigger`, with deadlines as absolute times."""

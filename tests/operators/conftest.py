@@ -23,6 +23,7 @@ class TaskInstanceStandIn:
     map_index: int = -1
     try_number: int = 1
     xcom: dict[str, Any] = field(default_factory=dict)
+    stats_tags: dict[str, str] = field(default_factory=dict)  # read by ResumableJobMixin's metrics
 
     def xcom_push(self, key: str, value: Any) -> None:
         self.xcom[key] = value
@@ -43,6 +44,14 @@ def pytorch_specs(master_code: str, worker_code: str | None = None, workers: int
             **spec_fields,
         }
     return specs
+
+
+class TaskStateStoreStandIn(dict):
+    """Airflow 3.3's ``task_state_store`` as an operator sees it: ``get(key)`` and ``set(key, value)``,
+    kept across tries of one task instance."""
+
+    def set(self, key: str, value: Any) -> None:
+        self[key] = value
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from airflow_trainjob.exceptions import (
 )
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from tests.waiting import wait_for
-from tests.operators.conftest import TaskInstanceStandIn, pytorch_specs, python_container
+from tests.operators.conftest import TaskInstanceStandIn, TaskStateStoreStandIn, pytorch_specs, python_container
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
 
@@ -295,3 +295,51 @@ def test_no_extra_link_without_a_template(ti, namespace):
     operator = make(pytorch_specs(OK, workers=0))
     operator.execute({"ti": ti})
     assert TrainingJobLink().get_link(operator, ti_key=None) == ""
+
+
+def test_retry_after_a_worker_crash_reconnects_through_task_state_store(namespace, custom_objects, capfd):
+    """Try 1 stores its job's identity, then its worker dies; try 2 reconnects instead of submitting."""
+    store = TaskStateStoreStandIn()
+    first = TaskInstanceStandIn(try_number=1)
+    code = "import time; time.sleep(4); print('done')"
+    abandoned = make(pytorch_specs(code, workers=0), get_logs=False)
+    thread, _ = _run_in_thread_with(abandoned, {"ti": first, "task_state_store": store})
+    wait_for(lambda: _running(custom_objects, namespace), what="try 1's job running")
+    stored = store[TrainingJobOperator.external_id_key]
+    assert stored["name"] == first.xcom["job_name"] and stored["uid"]
+    abandoned._job = None  # the worker is gone: it does no cleanup
+    abandoned.hook.get_job = lambda *a, **k: (_ for _ in ()).throw(SystemExit)
+    thread.join(10)
+
+    second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
+    summary = make(pytorch_specs(code, workers=0)).execute({"ti": second, "task_state_store": store})
+    assert "Reconnecting to existing job" in capfd.readouterr().out
+    assert summary["name"] == stored["name"]
+    assert summary["conditions"][-1]["type"] == "Succeeded"
+    assert jobs(custom_objects, namespace) == []  # cleaned up by the try that saw it finish
+
+
+def test_stored_job_that_already_succeeded_is_not_run_again(namespace, custom_objects):
+    store = TaskStateStoreStandIn()
+    first = TaskInstanceStandIn(try_number=1)
+    make(pytorch_specs(OK, workers=0), on_finish="keep_job").execute({"ti": first, "task_state_store": store})
+    (job,) = jobs(custom_objects, namespace)
+    second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
+    summary = make(pytorch_specs(OK, workers=0), on_finish="keep_job").execute({"ti": second, "task_state_store": store})
+    (still,) = jobs(custom_objects, namespace)
+    assert still["metadata"]["uid"] == job["metadata"]["uid"]  # not resubmitted
+    assert summary["conditions"][-1]["type"] == "Succeeded"
+
+
+def _run_in_thread_with(operator, context):
+    outcome = {}
+
+    def target():
+        try:
+            outcome["result"] = operator.execute(context)
+        except BaseException as e:  # noqa: BLE001 - the test inspects whatever execute raised
+            outcome["error"] = e
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread, outcome
