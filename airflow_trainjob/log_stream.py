@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from airflow_trainjob.constants import JobKind
-from airflow_trainjob.pods import lead_pod, phase_of, pod_name, replica_of
+from airflow_trainjob.pods import lead_pod, log_container, phase_of, pod_name, replica_of
 
 #: Seconds between looks for the lead pod (or its next container run).
 LOOK_INTERVAL = 2.0
@@ -80,7 +80,7 @@ class LeadLogFollower(threading.Thread):
         pod = lead_pod(self._hook.list_job_pods(self._name, self._namespace), self._kind)
         if pod is None or phase_of(pod) == "Pending":
             return
-        container = self._container_of(pod)
+        container = log_container(pod, self._kind)
         statuses = (pod.get("status") or {}).get("containerStatuses") or []
         restarts = next((c.get("restartCount") or 0 for c in statuses if c.get("name") == container), 0)
         run = (pod["metadata"].get("uid", ""), restarts)
@@ -110,7 +110,3 @@ class LeadLogFollower(threading.Thread):
         finally:
             self._response.release_conn()
             self._response = None
-
-    def _container_of(self, pod: dict[str, Any]) -> str:
-        names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
-        return self._kind.default_container if self._kind.default_container in names else (names[0] if names else "")

@@ -174,3 +174,10 @@ def lead_pod(pods: Iterable[Pod], kind: JobKind) -> Pod | None:
         if (replica_type, 0) in by_replica:
             return by_replica[(replica_type, 0)]
     return None
+
+
+def log_container(pod: Pod, kind: JobKind) -> str:
+    """The container whose log speaks for the replica: the kind's default container (``pytorch``,
+    ``tensorflow``, ...) when the pod has one, else its first container."""
+    names = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
+    return kind.default_container if kind.default_container in names else (names[0] if names else "")

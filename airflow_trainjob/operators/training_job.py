@@ -29,9 +29,9 @@ from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models.job import TrainingJobSpec
 from airflow_trainjob.names import generate_job_name, max_job_name_length
 from airflow_trainjob.ownership import RESERVED_LABELS, TaskInstanceIdentity
-from airflow_trainjob.pods import container_ends, lead_pod, pending_reasons, pods_to_clean, restart_counts
+from airflow_trainjob.pods import container_ends, lead_pod, log_container, pending_reasons, pods_to_clean, restart_counts
 from airflow_trainjob.triggers.training_job import DELETED, FINISHED, TIMED_OUT, TrainingJobTrigger
-from airflow_trainjob.verdict import failure_exception
+from airflow_trainjob.verdict import failure_exception, job_ref
 
 #: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
 ON_FINISH_OPTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
@@ -274,17 +274,17 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         """Follow the job to its end, give the verdict, and clean up on every way out."""
         manifest = self._prepare(context)
         name, namespace = external_id["name"], external_id["namespace"]
-        job_ref = f"{self.kind} {namespace}/{name}"
+        ref = f"{self.kind} {namespace}/{name}"
         outcome = "killed"
         try:
             if self.get_logs:
                 self._follower = LeadLogFollower(self.hook, JOB_KINDS[self.kind], name, namespace, self.log)
                 self._follower.start()
-            final = self._wait(job_ref, manifest)
+            final = self._wait(ref, manifest)
             self._stop_follower(drain=True)
             if conditions.is_succeeded(final.get("status")):
                 outcome = "succeeded"
-                self.log.info("%s succeeded", job_ref)
+                self.log.info("%s succeeded", ref)
                 self._result = self._summary(final)
                 return self._result
             outcome = "failed"
@@ -336,17 +336,16 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
                 which = event.get("which", "timeout")
                 pods = self.hook.list_job_pods(name, namespace)
-                raise self._timeout(which, getattr(self, which) or 0, f"{self.kind} {namespace}/{name}",
-                                    job.get("status"), pods)
+                raise self._timeout(which, getattr(self, which) or 0, job_ref(job), job.get("status"), pods)
             if event["outcome"] != FINISHED:
                 raise TrainingJobError(event["message"])
-            job_ref = f"{job['kind']} {job['metadata']['namespace']}/{job['metadata']['name']}"
+            ref = job_ref(job)
             self.log.info("%s", event["message"])
             if self.get_logs:
                 self._quote_lead_log(job, event.get("pods") or [])
             if conditions.is_succeeded(job.get("status")):
                 outcome = "succeeded"
-                self.log.info("%s succeeded", job_ref)
+                self.log.info("%s succeeded", ref)
                 return self._summary(job)
             outcome = "failed"
             raise failure_exception(self.hook, job, self.log_tail_lines, event.get("pods") or [])
@@ -361,8 +360,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             return
         try:
             text = self.hook.read_pod_log(pod["metadata"]["name"], job["metadata"]["namespace"],
-                                          kind.default_container if any(c["name"] == kind.default_container for c in pod["spec"]["containers"]) else None,
-                                          tail_lines=self.log_tail_lines or None)
+                                          log_container(pod, kind), tail_lines=self.log_tail_lines or None)
         except ApiException as e:
             self.log.warning("The lead replica's log is gone (%s): %s", pod["metadata"]["name"], e.reason)
             return
@@ -417,7 +415,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             time.sleep(1.0)
         raise TrainingJobError(f"{self.kind} {namespace}/{name} of an earlier try was not gone after {REPLACE_TIMEOUT:.0f} s")
 
-    def _wait(self, job_ref: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    def _wait(self, ref: str, manifest: dict[str, Any]) -> dict[str, Any]:
         """Poll until the job is terminal; log each change; enforce the timeouts."""
         kind = JOB_KINDS[self.kind]
         meta = manifest["metadata"]
@@ -432,11 +430,11 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                     raise
                 # A terminal status ends this loop the moment it is read, so a 404 here is always
                 # a job that vanished before its verdict.
-                raise JobDeletedError(f"{job_ref} was deleted outside this task before it finished") from e
+                raise JobDeletedError(f"{ref} was deleted outside this task before it finished") from e
             if job["metadata"].get("uid") != (self._job or {}).get("metadata", {}).get("uid"):
-                raise JobDeletedError(f"{job_ref} was deleted outside this task and replaced by another object")
+                raise JobDeletedError(f"{ref} was deleted outside this task and replaced by another object")
             status = job.get("status")
-            line = f"{job_ref}: {conditions.summary(status, desired)}"
+            line = f"{ref}: {conditions.summary(status, desired)}"
             if line != last_line:
                 self.log.info("%s", line)
                 last_line = line
@@ -447,9 +445,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 return job
             elapsed = time.monotonic() - started_at
             if self.startup_timeout and not conditions.has_started(status) and elapsed > self.startup_timeout:
-                raise self._timeout("startup_timeout", self.startup_timeout, job_ref, status, pods)
+                raise self._timeout("startup_timeout", self.startup_timeout, ref, status, pods)
             if self.timeout and elapsed > self.timeout:
-                raise self._timeout("timeout", self.timeout, job_ref, status, pods)
+                raise self._timeout("timeout", self.timeout, ref, status, pods)
             time.sleep(self.poll_interval)
 
     def _warn_on_restarts(self, pods: list[dict[str, Any]], before: dict[str, int]) -> dict[str, int]:
@@ -462,7 +460,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 self.log.warning("Replica restarted (restart %d): %s", count, why)
         return now
 
-    def _timeout(self, which: str, seconds: float, job_ref: str, status: Any, pods: list) -> TrainingJobTimeoutError:
+    def _timeout(self, which: str, seconds: float, ref: str, status: Any, pods: list) -> TrainingJobTimeoutError:
         pending = pending_reasons(pods, JOB_KINDS[self.kind])
         name, namespace = self._job["metadata"]["name"], self._job["metadata"]["namespace"]
         try:
@@ -471,7 +469,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         except ApiException:
             warnings = []  # the timeout is the news; its explanation is best effort
         return TrainingJobTimeoutError(
-            f"{job_ref}: {which} of {seconds:g} s passed; last state: {conditions.summary(status)}"
+            f"{ref}: {which} of {seconds:g} s passed; last state: {conditions.summary(status)}"
             + (f"; pending: {' | '.join(pending)}" if pending else "")
             + (f"; warnings: {' | '.join(warnings)}" if warnings else "")
         )
