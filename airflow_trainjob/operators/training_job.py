@@ -341,8 +341,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 raise TrainingJobError(event["message"])
             ref = job_ref(job)
             self.log.info("%s", event["message"])
-            if self.get_logs:
-                self._quote_lead_log(job, event.get("pods") or [])
+            if self.get_logs:  # the trigger sends pods only for a failed job; for a finished one, look now
+                pods = event.get("pods") or self.hook.list_job_pods(job["metadata"]["name"], job["metadata"]["namespace"])
+                self._quote_lead_log(job, pods)
             if conditions.is_succeeded(job.get("status")):
                 outcome = "succeeded"
                 self.log.info("%s succeeded", ref)

@@ -1,43 +1,48 @@
-"""``TrainingJobTrigger``: waits in the triggerer for a training job to end, by watching it.
+"""``TrainingJobTrigger``: waits in the triggerer for a training job to end, from a watch shared by all jobs.
 
-The job's state comes from a watch (started from the resourceVersion of a GET), not a timer:
-the trigger wakes when the job changes. It reconnects when the stream ends or drops, re-reads the
-job on 410 Gone, backs off on transient errors (429, 5xx, resets) and falls back to polling while
-watches keep failing; 401/403 end the wait with an error event. Deadlines are absolute epoch
-seconds in its kwargs, so a triggerer restart neither resets nor falsely trips them, and the job's
-state is read before any deadline is judged. What the status means is decided by
-:mod:`airflow_trainjob.conditions`, as on the synchronous path.
+Every trigger on the same connection, namespace and kind joins one shared stream (Airflow 3.3's
+``BaseEventTrigger.shared_stream_key`` / ``open_shared_stream`` / ``filter_shared_stream``): one
+:class:`~airflow_trainjob.triggers.job_stream.JobStream` lists and watches that kind's jobs, and each trigger
+reads its own job from the stream's cache when the stream says the job changed. The API server sees one
+LIST and one WATCH per namespace and kind, not one per job; how the stream reconnects, re-lists on 410 and
+falls back to polling is described in :mod:`~airflow_trainjob.triggers.job_stream`.
+
+Deadlines are absolute epoch seconds in the kwargs, so a triggerer restart neither resets nor falsely
+trips them, and they are judged only on a cache that is in sync with the server. What the status means
+is decided by :mod:`airflow_trainjob.conditions`, as on the synchronous path.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook
-from airflow.triggers.base import BaseTrigger, TriggerEvent
+from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 from kubernetes_asyncio import client as async_client
-from kubernetes_asyncio import watch as async_watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from airflow_trainjob import conditions
 from airflow_trainjob.constants import CONDITION_SUCCEEDED, GROUP, JOB_KINDS, LABEL_JOB_NAME, VERSION
 from airflow_trainjob.hooks.retries import TRANSIENT_STATUS_CODES
-
-#: Longest single watch request (seconds); the server ends it and the trigger opens the next.
-WATCH_SECONDS = 300
-#: Consecutive failed watches after which the trigger polls instead, every ``poll_interval`` s.
-WATCH_FAILURES_BEFORE_POLLING = 3
-#: Backoff bounds between failed attempts (seconds).
-BACKOFF_MIN, BACKOFF_MAX = 1.0, 30.0
+from airflow_trainjob.triggers.job_stream import (
+    TRANSIENT_ERRORS,
+    WATCH_SECONDS,
+    JobChanges,
+    JobStream,
+    StreamSource,
+    live_stream,
+    registered,
+)
 
 # Event outcomes.
 FINISHED, DELETED, TIMED_OUT, ERROR = "finished", "deleted", "timeout", "error"
 
 
-class TrainingJobTrigger(BaseTrigger):
+class TrainingJobTrigger(BaseEventTrigger):
     """Fires one event when the job reaches a target condition or ``Failed``, disappears, passes a
     deadline, or cannot be read.
 
@@ -48,13 +53,15 @@ class TrainingJobTrigger(BaseTrigger):
     :param target_conditions: condition types that end the wait successfully (``Succeeded``).
     :param timeout_at: epoch seconds after which the wait ends with a ``timeout`` event (or None).
     :param startup_timeout_at: epoch seconds by which the job must have reached ``Running``.
-    :param poll_interval: seconds between reads when watches keep failing.
+    :param poll_interval: seconds between lists when watches keep failing (the stream takes it from the
+        first trigger of its source).
     :param wait_for_creation: a job that does not exist yet is waited for (sensor), not "deleted".
     :param owner_labels: labels the job must carry for :meth:`on_kill` to delete it.
 
     Event payload: ``outcome`` (finished, deleted, timeout, error), ``message``, ``job`` (the
-    last object read, or None), ``pods`` (the job's pods as JSON dicts when it finished, so the
-    verdict does not depend on pods still existing at resume), ``which`` (for a timeout).
+    last object read, with its status, conditions and replica statuses; or None), ``pods`` (for a
+    ``Failed`` job, its pods as JSON dicts, so the exit codes do not depend on the pods still existing
+    at resume; else empty), ``which`` (for a timeout: ``timeout`` or ``startup_timeout``).
     """
 
     def __init__(
@@ -116,6 +123,10 @@ class TrainingJobTrigger(BaseTrigger):
     def _plural(self) -> str:
         return JOB_KINDS[self.kind].plural
 
+    @property
+    def _ref(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
     def _hook(self) -> AsyncKubernetesHook:
         return AsyncKubernetesHook(
             conn_id=self.kubernetes_conn_id,
@@ -127,106 +138,117 @@ class TrainingJobTrigger(BaseTrigger):
     def _event(self, outcome: str, message: str, job: dict | None = None, **extra: Any) -> TriggerEvent:
         return TriggerEvent({"outcome": outcome, "message": message, "job": job, "pods": [], **extra})
 
+    # --- the shared stream ---------------------------------------------------------------------------
+
+    def shared_stream_key(self) -> StreamSource:
+        """Triggers on the same connection, namespace and kind share one watch."""
+        return StreamSource.from_trigger_kwargs(self.serialize()[1])
+
+    @classmethod
+    async def open_shared_stream(cls, kwargs: dict[str, Any]) -> AsyncIterator[JobChanges]:
+        """Run the one :class:`JobStream` of these kwargs' source; the triggerer calls it once per source."""
+        stream = JobStream(StreamSource.from_trigger_kwargs(kwargs), kwargs.get("poll_interval") or 10.0)
+        with registered(stream):
+            async for changes in stream.changes():
+                yield changes
+
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        ref = f"{self.kind} {self.namespace}/{self.name}"
+        """Wait on a stream of this trigger's own (a triggerer without shared streams, or a test)."""
+        stream = JobStream(self.shared_stream_key(), self.poll_interval)
+        changes = stream.changes()
         try:
-            async with self._hook().get_conn() as api:
-                yield await self._wait(api, ref)
-        except Exception as e:  # noqa: BLE001 - the task must hear of any failure, with its cause
-            yield self._event(ERROR, f"waiting for {ref} failed: {type(e).__name__}: {e}")
-
-    async def _wait(self, api: Any, ref: str) -> TriggerEvent:
-        custom = async_client.CustomObjectsApi(api)
-        failures = 0
-        while True:
-            try:
-                job = await custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, self._plural, self.name)
-            except ApiException as e:
-                if e.status == 404:
-                    if not self.wait_for_creation:
-                        return self._event(DELETED, f"{ref} was deleted outside this task before it finished")
-                    which = self._deadline_passed()
-                    if which is not None:
-                        return self._event(TIMED_OUT, f"{ref} was not created before the deadline", which=which)
-                    # Not created yet: watch for it from a list's resourceVersion (nothing to read before).
-                    found = await custom.list_namespaced_custom_object(
-                        GROUP, VERSION, self.namespace, self._plural, field_selector=f"metadata.name={self.name}"
-                    )
-                    if not found["items"]:
-                        await self._watch_for_change(custom, found["metadata"]["resourceVersion"])
-                    continue
-                if e.status in (401, 403):
-                    return self._event(ERROR, f"Kubernetes API answered {e.status} {e.reason} reading {ref}")
-                if e.status not in TRANSIENT_STATUS_CODES:
-                    raise
-                failures += 1
-                await asyncio.sleep(_backoff(failures))
-                continue
-            except (OSError, asyncio.TimeoutError):
-                failures += 1
-                await asyncio.sleep(_backoff(failures))
-                continue
-
-            if self.uid and job["metadata"].get("uid") != self.uid:
-                return self._event(DELETED, f"{ref} was deleted outside this task and replaced by another object")
-            self.wait_for_creation = False  # it exists now: a later 404 is a deletion
-            status = job.get("status")
-            if conditions.is_failed(status) or any(conditions.has_condition(status, t) for t in self.target_conditions):
-                return self._event(FINISHED, f"{ref}: {conditions.summary(status)}", job,
-                                   pods=await self._pods(api))
-            which = self._deadline_passed(status)
-            if which is not None:
-                return self._event(TIMED_OUT, f"{ref}: {which} passed; last state: {conditions.summary(status)}",
-                                   job, which=which)
-
-            if failures >= WATCH_FAILURES_BEFORE_POLLING:
-                await asyncio.sleep(min(self.poll_interval, self._seconds_to_deadline()))
-                failures -= 1  # try a watch again now and then
-                continue
-            try:
-                await self._watch_for_change(custom, job["metadata"]["resourceVersion"])
-                failures = 0
-            except ApiException as e:
-                if e.status == 410:
-                    continue  # the resourceVersion expired: read the job again, watch from there
-                if e.status in (401, 403):
-                    return self._event(ERROR, f"Kubernetes API answered {e.status} {e.reason} watching {ref}")
-                if e.status not in TRANSIENT_STATUS_CODES:
-                    raise
-                failures += 1
-                await asyncio.sleep(_backoff(failures))
-            except (OSError, asyncio.TimeoutError):
-                failures += 1
-                await asyncio.sleep(_backoff(failures))
-
-    async def _watch_for_change(self, custom: Any, resource_version: str) -> None:
-        """Return at the job's next change, when the watch ends, or at the nearest deadline."""
-        seconds = max(1, int(min(WATCH_SECONDS, self._seconds_to_deadline()) + 0.999))
-        watcher = async_watch.Watch()
-        try:
-            async for event in watcher.stream(
-                custom.list_namespaced_custom_object,
-                GROUP,
-                VERSION,
-                self.namespace,
-                self._plural,
-                field_selector=f"metadata.name={self.name}",
-                resource_version=resource_version,
-                timeout_seconds=seconds,
-                allow_watch_bookmarks=True,
-            ):
-                if event["type"] in ("MODIFIED", "DELETED", "ADDED"):
-                    return
+            async for event in self.filter_shared_stream(changes):
+                yield event
+                return
         finally:
-            await watcher.close()
+            await changes.aclose()
 
-    async def _pods(self, api: Any) -> list[dict[str, Any]]:
-        core = async_client.CoreV1Api(api)
+    async def filter_shared_stream(self, shared_stream: AsyncIterator[JobChanges]) -> AsyncIterator[TriggerEvent]:
+        """Fire one event when this trigger's job ends, disappears, passes a deadline, or cannot be read."""
+        next_changes: asyncio.Future | None = None
         try:
-            pods = await core.list_namespaced_pod(self.namespace, label_selector=f"{LABEL_JOB_NAME}={self.name}")
-        except ApiException:
+            stream = live_stream(self.shared_stream_key())
+            event = await self._judge(stream) if stream is not None and (stream.synced or stream.error) else None
+            while event is None:
+                # The pending read survives a deadline wake-up: cancelling it would close the shared stream.
+                if next_changes is None:
+                    next_changes = asyncio.ensure_future(anext(shared_stream))
+                done, _ = await asyncio.wait({next_changes}, timeout=self._seconds_to_deadline())
+                if done:
+                    changes: JobChanges = next_changes.result()
+                    next_changes = None
+                    stream = changes.stream
+                    if changes.names is not None and self.name not in changes.names:
+                        continue
+                if stream is not None and (stream.synced or stream.error):
+                    event = await self._judge(stream)
+        except Exception as e:  # noqa: BLE001 - the task must hear of any failure, with its cause
+            event = self._event(ERROR, f"waiting for {self._ref} failed: {type(e).__name__}: {e}")
+        finally:
+            if next_changes is not None:
+                next_changes.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await next_changes
+        yield event
+
+    async def _judge(self, stream: JobStream) -> TriggerEvent | None:
+        """This trigger's event, from the stream's cache, or None to keep waiting."""
+        if stream.error:
+            return self._event(ERROR, f"waiting for {self._ref}: {stream.error}")
+        job = stream.jobs.get(self.name)
+        if job is None or (self.uid and job["metadata"].get("uid") != self.uid):
+            if job is None and self.wait_for_creation:
+                which = self._deadline_passed()
+                return self._event(TIMED_OUT, f"{self._ref} was not created before the deadline",
+                                   which=which) if which else None
+            # The cache may not have seen the job's creation yet (or its predecessor's deletion): ask.
+            try:
+                job = await self._read(stream)
+            except TRANSIENT_ERRORS:
+                return None  # cannot tell now: judged again at the next change or deadline
+            except ApiException as e:
+                if e.status in TRANSIENT_STATUS_CODES:
+                    return None
+                raise
+            if job is None:
+                return self._event(DELETED, f"{self._ref} was deleted outside this task before it finished")
+            if self.uid and job["metadata"].get("uid") != self.uid:
+                return self._event(DELETED, f"{self._ref} was deleted outside this task and replaced by another object")
+        self.wait_for_creation = False  # it exists: from now on, its absence is a deletion
+        status = job.get("status")
+        if conditions.is_failed(status):
+            return self._event(FINISHED, f"{self._ref}: {conditions.summary(status)}", job,
+                               pods=await self._pods(stream))
+        if any(conditions.has_condition(status, t) for t in self.target_conditions):
+            return self._event(FINISHED, f"{self._ref}: {conditions.summary(status)}", job)
+        which = self._deadline_passed(status)
+        if which is not None:
+            return self._event(TIMED_OUT, f"{self._ref}: {which} passed; last state: {conditions.summary(status)}",
+                               job, which=which)
+        return None
+
+    async def _read(self, stream: JobStream) -> dict[str, Any] | None:
+        """GET the job on the stream's connection; None if it does not exist."""
+        if stream.api is None:
+            raise ConnectionError(f"the stream has no connection to read {self._ref} with right now")
+        custom = async_client.CustomObjectsApi(stream.api)
+        try:
+            return await custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, self._plural, self.name)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+
+    async def _pods(self, stream: JobStream) -> list[dict[str, Any]]:
+        """The failed job's pods, for exit codes that must not depend on the pods outliving the resume."""
+        if stream.api is None:
+            return []
+        try:
+            pods = await async_client.CoreV1Api(stream.api).list_namespaced_pod(
+                self.namespace, label_selector=f"{LABEL_JOB_NAME}={self.name}")
+        except (ApiException, *TRANSIENT_ERRORS):
             return []  # the verdict still has the job's status and its events
-        return [api.sanitize_for_serialization(p) for p in pods.items]
+        return [stream.api.sanitize_for_serialization(p) for p in pods.items]
 
     def _deadline_passed(self, status: Any = None) -> str | None:
         now = time.time()
@@ -237,8 +259,13 @@ class TrainingJobTrigger(BaseTrigger):
         return None
 
     def _seconds_to_deadline(self) -> float:
-        deadlines = [d for d in (self.timeout_at, self.startup_timeout_at) if d is not None]
-        return max(0.0, min(deadlines) - time.time()) if deadlines else float(WATCH_SECONDS)
+        """Seconds until just after the nearest deadline, at most WATCH_SECONDS; once it has passed (and
+        the cache could not be trusted to judge it), ``poll_interval``: a resync wakes the trigger anyway."""
+        deadlines = [d - time.time() for d in (self.timeout_at, self.startup_timeout_at) if d is not None]
+        upcoming = [d for d in deadlines if d > 0]
+        if upcoming:
+            return min(float(WATCH_SECONDS), min(upcoming) + 0.05)
+        return float(WATCH_SECONDS) if not deadlines else max(1.0, self.poll_interval)
 
     async def on_kill(self) -> None:
         """The user killed the deferred task: delete the job, if it is still the one this task owns."""
@@ -267,6 +294,3 @@ class TrainingJobTrigger(BaseTrigger):
                     raise
             self.log.info("Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name)
 
-
-def _backoff(failures: int) -> float:
-    return min(BACKOFF_MAX, BACKOFF_MIN * 2 ** max(0, failures - 1))

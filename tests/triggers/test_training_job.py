@@ -76,7 +76,8 @@ def test_deferred_success_same_summary_and_cleanup(ti, namespace, custom_objects
     trigger = defer(operator, ti)
     assert len(jobs(custom_objects, namespace)) == 1  # deferring left the job running
     event = first_event(rebuild(trigger))
-    assert event["outcome"] == FINISHED and event["pods"]
+    # A finished job's event carries its status (conditions, replica statuses); pods only come with a failure.
+    assert event["outcome"] == FINISHED and event["job"]["status"]["replicaStatuses"] and event["pods"] == []
     summary = operator.execute_complete({"ti": ti}, event)
     assert summary["name"] == ti.xcom["job_name"] and summary["conditions"][-1]["type"] == "Succeeded"
     assert "hello from rank 0 of 2" in capfd.readouterr().out  # the lead replica's log, quoted

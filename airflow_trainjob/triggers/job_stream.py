@@ -1,0 +1,307 @@
+"""One watch for every trigger on the same (connection, namespace, kind): a shared cache of that kind's jobs.
+
+:class:`JobStream` lists the jobs of one kind in one namespace, then watches them from the list's
+resourceVersion and keeps the latest object of each job in memory, the way a client-go informer does.
+The triggerer runs one stream per :class:`StreamSource` (Airflow 3.3's shared streams) and hands every
+:class:`~airflow_trainjob.triggers.training_job.TrainingJobTrigger` of that source the same
+:class:`JobChanges` events; each trigger reads its own job from the cache. The API server therefore sees
+one LIST and one open WATCH per namespace and kind, however many jobs are waited on.
+
+Staying current: the watch is re-opened from the last resourceVersion when the server ends it or the
+connection drops; 410 Gone (the resourceVersion was compacted away) lists again; 429, 5xx and connection
+errors back off and retry without ending anyone's wait; while watches keep failing the stream lists every
+``poll_interval`` seconds instead. A refusal that retrying will not fix (401/403, or 404 because the
+cluster does not serve the kind) is published as :attr:`JobStream.error` for the triggers to report, and
+the stream keeps retrying with a fresh client, slowly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook
+from kubernetes_asyncio import client as async_client
+from kubernetes_asyncio import watch as async_watch
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from airflow_trainjob.constants import GROUP, JOB_KINDS, VERSION
+from airflow_trainjob.hooks.retries import TRANSIENT_STATUS_CODES
+
+log = logging.getLogger(__name__)
+
+#: Changes that arrive within this many seconds reach the triggers as one event (one wake-up each).
+BATCH_SECONDS = 0.1
+#: Longest single watch request (seconds); the server ends it and the stream re-opens it.
+WATCH_SECONDS = 300
+#: Consecutive failed watches after which the stream lists every ``poll_interval`` seconds instead.
+WATCH_FAILURES_BEFORE_POLLING = 3
+#: Backoff bounds between failed attempts (seconds).
+BACKOFF_MIN, BACKOFF_MAX = 1.0, 30.0
+#: A watch that ends sooner than this without delivering anything counts as a failed one (no hot loop).
+SHORTEST_HEALTHY_WATCH = 1.0
+#: Page size of the list (items per request).
+LIST_PAGE_SIZE = 500
+#: Client-side bound of one list request (seconds).
+LIST_TIMEOUT = 60.0
+
+#: Errors that never end a wait: the stream backs off and tries again.
+TRANSIENT_ERRORS = (OSError, asyncio.TimeoutError, aiohttp.ClientError)
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    """Where a stream's jobs come from: the shared-stream key of the triggers that share it.
+
+    The connection fields are resolved by the cncf.kubernetes ``AsyncKubernetesHook`` exactly as the
+    synchronous ``KubernetesHook`` resolves them.
+    """
+
+    kubernetes_conn_id: str | None
+    cluster_context: str | None
+    config_file: str | None
+    in_cluster: bool | None
+    namespace: str
+    kind: str
+
+    @classmethod
+    def from_trigger_kwargs(cls, kwargs: dict[str, Any]) -> StreamSource:
+        return cls(**{name: kwargs.get(name) for name in cls.__dataclass_fields__})
+
+    def __str__(self) -> str:
+        return f"{JOB_KINDS[self.kind].plural}.{GROUP} in namespace {self.namespace}"
+
+
+@dataclass(frozen=True)
+class JobChanges:
+    """One shared-stream event: these jobs changed (``names``), or any may have (``None``: after a list or
+    when :attr:`JobStream.error` changed). The jobs themselves are read from ``stream``."""
+
+    names: frozenset[str] | None
+    stream: JobStream
+
+
+class JobStream:
+    """The latest object of every job of ``source.kind`` in ``source.namespace``, kept by one watch.
+
+    :param source: connection, namespace and kind.
+    :param poll_interval: seconds between lists while watches keep failing.
+
+    Readers use :attr:`jobs` (name -> job as an API JSON dict, ``metadata.managedFields`` dropped),
+    :attr:`synced` (``jobs`` reflects a successful list, and nothing has failed since), :attr:`error`
+    (why the API refuses this stream, or None) and :attr:`api` (the stream's client, to make other reads
+    on the same connection).
+    """
+
+    def __init__(self, source: StreamSource, poll_interval: float = 10.0):
+        self.source = source
+        self.poll_interval = poll_interval
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.synced = False
+        self.error: str | None = None
+        self.api: async_client.ApiClient | None = None
+        self._changed = asyncio.Event()
+        self._dirty: set[str] | None = set()  # None: everything
+        self._refusals = 0  # refusals in a row, each with a fresh client
+        #: What the stream did: ``lists``, ``watches``, ``expired`` (410), ``failures`` (transient).
+        self.stats: Counter[str] = Counter()
+
+    async def changes(self) -> AsyncIterator[JobChanges]:
+        """Keep the cache current and yield what changed, batched over :data:`BATCH_SECONDS`. Never ends."""
+        keeper = asyncio.create_task(self._keep_current(), name=f"job stream: {self.source}")
+        try:
+            while True:
+                await self._changed.wait()
+                await asyncio.sleep(BATCH_SECONDS)
+                self._changed.clear()
+                dirty, self._dirty = self._dirty, set()
+                yield JobChanges(None if dirty is None else frozenset(dirty), self)
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+
+    # --- keeping the cache current -------------------------------------------------------------------
+
+    async def _keep_current(self) -> None:
+        """Open a client for the source and sync with it; after a refusal, try again with a fresh client."""
+        hook = AsyncKubernetesHook(
+            conn_id=self.source.kubernetes_conn_id,
+            cluster_context=self.source.cluster_context,
+            config_file=self.source.config_file,
+            in_cluster=self.source.in_cluster,
+        )
+        while True:
+            try:
+                async with hook.get_conn() as api:
+                    self.api = api
+                    await self._sync(async_client.CustomObjectsApi(api))
+            except _Refused as refused:
+                # A fresh client re-reads the credentials (rotated tokens); a second refusal in a row is reported.
+                self._refusals += 1
+                if self._refusals >= 2:
+                    self._publish_error(str(refused))
+                await asyncio.sleep(_backoff(self._refusals))
+            except Exception as e:  # noqa: BLE001 - no client (bad kubeconfig, ...): tell the triggers, retry slowly
+                self._publish_error(f"cannot watch {self.source}: {type(e).__name__}: {e}")
+                await asyncio.sleep(BACKOFF_MAX)
+            finally:
+                self.api = None
+
+    async def _sync(self, custom: async_client.CustomObjectsApi) -> None:
+        """List, then watch from the list's resourceVersion, forever. Raises :class:`_Refused`."""
+        resource_version: str | None = None
+        failures = 0
+        while True:
+            try:
+                if resource_version is None:
+                    resource_version = await self._list(custom)
+                if failures >= WATCH_FAILURES_BEFORE_POLLING:
+                    await asyncio.sleep(self.poll_interval)
+                    resource_version = None  # list again; every other round, try a watch
+                    failures -= 1
+                    continue
+                started = time.monotonic()
+                resource_version, delivered = await self._watch(custom, resource_version)
+                if delivered or time.monotonic() - started >= SHORTEST_HEALTHY_WATCH:
+                    failures = 0
+                    continue
+                failures += 1  # the stream closes as soon as it opens: count it, back off
+            except ApiException as e:
+                if e.status == 410:
+                    self.stats["expired"] += 1
+                    resource_version = None  # compacted away: list again, watch from there
+                    continue
+                if e.status not in TRANSIENT_STATUS_CODES:
+                    raise _Refused(_refusal_message(e, self.source)) from e
+                failures += 1
+                self._mark_stale(f"{e.status} {e.reason}")
+            except TRANSIENT_ERRORS as e:
+                failures += 1
+                self._mark_stale(f"{type(e).__name__}: {e}")
+            await asyncio.sleep(_backoff(failures))
+
+    async def _list(self, custom: async_client.CustomObjectsApi) -> str:
+        """Replace the cache with a fresh list (page by page); return its resourceVersion."""
+        plural = JOB_KINDS[self.source.kind].plural
+        self.stats["lists"] += 1
+        listed: dict[str, dict[str, Any]] = {}
+        token = None
+        while True:
+            page = await custom.list_namespaced_custom_object(
+                GROUP, VERSION, self.source.namespace, plural,
+                limit=LIST_PAGE_SIZE, _continue=token, _request_timeout=LIST_TIMEOUT,
+            )
+            for job in page.get("items") or []:
+                listed[job["metadata"]["name"]] = _trimmed(job)
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                break
+        self.jobs = listed
+        self.synced = True
+        self.error = None
+        self._refusals = 0
+        self._mark(None)
+        return page["metadata"]["resourceVersion"]
+
+    async def _watch(self, custom: async_client.CustomObjectsApi, resource_version: str) -> tuple[str, bool]:
+        """Apply watch events until the server ends the watch; return the last resourceVersion and whether
+        anything arrived. Raises ApiException (410 included) and transient errors."""
+        self.stats["watches"] += 1
+        delivered = False
+        watcher = async_watch.Watch()
+        try:
+            async for event in watcher.stream(
+                custom.list_namespaced_custom_object,
+                GROUP, VERSION, self.source.namespace, JOB_KINDS[self.source.kind].plural,
+                resource_version=resource_version,
+                timeout_seconds=WATCH_SECONDS,
+                allow_watch_bookmarks=True,
+                _request_timeout=aiohttp.ClientTimeout(total=WATCH_SECONDS + 30, connect=10),
+            ):
+                if not isinstance(event, dict):  # a line cut short: the connection dropped mid-event
+                    raise ConnectionResetError("the watch stream ended in the middle of an event")
+                delivered = True
+                obj = event["raw_object"]
+                resource_version = obj["metadata"]["resourceVersion"]
+                if event["type"] == "BOOKMARK":
+                    continue
+                name = obj["metadata"]["name"]
+                if event["type"] == "DELETED":
+                    self.jobs.pop(name, None)
+                else:
+                    self.jobs[name] = _trimmed(obj)
+                self._mark({name})
+        finally:
+            await watcher.close()
+        return resource_version, delivered
+
+    # --- telling readers ----------------------------------------------------------------------------
+
+    def _mark(self, names: set[str] | None) -> None:
+        if names is None or self._dirty is None:
+            self._dirty = None
+        else:
+            self._dirty |= names
+        self._changed.set()
+
+    def _mark_stale(self, why: str) -> None:
+        self.stats["failures"] += 1
+        if self.synced:
+            log.info("Watching %s failed (%s); retrying", self.source, why)
+        self.synced = False
+
+    def _publish_error(self, message: str) -> None:
+        self.synced = False
+        if self.error != message:
+            self.error = message
+            self._mark(None)
+
+
+class _Refused(Exception):
+    """The API refused the stream's list or watch in a way retrying the same client will not fix."""
+
+
+def _refusal_message(e: ApiException, source: StreamSource) -> str:
+    if e.status == 404:
+        return f"the cluster does not serve {source} (is the Kubeflow training operator installed?)"
+    return f"Kubernetes API answered {e.status} {e.reason} listing or watching {source}"
+
+
+def _trimmed(job: dict[str, Any]) -> dict[str, Any]:
+    """The job without ``metadata.managedFields``: nothing here reads them and they are often half the object."""
+    job.get("metadata", {}).pop("managedFields", None)
+    return job
+
+
+def _backoff(failures: int) -> float:
+    return min(BACKOFF_MAX, BACKOFF_MIN * 2 ** max(0, failures - 1))
+
+
+# --- the streams alive in this process ---------------------------------------------------------------
+
+_live: dict[StreamSource, JobStream] = {}
+
+
+def live_stream(source: StreamSource) -> JobStream | None:
+    """The stream the triggerer runs for ``source`` in this process, if any: a trigger that joins a
+    running stream reads its job from the cache at once instead of waiting for the job's next change."""
+    return _live.get(source)
+
+
+@contextlib.contextmanager
+def registered(stream: JobStream) -> Iterator[JobStream]:
+    """Make ``stream`` the live stream of its source while the context lasts."""
+    _live[stream.source] = stream
+    try:
+        yield stream
+    finally:
+        if _live.get(stream.source) is stream:
+            del _live[stream.source]
