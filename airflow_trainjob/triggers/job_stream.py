@@ -37,8 +37,10 @@ from airflow_trainjob.hooks.retries import TRANSIENT_STATUS_CODES
 
 log = logging.getLogger(__name__)
 
-#: Changes that arrive within this many seconds reach the triggers as one event (one wake-up each).
+#: Changes that arrive within this many seconds reach the triggers as one event (one wake-up each)...
 BATCH_SECONDS = 0.1
+#: ...per 1,000 jobs in the cache, up to this many seconds: every event wakes every trigger of the stream.
+BATCH_SECONDS_MAX = 0.5
 #: Longest single watch request (seconds); the server ends it and the stream re-opens it.
 WATCH_SECONDS = 300
 #: Consecutive failed watches after which the stream lists every ``poll_interval`` seconds instead.
@@ -114,12 +116,12 @@ class JobStream:
         self.stats: Counter[str] = Counter()
 
     async def changes(self) -> AsyncIterator[JobChanges]:
-        """Keep the cache current and yield what changed, batched over :data:`BATCH_SECONDS`. Never ends."""
+        """Keep the cache current and yield what changed, batched (:data:`BATCH_SECONDS`). Never ends."""
         keeper = asyncio.create_task(self._keep_current(), name=f"job stream: {self.source}")
         try:
             while True:
                 await self._changed.wait()
-                await asyncio.sleep(BATCH_SECONDS)
+                await asyncio.sleep(min(BATCH_SECONDS_MAX, BATCH_SECONDS * max(1.0, len(self.jobs) / 1000)))
                 self._changed.clear()
                 dirty, self._dirty = self._dirty, set()
                 yield JobChanges(None if dirty is None else frozenset(dirty), self)

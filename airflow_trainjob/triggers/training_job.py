@@ -153,7 +153,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                 yield changes
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        """Wait on a stream of this trigger's own (a triggerer without shared streams, or a test)."""
+        """Wait on a stream of its own: the triggerer does so when ``shared_stream_key()`` fails; tests do."""
         stream = JobStream(self.shared_stream_key(), self.poll_interval)
         changes = stream.changes()
         try:
@@ -165,30 +165,36 @@ class TrainingJobTrigger(BaseEventTrigger):
 
     async def filter_shared_stream(self, shared_stream: AsyncIterator[JobChanges]) -> AsyncIterator[TriggerEvent]:
         """Fire one event when this trigger's job ends, disappears, passes a deadline, or cannot be read."""
-        next_changes: asyncio.Future | None = None
-        try:
-            stream = live_stream(self.shared_stream_key())
-            event = await self._judge(stream) if stream is not None and (stream.synced or stream.error) else None
-            while event is None:
-                # The pending read survives a deadline wake-up: cancelling it would close the shared stream.
-                if next_changes is None:
-                    next_changes = asyncio.ensure_future(anext(shared_stream))
-                done, _ = await asyncio.wait({next_changes}, timeout=self._seconds_to_deadline())
-                if done:
-                    changes: JobChanges = next_changes.result()
-                    next_changes = None
+        stream = live_stream(self.shared_stream_key())  # a running stream's cache may already know the job
+        woken = asyncio.Event()
+
+        async def sift() -> None:
+            # Every change of every job of the stream passes here: a set lookup, and back to sleep.
+            nonlocal stream
+            async for changes in shared_stream:
+                if changes.names is None or self.name in changes.names:
                     stream = changes.stream
-                    if changes.names is not None and self.name not in changes.names:
-                        continue
-                if stream is not None and (stream.synced or stream.error):
+                    woken.set()
+
+        sifter = asyncio.create_task(sift(), name=f"sift changes for {self._ref}")
+        sifter.add_done_callback(lambda _: woken.set())  # the shared stream failing wakes the wait too
+        try:
+            event = await self._judge(stream) if _readable(stream) else None
+            while event is None:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(woken.wait(), self._seconds_to_deadline())
+                woken.clear()
+                if sifter.done():
+                    sifter.result()  # raises why the shared stream ended
+                    raise RuntimeError("the shared stream ended")
+                if _readable(stream):
                     event = await self._judge(stream)
         except Exception as e:  # noqa: BLE001 - the task must hear of any failure, with its cause
             event = self._event(ERROR, f"waiting for {self._ref} failed: {type(e).__name__}: {e}")
         finally:
-            if next_changes is not None:
-                next_changes.cancel()
-                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                    await next_changes
+            sifter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sifter
         yield event
 
     async def _judge(self, stream: JobStream) -> TriggerEvent | None:
@@ -294,3 +300,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                     raise
             self.log.info("Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name)
 
+
+def _readable(stream: JobStream | None) -> bool:
+    """The stream's cache can be judged: it is in sync with the server, or the server refuses it."""
+    return stream is not None and (stream.synced or stream.error is not None)
