@@ -22,6 +22,7 @@ from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import TrainingJobSpec
 from airflow_trainjob.operators.training_job import TrainingJobOperator
+from airflow_trainjob.ownership import TaskInstanceIdentity
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from airflow_trainjob.triggers.training_job import DELETED, ERROR, FINISHED, TrainingJobTrigger
 from tests.security.least_privilege import (
@@ -302,7 +303,8 @@ def test_a_job_in_another_namespace_is_out_of_reach(ti, namespace, other_namespa
         hook.delete_job("PyTorchJob", "theirs", other_namespace)
     with pytest.raises(KubernetesAccessError):
         hook.list_job_pods("theirs", other_namespace)
-    trigger = TrainingJobTrigger(kind="PyTorchJob", name="theirs", namespace=other_namespace)
+    trigger = TrainingJobTrigger(kind="PyTorchJob", name="theirs", namespace=other_namespace,
+                                 owner_labels=dict(TaskInstanceIdentity.from_context({"ti": ti}).labels()))
     event = first_event(trigger)
     assert event["outcome"] == ERROR and "403" in event["message"] and event["job"] is None
     from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
@@ -477,3 +479,16 @@ def test_each_verb_is_needed(verb_key, namespace, sa_client, kube_api_client, le
     wait_for(lambda: _probe(verb_key, namespace, custom_objects) is None, timeout=30,
              what=f"the step needing {verb_key} to pass with the shipped Role")
     record("rbac_verbs", verb="/".join(filter(None, verb_key)), needed=True)
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_killing_a_deferred_sensor_leaves_the_job_it_watches(namespace, custom_objects):
+    """The sensor watches a job made elsewhere: marking the sensor task failed must not delete that job."""
+    created = custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", foreign_job("watched"))
+    sensor = TrainingJobSensor(task_id="watch", kind="PyTorchJob", job_name="watched", deferrable=True, timeout=60)
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute({})
+    asyncio.run(deferred.value.trigger.on_kill())
+    (still,) = jobs(custom_objects, namespace)
+    assert still["metadata"]["uid"] == created["metadata"]["uid"] and "deletionTimestamp" not in still["metadata"]
+    record("rbac", mode="deferred", step="killed deferrable sensor: the watched job is left", passed=True)
