@@ -112,7 +112,7 @@ class TrainingJobSensor(BaseSensorOperator):
         name_issue = job_name_problem(self.job_name, MAX_NAME_LENGTH)
         if name_issue:
             problems.append(f"job_name: {name_issue}")
-        if self.namespace is not None:
+        if self.namespace not in (None, ""):  # as for the operator: unset or rendered empty -> the connection's
             namespace_issue = namespace_problem(self.namespace)
             if namespace_issue:
                 problems.append(f"namespace: {namespace_issue} (or None for the connection's namespace)")

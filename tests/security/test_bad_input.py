@@ -283,6 +283,7 @@ def test_the_valid_baselines_render_and_pass_validation(closed_port_conn):
     operator.render_template_fields({"ti": TaskInstanceStandIn(), "params": {}})
     assert operator.manifest is not None and operator.manifest["metadata"]["namespace"] == "bad-input"
     sensor_of({})._check()
+    sensor_of({"namespace": ""})._check()  # rendered empty: the connection's namespace, as for the operator
 
 
 def test_the_closed_port_would_show_an_api_call(closed_port_conn):
