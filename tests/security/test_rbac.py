@@ -201,6 +201,24 @@ def test_synchronous_success_create_wait_logs_cleanup(ti, namespace, custom_obje
     record("rbac", mode="sync", step="cleanup: cleanPodPolicy All + delete_succeeded_job", passed=True)
 
 
+def replicas(kind: str, *types: str) -> dict:
+    container = python_container("print('hello from the lead replica')", name=JOB_KINDS[kind].default_container)
+    return {t: {"replicas": 1, "template": {"spec": {"containers": [dict(container)]}}} for t in types}
+
+
+@pytest.mark.parametrize(("kind", "types"), [("TFJob", ("Worker",)), ("MPIJob", ("Launcher", "Worker")),
+                                             ("XGBoostJob", ("Master",)), ("PaddleJob", ("Master",)), ("JAXJob", ("Worker",))])
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_every_other_kind_runs_with_the_role(kind, types, ti, namespace, custom_objects, capfd):
+    operator = TrainingJobOperator(task_id="train", kind=kind, replica_specs=replicas(kind, *types), poll_interval=0.5)
+    summary = operator.execute({"ti": ti})
+    assert summary["kind"] == kind and summary["conditions"][-1]["type"] == "Succeeded"
+    assert "hello from the lead replica" in capfd.readouterr().out
+    plural = JOB_KINDS[kind].plural
+    assert custom_objects.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"] == []
+    record("rbac", mode="sync", step=f"{kind}: create, wait, logs, cleanup", passed=True)
+
+
 @pytest.mark.usefixtures("least_privilege_conn")
 def test_synchronous_failure_quotes_logs_and_events_keeps_the_job(ti, namespace, custom_objects, core_v1):
     # cleanPodPolicy Running: the still-running Worker goes, the failed Master stays (its log is quoted).
