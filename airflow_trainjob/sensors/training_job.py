@@ -80,7 +80,7 @@ class TrainingJobSensor(BaseSensorOperator):
             trigger=TrainingJobTrigger(
                 kind=self.kind,
                 name=self.job_name,
-                namespace=self.hook.resolve_namespace(self.namespace),
+                namespace=self._resolved_namespace(),
                 kubernetes_conn_id=self.kubernetes_conn_id,
                 target_conditions=self.target_conditions,
                 timeout_at=time.time() + self.timeout if self.timeout else None,
@@ -140,9 +140,17 @@ class TrainingJobSensor(BaseSensorOperator):
         if problems:
             raise InvalidJobSpecError(problems)
 
+    def _resolved_namespace(self) -> str:
+        """The namespace to read from (parameter, else the connection's), refused before use if invalid."""
+        namespace = self.hook.resolve_namespace(self.namespace)
+        issue = namespace_problem(namespace)
+        if issue:
+            raise InvalidJobSpecError([f"namespace: {issue} (the namespace extra of connection {self.kubernetes_conn_id!r})"])
+        return namespace
+
     def poke(self, context: Any) -> bool:
         self._check()
-        namespace = self.hook.resolve_namespace(self.namespace)
+        namespace = self._resolved_namespace()
         try:
             job = self.hook.get_job(self.kind, self.job_name, namespace)
         except ApiException as e:

@@ -312,3 +312,21 @@ def test_the_manifest_is_built_once_per_try(closed_port_conn, monkeypatch):
     operator._prepared = False
     assert operator._prepare({"ti": other})["metadata"]["labels"]["airflow-trainjob.apache.org/try-number"] == "2"
     assert len(built) == 2
+
+
+def test_an_invalid_namespace_from_the_connection_is_refused_too(local_cluster, monkeypatch):
+    """No namespace parameter: the connection's ``namespace`` extra is used, and checked the same way."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = kubeconfig_with_token(local_cluster, "closed-port", "default")
+    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", connection_uri({"kube_config": yaml.safe_dump(config),
+                                                                          "namespace": "ML_Team"}))
+    for target, task in (("operator", operator_of({})), ("sensor", sensor_of({}))):
+        ti, raised = run_rendered(task, {})
+        field = {"operator": "metadata.namespace", "sensor": "namespace"}[target]
+        refused = one_clear_error(raised, field, "DNS-1123 label") and ti.xcom == {}
+        record(f"bad_input/{target}", case="namespace from the connection invalid", field=field, refused=refused,
+               nothing_created=True)
+        assert refused, describe(raised)
