@@ -88,12 +88,14 @@ class Places:
 
     def __init__(self, secrets: Secrets):
         self.secrets = secrets
-        self.checked = 0
+        self.places: set[str] = set()  # kinds of place searched (stable from run to run)
+        self.strings = 0  # texts searched (varies with the number of log records)
         self.leaks: dict[str, int] = {}
 
     def check(self, place: str, value: Any) -> None:
         text = value if isinstance(value, str) else json.dumps(value, default=repr, sort_keys=True)
-        self.checked += 1
+        self.places.add(place)
+        self.strings += 1
         hits = self.secrets.hits(text)
         if hits:
             self.leaks[place] = self.leaks.get(place, 0) + hits
@@ -133,8 +135,8 @@ class Places:
         self.check("XCom", ti.xcom)
 
     def finish(self, scenario: str) -> None:
-        record("secrets", scenario=scenario, places=self.checked, hits=sum(self.leaks.values()))
-        assert self.checked > 0
+        record("secrets", scenario=scenario, places=len(self.places), texts=self.strings, hits=sum(self.leaks.values()))
+        assert self.places
         assert self.leaks == {}, f"secret material found in: {sorted(self.leaks)}"  # place names only
 
 
