@@ -79,7 +79,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     :param on_finish: ``keep_job``, ``delete_job`` or ``delete_succeeded_job`` (default: keep a
         failed job for inspection). A job still running when the task ends is always deleted.
     :param reattach_on_restart: when this task instance's job from an earlier try is still running,
-        follow it instead of starting over (a finished one is always replaced).
+        follow it instead of starting over (a finished one is always replaced). ``False`` needs
+        ``durable=False`` too (a durable retry reconnects); the two together are refused.
     :param durable: (``ResumableJobMixin``, Airflow 3.3+) store the job's identity in
         ``task_state_store`` so a retry after a worker crash reconnects to it; default True.
     :param deferrable: wait in the triggerer (a watch, no worker slot) instead of polling from the
