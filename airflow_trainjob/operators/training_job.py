@@ -377,11 +377,11 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         """Deferred jobs have no live log: quote the end of the lead replica's log, if its pod is still there."""
         kind = JOB_KINDS[job["kind"]]
         pod = lead_pod(pods, kind)
-        if pod is None:
+        if pod is None or not self.log_tail_lines:  # 0 quotes none, as for failed replicas (not the whole log)
             return
         try:
             text = self.hook.read_pod_log(pod["metadata"]["name"], job["metadata"]["namespace"],
-                                          log_container(pod, kind), tail_lines=self.log_tail_lines or None)
+                                          log_container(pod, kind), tail_lines=self.log_tail_lines)
         except ApiException as e:
             self.log.warning("The lead replica's log is gone (%s): %s", pod["metadata"]["name"], e.reason)
             return

@@ -10,6 +10,7 @@ names the field (parameter name or API path) and what is allowed, as an ``Invali
 
 from __future__ import annotations
 
+import datetime
 import socket
 from typing import Any
 
@@ -61,6 +62,7 @@ OPERATOR_CASES = [
     ("replicas 0 on the Master", dict(replica_specs={"Master": spec(0), "Worker": spec(2)}), {}, "replicaSpecs.Master.replicas", "must be 1"),
     ("replicas 0 on worker 0, the lead", dict(replica_specs={"Worker": spec(0)}), {}, "replicaSpecs.Worker.replicas", "at least 1"),
     ("JAXJob with 0 workers", dict(kind="JAXJob", replica_specs={"Worker": spec(0, "jax")}), {}, "replicaSpecs.Worker.replicas", "at least 1"),
+    ("TFJob Chief replicas 0", dict(kind="TFJob", replica_specs={"Chief": spec(0, "tensorflow"), "Worker": spec(2, "tensorflow")}), {}, "replicaSpecs.Chief.replicas", "must be 1"),
     ("MPIJob launcher replicas 0", dict(kind="MPIJob", replica_specs={"Launcher": spec(0, "mpi")}), {}, "replicaSpecs.Launcher.replicas", "must be 1"),
     ("restartPolicy unknown", dict(replica_specs={"Master": spec(restartPolicy="Sometimes")}), {}, "replicaSpecs.Master.restartPolicy", "'Always', 'OnFailure', 'Never' or 'ExitCode'"),
     ("template rendered as a string", dict(replica_specs={"Master": {"template": "{{ params.v }}"}}), {"v": "pod.yaml"}, "replicaSpecs.Master.template", "pod template"),
@@ -110,6 +112,7 @@ OPERATOR_CASES = [
     ("timeout 0", dict(timeout=0), {}, "timeout", SECONDS),
     ("timeout negative", dict(timeout=-60), {}, "timeout", SECONDS),
     ("timeout a string", dict(timeout="3600"), {}, "timeout", SECONDS),
+    ("timeout a timedelta", dict(timeout=datetime.timedelta(hours=1)), {}, "timeout", SECONDS),
     ("startup_timeout 0", dict(startup_timeout=0), {}, "startup_timeout", SECONDS),
     ("startup_timeout negative", dict(startup_timeout=-1), {}, "startup_timeout", SECONDS),
     ("startup_timeout a list", dict(startup_timeout=[600]), {}, "startup_timeout", SECONDS),
@@ -330,3 +333,32 @@ def test_an_invalid_namespace_from_the_connection_is_refused_too(local_cluster, 
         record(f"bad_input/{target}", case="namespace from the connection invalid", field=field, refused=refused,
                nothing_created=None)  # shown by the closed port only: no namespace of that name to look in
         assert refused, describe(raised)
+
+
+def test_zero_log_tail_lines_quotes_nothing_when_deferred(kubernetes_default_conn, namespace, capfd):
+    """0 is a valid count and means none: the deferred lead-log quote must not turn it into the whole log."""
+    from airflow.providers.common.compat.sdk import TaskDeferred
+
+    from tests.security.test_rbac import first_event
+
+    code = "print('\\n'.join(f'line {i}' for i in range(5)))"
+    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0),
+                                   deferrable=True, log_tail_lines=0)
+    ti = TaskInstanceStandIn()
+    with pytest.raises(TaskDeferred) as deferred:
+        operator.execute({"ti": ti})
+    event = first_event(deferred.value.trigger)
+    capfd.readouterr()
+    assert operator.execute_complete({"ti": ti}, event)["conditions"][-1]["type"] == "Succeeded"
+    assert "line 4" not in capfd.readouterr().out
+    # The control: with 2 lines, the last two are quoted.
+    quoting = TrainingJobOperator(task_id="train2", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0),
+                                  deferrable=True, log_tail_lines=2)
+    ti2 = TaskInstanceStandIn(task_id="train2")
+    with pytest.raises(TaskDeferred) as deferred:
+        quoting.execute({"ti": ti2})
+    event = first_event(deferred.value.trigger)
+    capfd.readouterr()
+    quoting.execute_complete({"ti": ti2}, event)
+    out = capfd.readouterr().out
+    assert "line 4" in out and "line 3" in out and "line 2" not in out
