@@ -56,7 +56,7 @@ def job_name_problem(name: object, max_length: int) -> str | None:
 def namespace_problem(namespace: object) -> str | None:
     """Why ``namespace`` cannot name a namespace (DNS-1123 label, 63 characters at most), or None."""
     if not isinstance(namespace, str) or not namespace:
-        return f"must be a non-empty string, got {namespace!r}"
+        return f"must be a DNS-1123 label (a non-empty string), got {namespace!r}"
     if len(namespace) > MAX_NAME_LENGTH or not _DNS1123_LABEL.match(namespace):
         return (
             f"{namespace!r} is not a DNS-1123 label: at most {MAX_NAME_LENGTH} lowercase letters, "

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.report import pytest_terminal_summary  # noqa: F401 - prints the recorded figures at the end
+
 if TYPE_CHECKING:
     from kubernetes import client
 

@@ -75,18 +75,22 @@ class TrainingJobSpec:
 
         policy = RunPolicy()
         if run_policy is not None:
+            unparsed = len(problems)
             run_policy = _load_text(run_policy, "runPolicy", problems)
-            model, found = validate_as(RunPolicy, run_policy, "runPolicy")
-            problems += found
-            policy = model or policy
+            if len(problems) == unparsed:  # text that is not YAML is one problem, not two
+                model, found = validate_as(RunPolicy, run_policy, "runPolicy")
+                problems += found
+                policy = model or policy
 
         fields_model = KIND_FIELDS_MODELS[job_kind.kind]
         fields = fields_model()
         if kind_fields is not None:
+            unparsed = len(problems)
             kind_fields = _load_text(kind_fields, "kindFields", problems)
-            model, found = validate_as(fields_model, kind_fields, "spec")
-            problems += found
-            fields = model or fields
+            if len(problems) == unparsed:
+                model, found = validate_as(fields_model, kind_fields, "spec")
+                problems += found
+                fields = model or fields
 
         problems += _kind_rule_problems(job_kind, specs)
         raise_if(problems)
@@ -129,6 +133,11 @@ def _kind_rule_problems(kind: JobKind, specs: dict[str, ReplicaSpec]) -> list[st
                 f"replicaSpecs.{replica_type}.replicas: must be 1 for a {kind.kind} "
                 f"(got {specs[replica_type].replicas})"
             )
+    if not any(t in specs for t in kind.lead_replica_types) and "Worker" in specs and specs["Worker"].replicas < 1:
+        without = f"with no {' or '.join(kind.lead_replica_types)} replica spec, " if kind.lead_replica_types else ""
+        problems.append(
+            f"replicaSpecs.Worker.replicas: {without}worker 0 leads a {kind.kind}, so at least 1 is needed (got 0)"
+        )
     exclusive = [t for t in kind.exclusive_replica_types if t in specs]
     if len(exclusive) > 1:
         problems.append(f"replicaSpecs: set only one of {', '.join(kind.exclusive_replica_types)}, not both")

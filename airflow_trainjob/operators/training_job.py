@@ -79,7 +79,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     :param on_finish: ``keep_job``, ``delete_job`` or ``delete_succeeded_job`` (default: keep a
         failed job for inspection). A job still running when the task ends is always deleted.
     :param reattach_on_restart: when this task instance's job from an earlier try is still running,
-        follow it instead of starting over (a finished one is always replaced).
+        follow it instead of starting over (a finished one is always replaced). ``False`` needs
+        ``durable=False`` too (a durable retry reconnects); the two together are refused.
     :param durable: (``ResumableJobMixin``, Airflow 3.3+) store the job's identity in
         ``task_state_store`` so a retry after a worker crash reconnects to it; default True.
     :param deferrable: wait in the triggerer (a watch, no worker slot) instead of polling from the
@@ -168,6 +169,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         self._follower: LeadLogFollower | None = None
         self._seen_pods: dict[str, dict[str, Any]] = {}  # pod name -> last seen, for the verdict
         self._prepared = False
+        self._manifest_for: TaskInstanceIdentity | None = None  # whose try self.manifest was rendered for
         self._result: dict[str, Any] | None = None
 
     @cached_property
@@ -178,7 +180,20 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
 
     def _check_parameters(self) -> None:
         problems = []
-        if self.on_finish not in ON_FINISH_OPTIONS:
+        if not isinstance(self.namespace, (str, type(None))):
+            problems.append(f"namespace: must be a DNS-1123 label (a string), or None for the connection's "
+                            f"namespace; got {type(self.namespace).__name__}")
+        if self.kubernetes_conn_id is not None and (not isinstance(self.kubernetes_conn_id, str) or not self.kubernetes_conn_id):
+            problems.append(f"kubernetes_conn_id: must be the id of a kubernetes connection (a non-empty string), "
+                            f"got {self.kubernetes_conn_id!r}")
+        for field in ("get_logs", "reattach_on_restart", "deferrable", "durable"):
+            value = getattr(self, field, False)
+            if not isinstance(value, bool):
+                problems.append(f"{field}: must be True or False, got {type(value).__name__} {value!r}")
+        if self.reattach_on_restart is False and getattr(self, "durable", False) is True:
+            problems.append("reattach_on_restart: False conflicts with durable=True, which makes a retry reconnect to "
+                            "the running job it stored; allowed: reattach_on_restart=True, or durable=False with it")
+        if not isinstance(self.on_finish, str) or self.on_finish not in ON_FINISH_OPTIONS:
             problems.append(f"on_finish: {self.on_finish!r} is not one of {', '.join(ON_FINISH_OPTIONS)}")
         for field in ("poll_interval", "timeout", "startup_timeout"):
             value = getattr(self, field)
@@ -186,6 +201,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 problems.append(f"{field}: must be a positive number of seconds, got {value!r}")
         if isinstance(self.log_tail_lines, bool) or not isinstance(self.log_tail_lines, int) or self.log_tail_lines < 0:
             problems.append(f"log_tail_lines: must be a count (0 or more), got {self.log_tail_lines!r}")
+        if self.labels is not None and not isinstance(self.labels, Mapping):
+            problems.append(f"labels: must be a mapping of strings to strings, got {type(self.labels).__name__}")
         reserved = sorted(set(self.labels or {}) & set(RESERVED_LABELS)) if isinstance(self.labels, Mapping) else []
         if reserved:
             problems.append(f"labels: {', '.join(reserved)} are set by this provider to identify the task instance")
@@ -214,7 +231,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if "ti" not in context:
             return
         try:
+            self._check_parameters()  # before the connection is read for the namespace
             self.manifest = self.build_job(context, self.hook.resolve_namespace(self.namespace))
+            self._manifest_for = TaskInstanceIdentity.from_context(context)  # execute uses it: built once per try
         except InvalidJobSpecError:
             self.manifest = None
 
@@ -231,10 +250,12 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if self._prepared:
             return self.manifest
         self._identity = TaskInstanceIdentity.from_context(context)
-        if not isinstance(self.namespace, (str, type(None))):
-            raise InvalidJobSpecError([f"namespace: must be a string, got {type(self.namespace).__name__}"])
-        namespace = self.hook.resolve_namespace(self.namespace)
-        manifest = self.manifest = self.build_job(context, namespace)
+        if self.manifest is not None and self._manifest_for == self._identity:
+            manifest, namespace = self.manifest, self.manifest["metadata"]["namespace"]  # built by render_template_fields
+        else:
+            self._check_parameters()  # before the connection is read for the namespace
+            namespace = self.hook.resolve_namespace(self.namespace)
+            manifest = self.manifest = self.build_job(context, namespace)
         context["ti"].xcom_push(key="job_name", value=manifest["metadata"]["name"])
         context["ti"].xcom_push(key="job_namespace", value=namespace)
         self._prepared = True
@@ -357,11 +378,11 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         """Deferred jobs have no live log: quote the end of the lead replica's log, if its pod is still there."""
         kind = JOB_KINDS[job["kind"]]
         pod = lead_pod(pods, kind)
-        if pod is None:
+        if pod is None or not self.log_tail_lines:  # 0 quotes none, as for failed replicas (not the whole log)
             return
         try:
             text = self.hook.read_pod_log(pod["metadata"]["name"], job["metadata"]["namespace"],
-                                          log_container(pod, kind), tail_lines=self.log_tail_lines or None)
+                                          log_container(pod, kind), tail_lines=self.log_tail_lines)
         except ApiException as e:
             self.log.warning("The lead replica's log is gone (%s): %s", pod["metadata"]["name"], e.reason)
             return

@@ -12,11 +12,16 @@ from airflow.providers.common.compat.sdk import BaseSensorOperator, conf
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob import conditions
-from airflow_trainjob.constants import CONDITION_SUCCEEDED, JOB_KINDS
+from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, JOB_KINDS, MAX_NAME_LENGTH
 from airflow_trainjob.exceptions import InvalidJobSpecError, JobDeletedError, TrainingJobError, TrainingJobTimeoutError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
+from airflow_trainjob.models.common import JobConditionType
+from airflow_trainjob.names import job_name_problem, namespace_problem
 from airflow_trainjob.triggers.training_job import DELETED, FINISHED, TIMED_OUT, TrainingJobTrigger
 from airflow_trainjob.verdict import failure_exception, job_ref
+
+#: Condition types a sensor may wait for (``Failed`` always fails it instead).
+TARGET_CONDITIONS = tuple(c.value for c in JobConditionType if c.value != CONDITION_FAILED)
 
 
 class TrainingJobSensor(BaseSensorOperator):
@@ -28,11 +33,13 @@ class TrainingJobSensor(BaseSensorOperator):
     :param job_name: ``metadata.name`` of the job; templated.
     :param namespace: default: the connection's namespace, else in-cluster, else ``default``; templated.
     :param target_conditions: condition types, any of which (status ``"True"``) ends the wait
-        successfully; default ``("Succeeded",)``. ``Failed`` always fails the sensor.
+        successfully: a list of ``Created``, ``Pending``, ``Running``, ``Restarting``, ``Succeeded``,
+        ``Scaling``; default ``("Succeeded",)``. ``Failed`` always fails the sensor.
     :param kubernetes_conn_id: the cncf.kubernetes connection.
     :param log_tail_lines: on failure, lines quoted from each failed replica's log (count).
     :param deferrable: wait in the triggerer (a watch) instead of poking; default: Airflow's
         ``[operators] default_deferrable``. The sensor's ``timeout`` (seconds) still applies.
+    :raises InvalidJobSpecError: a parameter is invalid (after rendering), before any API call; not retried.
     :raises AirflowFailException: the job failed permanently (exit code 1-127).
     :raises TrainingJobError: the job failed in a retryable way.
     """
@@ -56,7 +63,8 @@ class TrainingJobSensor(BaseSensorOperator):
         self.kind = kind
         self.job_name = job_name
         self.namespace = namespace
-        self.target_conditions = tuple(target_conditions)
+        # A single string stays one (refused by _check), never a tuple of its characters.
+        self.target_conditions = tuple(target_conditions) if isinstance(target_conditions, (list, tuple)) else target_conditions
         self.kubernetes_conn_id = kubernetes_conn_id
         self.log_tail_lines = log_tail_lines
 
@@ -65,14 +73,14 @@ class TrainingJobSensor(BaseSensorOperator):
         return TrainingJobHook(kubernetes_conn_id=self.kubernetes_conn_id)
 
     def execute(self, context: Any) -> Any:
+        self._check()
         if not self.deferrable:
             return super().execute(context)
-        self._check()
         self.defer(
             trigger=TrainingJobTrigger(
                 kind=self.kind,
                 name=self.job_name,
-                namespace=self.hook.resolve_namespace(self.namespace),
+                namespace=self._resolved_namespace(),
                 kubernetes_conn_id=self.kubernetes_conn_id,
                 target_conditions=self.target_conditions,
                 timeout_at=time.time() + self.timeout if self.timeout else None,
@@ -97,14 +105,52 @@ class TrainingJobSensor(BaseSensorOperator):
         raise TrainingJobError(event["message"])
 
     def _check(self) -> None:
-        if self.kind not in JOB_KINDS:
-            raise InvalidJobSpecError([f"kind: {self.kind!r} is not a training job kind; allowed: {', '.join(JOB_KINDS)}"])
-        if not isinstance(self.job_name, str) or not self.job_name:
-            raise InvalidJobSpecError([f"job_name: must be a non-empty string, got {self.job_name!r}"])
+        """Refuse invalid parameters (as rendered) before any API call: one error per field, naming what is allowed."""
+        problems = []
+        if not isinstance(self.kind, str) or self.kind not in JOB_KINDS:
+            problems.append(f"kind: {self.kind!r} is not a training job kind; allowed: {', '.join(JOB_KINDS)}")
+        name_issue = job_name_problem(self.job_name, MAX_NAME_LENGTH)
+        if name_issue:
+            problems.append(f"job_name: {name_issue}")
+        if self.namespace not in (None, ""):  # as for the operator: unset or rendered empty -> the connection's
+            namespace_issue = namespace_problem(self.namespace)
+            if namespace_issue:
+                problems.append(f"namespace: {namespace_issue} (or None for the connection's namespace)")
+        targets = self.target_conditions
+        if not isinstance(targets, tuple) or not targets:
+            problems.append(f"target_conditions: must be a non-empty list of condition types "
+                            f"({', '.join(TARGET_CONDITIONS)}), got {targets!r}")
+        else:
+            unknown = [t for t in targets if t not in TARGET_CONDITIONS]
+            if unknown:
+                why = "; Failed always fails the sensor" if CONDITION_FAILED in unknown else ""
+                problems.append(f"target_conditions: {', '.join(map(repr, unknown))} not allowed; "
+                                f"allowed: {', '.join(TARGET_CONDITIONS)}{why}")
+        if isinstance(self.log_tail_lines, bool) or not isinstance(self.log_tail_lines, int) or self.log_tail_lines < 0:
+            problems.append(f"log_tail_lines: must be a count (0 or more), got {self.log_tail_lines!r}")
+        if self.kubernetes_conn_id is not None and (not isinstance(self.kubernetes_conn_id, str) or not self.kubernetes_conn_id):
+            problems.append(f"kubernetes_conn_id: must be the id of a kubernetes connection (a non-empty string), "
+                            f"got {self.kubernetes_conn_id!r}")
+        if not isinstance(self.deferrable, bool):
+            problems.append(f"deferrable: must be True or False, got {type(self.deferrable).__name__} {self.deferrable!r}")
+        # Airflow refuses negative values when the DAG is parsed; zero would poll without pause or time out at once.
+        for field in ("poke_interval", "timeout"):
+            if not getattr(self, field) > 0:
+                problems.append(f"{field}: must be a positive number of seconds, got {getattr(self, field)!r}")
+        if problems:
+            raise InvalidJobSpecError(problems)
+
+    def _resolved_namespace(self) -> str:
+        """The namespace to read from (parameter, else the connection's), refused before use if invalid."""
+        namespace = self.hook.resolve_namespace(self.namespace)
+        issue = namespace_problem(namespace)
+        if issue:
+            raise InvalidJobSpecError([f"namespace: {issue} (the namespace extra of connection {self.kubernetes_conn_id!r})"])
+        return namespace
 
     def poke(self, context: Any) -> bool:
         self._check()
-        namespace = self.hook.resolve_namespace(self.namespace)
+        namespace = self._resolved_namespace()
         try:
             job = self.hook.get_job(self.kind, self.job_name, namespace)
         except ApiException as e:

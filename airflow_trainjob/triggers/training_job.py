@@ -274,7 +274,12 @@ class TrainingJobTrigger(BaseEventTrigger):
         return float(WATCH_SECONDS) if not deadlines else max(1.0, self.poll_interval)
 
     async def on_kill(self) -> None:
-        """The user killed the deferred task: delete the job, if it is still the one this task owns."""
+        """The user killed the deferred task: delete the job, if it is still the one this task owns.
+
+        A wait without ``owner_labels`` (a sensor's, on a job made elsewhere) owns nothing and deletes nothing."""
+        if not self.owner_labels:
+            self.log.info("Not deleting %s/%s: this wait does not own the job", self.namespace, self.name)
+            return
         async with self._hook().get_conn() as api:
             custom = async_client.CustomObjectsApi(api)
             try:

@@ -9,6 +9,7 @@ import pytest
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import TrainingJobSpec
+from tests.report import record
 
 CONTAINER = {"name": "pytorch", "image": "python:3.11", "command": ["python", "-c", "print(1)"]}
 TEMPLATE = {"spec": {"containers": [CONTAINER]}}
@@ -92,6 +93,11 @@ CASES = [
     ("label key bad prefix", dict(labels={"Example.COM/team": "ml"}), "metadata.labels['Example.COM/team']", "DNS subdomain"),
     ("annotation value not a string", dict(annotations={"owner": ["a"]}), "metadata.annotations['owner']", "must be a string"),
     ("labels not a mapping", dict(labels=["team=ml"]), "metadata.labels", "mapping of strings"),
+    ("worker 0 leads and has 0 replicas", dict(replica_specs={"Worker": {"replicas": 0, "template": TEMPLATE}}), "replicaSpecs.Worker.replicas", "at least 1"),
+    ("JAX with 0 workers", dict(kind="JAXJob", replica_specs={"Worker": {"replicas": 0, "template": {"spec": {"containers": [{"name": "jax", "image": "j"}]}}}}), "replicaSpecs.Worker.replicas", "at least 1"),
+    ("runPolicy malformed YAML", dict(run_policy="cleanPodPolicy: [All"), "runPolicy", "not valid YAML/JSON"),
+    ("kind fields malformed YAML", dict(kind_fields="nprocPerNode: [2"), "kindFields", "not valid YAML/JSON"),
+    ("namespace not a string", dict(namespace=["ml"]), "metadata.namespace", "DNS-1123 label"),
 ]
 
 DEFAULTS = dict(
@@ -118,6 +124,8 @@ def test_refused_with_one_error_naming_field_and_allowed(case, arguments, field,
     with pytest.raises(InvalidJobSpecError) as raised:
         build(**{**DEFAULTS, **arguments})
     problems = raised.value.problems
+    clean = len(problems) == 1 and problems[0].startswith((f"{field}:", f"{field}[")) and allowed in problems[0]
+    record("bad_input/spec", case=case, field=field, refused=clean)
     assert len(problems) == 1, problems
     assert problems[0].startswith(f"{field}:") or problems[0].startswith(f"{field}["), problems[0]
     assert allowed in problems[0], problems[0]

@@ -225,7 +225,7 @@ def test_retry_after_a_lost_worker_leaves_one_job(namespace, custom_objects, rea
     thread.join(10)
 
     second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
-    summary = make(pytorch_specs("import time; time.sleep(4); print('done')", workers=0), reattach_on_restart=reattach).execute({"ti": second})
+    summary = make(pytorch_specs("import time; time.sleep(4); print('done')", workers=0), reattach_on_restart=reattach, durable=reattach).execute({"ti": second})
     assert summary["name"] == original["metadata"]["name"]
     all_jobs = jobs(custom_objects, namespace)
     assert len(all_jobs) <= 1

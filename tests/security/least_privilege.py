@@ -1,0 +1,83 @@
+"""Least-privilege test support: the shipped Role applied for a ServiceAccount, and an Airflow
+``kubernetes`` connection that authenticates only with that account's token.
+
+The Role comes from ``airflow_trainjob/rbac.yaml`` (the file the README shows), never a copy.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SERVICE_ACCOUNT = "airflow-worker"
+
+
+def rbac_documents() -> list[dict[str, Any]]:
+    """The Role and the RoleBinding of ``airflow_trainjob/rbac.yaml``, in that order."""
+    text = resources.files("airflow_trainjob").joinpath("rbac.yaml").read_text()
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def role_rules() -> list[dict[str, Any]]:
+    return rbac_documents()[0]["rules"]
+
+
+def apply_rbac(api_client: Any, namespace: str, service_account: str = SERVICE_ACCOUNT,
+               rules: list[dict[str, Any]] | None = None) -> None:
+    """Create (or replace) the shipped Role in ``namespace`` — with ``rules`` instead of its own,
+    if given — and bind it to ``service_account`` of that namespace. ``api_client``: the admin's."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    role, binding = copy.deepcopy(rbac_documents())
+    role["metadata"]["namespace"] = binding["metadata"]["namespace"] = namespace
+    if rules is not None:
+        role["rules"] = rules
+    binding["subjects"] = [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}]
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    try:
+        rbac.create_namespaced_role(namespace, role)
+    except ApiException as e:
+        if e.status != 409:
+            raise
+        rbac.replace_namespaced_role(role["metadata"]["name"], namespace, role)
+    try:
+        rbac.create_namespaced_role_binding(namespace, binding)
+    except ApiException as e:
+        if e.status != 409:
+            raise
+
+
+def kubeconfig_with_token(local_cluster: Any, token: str, namespace: str,
+                          client_cert: tuple[bytes, bytes] | None = None) -> dict[str, Any]:
+    """A kubeconfig for the local cluster: its server and CA, the user ``token`` (and, if given, a
+    client certificate and key as PEM, which this apiserver does not ask for)."""
+    user: dict[str, Any] = {"token": token}
+    if client_cert is not None:
+        user["client-certificate-data"] = base64.b64encode(client_cert[0]).decode()
+        user["client-key-data"] = base64.b64encode(client_cert[1]).decode()
+    ca_data = base64.b64encode(Path(local_cluster.ca_cert).read_bytes()).decode()
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "local", "cluster": {"server": local_cluster.server, "certificate-authority-data": ca_data}}],
+        "users": [{"name": "airflow-worker", "user": user}],
+        "contexts": [{"name": "local", "context": {"cluster": "local", "user": "airflow-worker", "namespace": namespace}}],
+        "current-context": "local",
+    }
+
+
+def connection_uri(extra: dict[str, Any]) -> str:
+    """An ``AIRFLOW_CONN_*`` value (JSON form) of a ``kubernetes`` connection with ``extra``."""
+    return json.dumps({"conn_type": "kubernetes", "extra": extra})
+
+
+def token_of(api_client: Any) -> str:
+    """The bearer token an ``ApiClient`` from the ``service_account_api_client`` fixture sends."""
+    return api_client.configuration.api_key["BearerToken"]

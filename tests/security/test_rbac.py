@@ -1,0 +1,518 @@
+"""Least privilege, for real: the shipped Role (``airflow_trainjob/rbac.yaml``) is exactly what the
+provider needs. Everything here authenticates with a ServiceAccount token bound only to that Role,
+on the RBAC-enabled local apiserver, through an ordinary Airflow ``kubernetes`` connection."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from airflow.providers.common.compat.sdk import AirflowFailException, TaskDeferred
+from kubernetes.client.exceptions import ApiException
+
+from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, VERSION
+from airflow_trainjob.exceptions import JobDeletedError, JobNotOwnedError, KubernetesAccessError
+from airflow_trainjob.hooks.training_job import TrainingJobHook
+from airflow_trainjob.manifest import build_manifest
+from airflow_trainjob.models import TrainingJobSpec
+from airflow_trainjob.operators.training_job import TrainingJobOperator
+from airflow_trainjob.ownership import TaskInstanceIdentity
+from airflow_trainjob.sensors.training_job import TrainingJobSensor
+from airflow_trainjob.triggers.training_job import DELETED, ERROR, FINISHED, TrainingJobTrigger
+from tests.security.least_privilege import (
+    SERVICE_ACCOUNT,
+    apply_rbac,
+    connection_uri,
+    kubeconfig_with_token,
+    rbac_documents,
+    role_rules,
+    token_of,
+)
+from tests.operators.conftest import pytorch_specs, python_container
+from tests.report import record
+from tests.waiting import wait_for
+
+OK = "import os; print('hello from rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'])"
+SLEEP = "import time; time.sleep(120)"
+EXIT_1 = "import sys; print('bad input'); sys.exit(1)"
+
+#: Every (API group, resource, verb) the provider's calls make, and why (the audit of hooks/,
+#: operators/, sensors/, triggers/, links/, log_stream.py, verdict.py). The Role must be exactly this.
+NEEDED = {
+    **{("kubeflow.org", kind.plural, "create"): "start the job" for kind in JOB_KINDS.values()},
+    **{("kubeflow.org", kind.plural, "get"): "follow it, attach, ownership checks" for kind in JOB_KINDS.values()},
+    **{("kubeflow.org", kind.plural, "list"): "the trigger's list before its watch" for kind in JOB_KINDS.values()},
+    **{("kubeflow.org", kind.plural, "watch"): "the trigger's watch" for kind in JOB_KINDS.values()},
+    **{("kubeflow.org", kind.plural, "delete"): "on_finish, timeouts, on_kill" for kind in JOB_KINDS.values()},
+    ("", "pods", "list"): "replica states, exit codes, the lead replica",
+    ("", "pods", "delete"): "cleanPodPolicy",
+    ("", "pods/log", "get"): "the lead replica's log, failed replicas' tails",
+    ("", "events", "list"): "recent events in failure and timeout messages",
+}
+
+
+def granted(rules) -> set[tuple[str, str, str]]:
+    return {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+
+
+# ---- the Role itself ---------------------------------------------------------------------------
+
+
+def test_role_grants_exactly_what_the_provider_calls():
+    role, binding = rbac_documents()
+    assert role["kind"] == "Role" and binding["kind"] == "RoleBinding"  # namespaced, nothing cluster-wide
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]}
+    rules = granted(role["rules"])
+    assert not any("*" in part for triple in rules for part in triple)
+    assert rules == set(NEEDED)
+    record("rbac_role", rules=len(role["rules"]), grants=len(rules), beyond_needed=len(rules - set(NEEDED)))
+
+
+def test_readme_shows_the_shipped_file_verbatim():
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    shipped = (Path(__file__).parents[2] / "airflow_trainjob" / "rbac.yaml").read_text()
+    blocks = re.findall(r"<!-- rbac.yaml[^\n]*-->\n```yaml\n(.*?)```\n", readme, flags=re.S)
+    assert blocks == [shipped]
+
+
+# ---- fixtures ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sa_client(service_account_api_client):
+    """The ServiceAccount the Role is bound to (no bindings yet), as an ApiClient with its token."""
+    return service_account_api_client(SERVICE_ACCOUNT)
+
+
+def wait_until_allowed(sa_client, namespace):
+    """RBAC changes reach the authorizer through an informer: wait until the Role's pod listing works."""
+    from kubernetes import client
+
+    def allowed():
+        try:
+            client.CoreV1Api(sa_client).list_namespaced_pod(namespace)
+            return True
+        except ApiException as e:
+            if e.status == 403:
+                return False
+            raise
+
+    wait_for(allowed, what="the Role to take effect")
+
+
+@pytest.fixture
+def least_privilege_conn(local_cluster, namespace, sa_client, kube_api_client, tmp_path, monkeypatch) -> str:
+    """``kubernetes_default`` authenticates with the ServiceAccount's token only (a kubeconfig with
+    the token, the cluster CA and server); the shipped Role is bound to it in the test's namespace."""
+    apply_rbac(kube_api_client, namespace)
+    wait_until_allowed(sa_client, namespace)
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(kubeconfig_with_token(local_cluster, token_of(sa_client), namespace)))
+    path.chmod(0o600)
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", connection_uri({"kube_config_path": str(path), "namespace": namespace}))
+    return "kubernetes_default"
+
+
+@pytest.fixture
+def other_namespace(core_v1):
+    """A second namespace, where the ServiceAccount has no binding."""
+    from kubernetes import client
+
+    from tests.conftest import TEST_NAMESPACE_LABEL
+
+    name = f"t-other-{uuid.uuid4().hex[:6]}"
+    core_v1.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={TEST_NAMESPACE_LABEL: "true"})))
+    yield name
+    core_v1.delete_namespace(name)
+
+
+def make(replica_specs, **kwargs) -> TrainingJobOperator:
+    kwargs.setdefault("poll_interval", 0.5)
+    return TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=replica_specs, **kwargs)
+
+
+def jobs(custom_objects, namespace):
+    return custom_objects.list_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs")["items"]
+
+
+def live_pods(core_v1, namespace, job_name):
+    return [p for p in core_v1.list_namespaced_pod(namespace, label_selector=f"{LABEL_JOB_NAME}={job_name}").items
+            if p.metadata.deletion_timestamp is None]
+
+
+def first_event(trigger, timeout: float = 60.0) -> dict:
+    async def run():
+        async for event in trigger.run():
+            return event.payload
+        raise AssertionError("the trigger ended without an event")
+
+    return asyncio.run(asyncio.wait_for(run(), timeout))
+
+
+def running(custom_objects, namespace):
+    items = jobs(custom_objects, namespace)
+    return bool(items) and any(c["type"] == "Running" and c["status"] == "True"
+                               for c in (items[0].get("status") or {}).get("conditions") or [])
+
+
+def run_in_thread(operator, context):
+    outcome = {}
+
+    def target():
+        try:
+            outcome["result"] = operator.execute(context)
+        except BaseException as e:  # noqa: BLE001 - the test inspects whatever execute raised
+            outcome["error"] = e
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def foreign_job(name: str, code: str = SLEEP) -> dict:
+    """A job of the same name that belongs to someone else (no task-instance labels)."""
+    return {
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": name, "labels": {"team": "other"}},
+        "spec": {"runPolicy": {"cleanPodPolicy": "All"},
+                 "pytorchReplicaSpecs": {"Master": {"template": {"spec": {"containers": [python_container(code)]}}}}},
+    }
+
+
+# ---- the lifecycle with only the Role ----------------------------------------------------------
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_synchronous_success_create_wait_logs_cleanup(ti, namespace, custom_objects, core_v1, capfd):
+    operator = make(pytorch_specs("import time; time.sleep(2)\n" + OK, OK, workers=1), run_policy={"cleanPodPolicy": "All"})
+    summary = operator.execute({"ti": ti})
+    assert summary["conditions"][-1]["type"] == "Succeeded"
+    record("rbac", mode="sync", step="create + wait to Succeeded", passed=True)
+    assert "[Master-0] hello from rank 0 of 2" in capfd.readouterr().out
+    record("rbac", mode="sync", step="lead log into the task log", passed=True)
+    assert jobs(custom_objects, namespace) == []
+    wait_for(lambda: live_pods(core_v1, namespace, summary["name"]) == [], what="pods cleaned")
+    record("rbac", mode="sync", step="cleanup: cleanPodPolicy All + delete_succeeded_job", passed=True)
+
+
+def replicas(kind: str, *types: str) -> dict:
+    container = python_container("print('hello from the lead replica')", name=JOB_KINDS[kind].default_container)
+    return {t: {"replicas": 1, "template": {"spec": {"containers": [dict(container)]}}} for t in types}
+
+
+@pytest.mark.parametrize(("kind", "types"), [("TFJob", ("Worker",)), ("MPIJob", ("Launcher", "Worker")),
+                                             ("XGBoostJob", ("Master",)), ("PaddleJob", ("Master",)), ("JAXJob", ("Worker",))])
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_every_other_kind_runs_with_the_role(kind, types, ti, namespace, custom_objects, capfd):
+    operator = TrainingJobOperator(task_id="train", kind=kind, replica_specs=replicas(kind, *types), poll_interval=0.5)
+    summary = operator.execute({"ti": ti})
+    assert summary["kind"] == kind and summary["conditions"][-1]["type"] == "Succeeded"
+    assert "hello from the lead replica" in capfd.readouterr().out
+    plural = JOB_KINDS[kind].plural
+    assert custom_objects.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"] == []
+    record("rbac", mode="sync", step=f"{kind}: create, wait, logs, cleanup", passed=True)
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_synchronous_failure_quotes_logs_and_events_keeps_the_job(ti, namespace, custom_objects, core_v1):
+    # cleanPodPolicy Running: the still-running Worker goes, the failed Master stays (its log is quoted).
+    operator = make(pytorch_specs(EXIT_1, SLEEP, workers=1), run_policy={"cleanPodPolicy": "Running"}, on_finish="keep_job")
+    with pytest.raises(AirflowFailException) as raised:
+        operator.execute({"ti": ti})
+    message = str(raised.value)
+    assert "exit code 1" in message and "| bad input" in message and "Recent events:" in message
+    record("rbac", mode="sync", step="failure verdict with log tail and events", passed=True)
+    (kept,) = jobs(custom_objects, namespace)
+    assert kept["metadata"]["name"] == ti.xcom["job_name"]
+    wait_for(lambda: [p.metadata.labels[LABEL_REPLICA_TYPE] for p in live_pods(core_v1, namespace, ti.xcom["job_name"])]
+             == ["master"], what="only the failed Master's pod left")
+    record("rbac", mode="sync", step="cleanup: cleanPodPolicy Running + keep_job", passed=True)
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_synchronous_on_kill_deletes_the_running_job(ti, namespace, custom_objects):
+    operator = make(pytorch_specs(SLEEP, workers=1))
+    thread, outcome = run_in_thread(operator, {"ti": ti})
+    wait_for(lambda: running(custom_objects, namespace), what="job running")
+    operator.on_kill()
+    wait_for(lambda: jobs(custom_objects, namespace) == [], what="job deleted by on_kill")
+    thread.join(30)
+    assert isinstance(outcome.get("error"), JobDeletedError)
+    record("rbac", mode="sync", step="on_kill deletes the running job", passed=True)
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_deferred_success_create_wait_logs_cleanup(ti, namespace, custom_objects, capfd):
+    operator = make(pytorch_specs(OK, workers=1), deferrable=True)
+    with pytest.raises(TaskDeferred) as deferred:
+        operator.execute({"ti": ti})
+    record("rbac", mode="deferred", step="create + defer", passed=True)
+    event = first_event(deferred.value.trigger)
+    assert event["outcome"] == FINISHED
+    record("rbac", mode="deferred", step="trigger waits to Succeeded", passed=True)
+    summary = operator.execute_complete({"ti": ti}, event)
+    assert summary["conditions"][-1]["type"] == "Succeeded"
+    assert "hello from rank 0 of 2" in capfd.readouterr().out
+    record("rbac", mode="deferred", step="lead log quoted into the task log", passed=True)
+    assert jobs(custom_objects, namespace) == []
+    record("rbac", mode="deferred", step="cleanup: delete_succeeded_job", passed=True)
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_deferred_failure_and_on_kill(ti, namespace, custom_objects):
+    failing = make(pytorch_specs(EXIT_1, workers=0), deferrable=True)
+    with pytest.raises(TaskDeferred) as deferred:
+        failing.execute({"ti": ti})
+    event = first_event(deferred.value.trigger)
+    with pytest.raises(AirflowFailException) as raised:
+        failing.execute_complete({"ti": ti}, event)
+    assert "exit code 1" in str(raised.value) and "| bad input" in str(raised.value)
+    record("rbac", mode="deferred", step="failure verdict with log tail and events", passed=True)
+
+    from tests.operators.conftest import TaskInstanceStandIn
+
+    other_ti = TaskInstanceStandIn(task_id="train2")
+    sleeper = TrainingJobOperator(task_id="train2", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0),
+                                  deferrable=True)
+    with pytest.raises(TaskDeferred) as deferred:
+        sleeper.execute({"ti": other_ti})
+    asyncio.run(deferred.value.trigger.on_kill())
+    wait_for(lambda: [j["metadata"]["name"] for j in jobs(custom_objects, namespace)] == [ti.xcom["job_name"]],
+             what="the killed deferred task's job deleted, the failed one kept")
+    record("rbac", mode="deferred", step="on_kill (trigger) deletes the running job", passed=True)
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_sensor_poke_and_deferred_with_the_role(namespace, custom_objects):
+    manifest = build_manifest(spec=TrainingJobSpec.parse("PyTorchJob", pytorch_specs(OK, workers=0)),
+                              name="made-elsewhere", namespace=namespace)
+    custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", manifest)
+    sensor = TrainingJobSensor(task_id="watch", kind="PyTorchJob", job_name="made-elsewhere")
+    wait_for(lambda: sensor.poke({}), what="sensor success")
+    record("rbac", mode="sync", step="sensor poke", passed=True)
+    deferrable = TrainingJobSensor(task_id="watch", kind="PyTorchJob", job_name="made-elsewhere", deferrable=True, timeout=60)
+    with pytest.raises(TaskDeferred) as deferred:
+        deferrable.execute({})
+    assert first_event(deferred.value.trigger)["outcome"] == FINISHED
+    record("rbac", mode="deferred", step="sensor trigger", passed=True)
+
+
+# ---- out of reach: another namespace -----------------------------------------------------------
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_a_job_in_another_namespace_is_out_of_reach(ti, namespace, other_namespace, custom_objects):
+    theirs = custom_objects.create_namespaced_custom_object(GROUP, VERSION, other_namespace, "pytorchjobs",
+                                                            foreign_job("theirs"))
+    with pytest.raises(KubernetesAccessError) as raised:
+        make(pytorch_specs(OK, workers=0), namespace=other_namespace).execute({"ti": ti})
+    message = str(raised.value)
+    assert "403" in message and f'namespace "{other_namespace}"' in message and "create a training job" in message
+    with pytest.raises(KubernetesAccessError):
+        TrainingJobSensor(task_id="watch", kind="PyTorchJob", job_name="theirs", namespace=other_namespace).poke({})
+    hook = TrainingJobHook()
+    with pytest.raises(KubernetesAccessError):
+        hook.delete_job("PyTorchJob", "theirs", other_namespace)
+    with pytest.raises(KubernetesAccessError):
+        hook.list_job_pods("theirs", other_namespace)
+    trigger = TrainingJobTrigger(kind="PyTorchJob", name="theirs", namespace=other_namespace,
+                                 owner_labels=dict(TaskInstanceIdentity.from_context({"ti": ti}).labels()))
+    event = first_event(trigger)
+    assert event["outcome"] == ERROR and "403" in event["message"] and event["job"] is None
+    from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
+
+    with pytest.raises(AsyncApiException) as refused:
+        asyncio.run(trigger.on_kill())
+    assert refused.value.status == 403
+    (still,) = jobs(custom_objects, other_namespace)
+    assert still["metadata"]["uid"] == theirs["metadata"]["uid"] and "deletionTimestamp" not in still["metadata"]
+    assert jobs(custom_objects, namespace) == []  # nothing was created in our own namespace either
+    record("rbac", mode="sync+deferred", step="another namespace: 403 for create, poke, delete, list, watch, on_kill; untouched", passed=True)
+
+
+# ---- cleanup touches only this task instance's objects, even when names collide ----------------
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_foreign_job_with_the_generated_name_is_refused_and_untouched(ti, namespace, custom_objects, core_v1):
+    operator = make(pytorch_specs(OK, workers=0), run_policy={"cleanPodPolicy": "All"}, on_finish="delete_job")
+    name = operator.build_job({"ti": ti}, namespace)["metadata"]["name"]  # the name the task will use
+    created = custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", foreign_job(name))
+    wait_for(lambda: running(custom_objects, namespace), what="the foreign job running")
+    before = {p.metadata.uid for p in live_pods(core_v1, namespace, name)}
+    with pytest.raises(JobNotOwnedError):
+        operator.execute({"ti": ti})
+    operator.on_kill()  # and a kill after the refusal touches nothing either
+    (still,) = jobs(custom_objects, namespace)
+    assert still["metadata"]["uid"] == created["metadata"]["uid"] and "deletionTimestamp" not in still["metadata"]
+    assert still["metadata"]["labels"] == {"team": "other"}
+    assert before and {p.metadata.uid for p in live_pods(core_v1, namespace, name)} == before
+    record("rbac", mode="sync", step="foreign job with the same name: refused, job and pods untouched", passed=True)
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_foreign_pods_with_the_jobs_label_and_pod_names_survive_cleanup(ti, namespace, custom_objects, core_v1):
+    from kubernetes import client
+
+    operator = make(pytorch_specs(OK, workers=0), run_policy={"cleanPodPolicy": "All"}, on_finish="delete_job")
+    name = operator.build_job({"ti": ti}, namespace)["metadata"]["name"]
+    # Pods named as the operator would name this job's workers, labelled as its pods, but not owned by it;
+    # bound to a node that does not exist, so nothing runs them.
+    foreign = []
+    for index in range(2):
+        pod = client.V1Pod(
+            metadata=client.V1ObjectMeta(name=f"{name}-worker-{index}", labels={
+                LABEL_JOB_NAME: name, LABEL_REPLICA_TYPE: "worker", LABEL_REPLICA_INDEX: str(index)}),
+            spec=client.V1PodSpec(node_name="nowhere", containers=[client.V1Container(name="pytorch", image="none")]),
+        )
+        foreign.append(core_v1.create_namespaced_pod(namespace, pod).metadata.uid)
+    summary = operator.execute({"ti": ti})
+    assert summary["conditions"][-1]["type"] == "Succeeded"
+    assert jobs(custom_objects, namespace) == []
+    wait_for(lambda: {p.metadata.uid for p in live_pods(core_v1, namespace, name)} == set(foreign),
+             what="only the foreign pods left")
+    record("rbac", mode="sync", step="foreign pods with the job's label and pod names: not deleted", passed=True)
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_job_replaced_by_a_foreign_one_mid_run_is_not_cleaned_up(ti, namespace, custom_objects):
+    operator = make(pytorch_specs(SLEEP, workers=0), on_finish="delete_job")
+    thread, outcome = run_in_thread(operator, {"ti": ti})
+    wait_for(lambda: running(custom_objects, namespace), what="job running")
+    name = ti.xcom["job_name"]
+    custom_objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", name)
+
+    def replaced():
+        try:
+            return custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", foreign_job(name))
+        except ApiException as e:
+            if e.status == 409:
+                return None
+            raise
+
+    created = wait_for(replaced, what="the foreign same-named job created")
+    thread.join(30)
+    assert isinstance(outcome.get("error"), JobDeletedError)
+    operator.on_kill()
+    (still,) = jobs(custom_objects, namespace)
+    assert still["metadata"]["uid"] == created["metadata"]["uid"] and "deletionTimestamp" not in still["metadata"]
+    record("rbac", mode="sync", step="same-named foreign job after a deletion: not cleaned up", passed=True)
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_deferred_on_kill_leaves_a_foreign_job_with_the_same_name(ti, namespace, custom_objects):
+    operator = make(pytorch_specs(SLEEP, workers=0), deferrable=True)
+    with pytest.raises(TaskDeferred) as deferred:
+        operator.execute({"ti": ti})
+    name = ti.xcom["job_name"]
+    custom_objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", name)
+
+    def replaced():
+        try:
+            return custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", foreign_job(name))
+        except ApiException as e:
+            if e.status == 409:
+                return None
+            raise
+
+    created = wait_for(replaced, what="the foreign same-named job created")
+    trigger = deferred.value.trigger
+    assert first_event(trigger)["outcome"] == DELETED
+    asyncio.run(trigger.on_kill())
+    (still,) = jobs(custom_objects, namespace)
+    assert still["metadata"]["uid"] == created["metadata"]["uid"] and "deletionTimestamp" not in still["metadata"]
+    record("rbac", mode="deferred", step="same-named foreign job: trigger on_kill leaves it", passed=True)
+
+
+# ---- every verb of the Role is needed ------------------------------------------------------------
+
+
+def _probe(verb_key, namespace, custom_objects):
+    """Run the provider's step that needs ``verb_key``; return the error text if the API refused it."""
+    group, resource, verb = verb_key
+    hook = TrainingJobHook()
+    if (resource, verb) == ("pytorchjobs", "create"):
+        spec = TrainingJobSpec.parse("PyTorchJob", pytorch_specs(OK, workers=0))
+        call = lambda: hook.create_job(build_manifest(spec=spec, name=f"probe-{uuid.uuid4().hex[:6]}", namespace=namespace))  # noqa: E731
+    elif (resource, verb) == ("pytorchjobs", "get"):
+        call = lambda: hook.get_job("PyTorchJob", "absent", namespace)  # noqa: E731
+    elif (resource, verb) == ("pytorchjobs", "delete"):
+        call = lambda: hook.delete_job("PyTorchJob", "absent", namespace)  # noqa: E731
+    elif (resource, verb) == ("pytorchjobs", "list"):
+        # The deferred wait: a deferrable sensor's trigger waiting for a job that does not exist yet lists first.
+        event = first_event(TrainingJobTrigger(kind="PyTorchJob", name="absent", namespace=namespace, wait_for_creation=True,
+                                               timeout_at=time.time() + 3), timeout=40)
+        return event["message"] if event["outcome"] == ERROR else None
+    elif (resource, verb) == ("pytorchjobs", "watch"):
+        # The trigger's watch request, made with the connection's client (a trigger may fall back to polling
+        # when watches fail, so the request itself is what shows the verb is used).
+        try:
+            response = hook.custom_object_client.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, "pytorchjobs", watch=True, timeout_seconds=1, _preload_content=False)
+        except ApiException as e:
+            if e.status == 403:
+                return f"{e.status} {e.reason}"
+            raise
+        response.release_conn()
+        return None
+    elif (resource, verb) == ("pods", "list"):
+        call = lambda: hook.list_job_pods("absent", namespace)  # noqa: E731
+    elif (resource, verb) == ("pods", "delete"):
+        call = lambda: hook.delete_pod("absent", namespace)  # noqa: E731
+    elif (resource, verb) == ("pods/log", "get"):
+        call = lambda: hook.read_pod_log("absent", namespace)  # noqa: E731
+    elif (resource, verb) == ("events", "list"):
+        call = lambda: hook.list_events(namespace, {"absent"})  # noqa: E731
+    else:
+        raise AssertionError(f"no probe for {verb_key}")
+    try:
+        call()
+    except KubernetesAccessError as e:
+        return str(e)
+    except ApiException as e:
+        assert e.status == 404, e.status
+    return None
+
+
+#: One kind stands for the six: their rules are one rule (the same verbs on each plural).
+_OTHER_PLURALS = {j.plural for j in JOB_KINDS.values()} - {"pytorchjobs"}
+VERBS = sorted(k for k in NEEDED if k[1] not in _OTHER_PLURALS)
+
+
+@pytest.mark.parametrize("verb_key", VERBS, ids=["/".join(filter(None, k)) for k in VERBS])
+def test_each_verb_is_needed(verb_key, namespace, sa_client, kube_api_client, least_privilege_conn, custom_objects):
+    group, resource, verb = verb_key
+    without = []
+    for rule in role_rules():
+        if group in rule["apiGroups"] and resource in rule["resources"]:
+            rule = {**rule, "verbs": [v for v in rule["verbs"] if v != verb]}
+        if rule["verbs"]:
+            without.append(rule)
+    apply_rbac(kube_api_client, namespace, rules=without)
+    wait_for(lambda: _probe(verb_key, namespace, custom_objects) is not None, timeout=30,
+             what=f"the step needing {verb_key} to be refused once the verb is removed")
+    refused = _probe(verb_key, namespace, custom_objects)
+    assert "403" in refused
+    apply_rbac(kube_api_client, namespace)  # the shipped Role again: the same step passes
+    wait_for(lambda: _probe(verb_key, namespace, custom_objects) is None, timeout=30,
+             what=f"the step needing {verb_key} to pass with the shipped Role")
+    record("rbac_verbs", verb="/".join(filter(None, verb_key)), needed=True)
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_killing_a_deferred_sensor_leaves_the_job_it_watches(namespace, custom_objects):
+    """The sensor watches a job made elsewhere: marking the sensor task failed must not delete that job."""
+    created = custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", foreign_job("watched"))
+    sensor = TrainingJobSensor(task_id="watch", kind="PyTorchJob", job_name="watched", deferrable=True, timeout=60)
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute({})
+    asyncio.run(deferred.value.trigger.on_kill())
+    (still,) = jobs(custom_objects, namespace)
+    assert still["metadata"]["uid"] == created["metadata"]["uid"] and "deletionTimestamp" not in still["metadata"]
+    record("rbac", mode="deferred", step="killed deferrable sensor: the watched job is left", passed=True)
