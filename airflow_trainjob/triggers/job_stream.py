@@ -146,7 +146,8 @@ class JobStream:
                     self.api = api
                     await self._sync(async_client.CustomObjectsApi(api))
             except _Refused as refused:
-                # A fresh client re-reads the credentials (rotated tokens); a second refusal in a row is reported.
+                # A fresh client re-reads the credentials (rotated tokens); a second refusal in a row is
+                # reported. Only a watch that answered resets the count: a Role may allow list but not watch.
                 self._refusals += 1
                 if self._refusals >= 2:
                     self._publish_error(str(refused))
@@ -172,6 +173,7 @@ class JobStream:
                     continue
                 started = time.monotonic()
                 resource_version, delivered = await self._watch(custom, resource_version)
+                self._recovered()  # the list and the watch both answered: whatever refused us is gone
                 if delivered or time.monotonic() - started >= SHORTEST_HEALTHY_WATCH:
                     failures = 0
                     continue
@@ -208,8 +210,6 @@ class JobStream:
                 break
         self.jobs = listed
         self.synced = True
-        self.error = None
-        self._refusals = 0
         self._mark(None)
         return page["metadata"]["resourceVersion"]
 
@@ -259,6 +259,12 @@ class JobStream:
         if self.synced:
             log.info("Watching %s failed (%s); retrying", self.source, why)
         self.synced = False
+
+    def _recovered(self) -> None:
+        self._refusals = 0
+        if self.error is not None:
+            self.error = None
+            self._mark(None)
 
     def _publish_error(self, message: str) -> None:
         self.synced = False

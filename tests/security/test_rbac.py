@@ -444,23 +444,11 @@ def _probe(verb_key, namespace, custom_objects):
         call = lambda: hook.get_job("PyTorchJob", "absent", namespace)  # noqa: E731
     elif (resource, verb) == ("pytorchjobs", "delete"):
         call = lambda: hook.delete_job("PyTorchJob", "absent", namespace)  # noqa: E731
-    elif (resource, verb) == ("pytorchjobs", "list"):
-        # The deferred wait: a deferrable sensor's trigger waiting for a job that does not exist yet lists first.
+    elif (resource, verb) in (("pytorchjobs", "list"), ("pytorchjobs", "watch")):
+        # The deferred wait: its stream lists the kind, then watches it; either refused ends the wait with an error.
         event = first_event(TrainingJobTrigger(kind="PyTorchJob", name="absent", namespace=namespace, wait_for_creation=True,
-                                               timeout_at=time.time() + 3), timeout=40)
+                                               timeout_at=time.time() + 6), timeout=40)
         return event["message"] if event["outcome"] == ERROR else None
-    elif (resource, verb) == ("pytorchjobs", "watch"):
-        # The trigger's watch request, made with the connection's client (a trigger may fall back to polling
-        # when watches fail, so the request itself is what shows the verb is used).
-        try:
-            response = hook.custom_object_client.list_namespaced_custom_object(
-                GROUP, VERSION, namespace, "pytorchjobs", watch=True, timeout_seconds=1, _preload_content=False)
-        except ApiException as e:
-            if e.status == 403:
-                return f"{e.status} {e.reason}"
-            raise
-        response.release_conn()
-        return None
     elif (resource, verb) == ("pods", "list"):
         call = lambda: hook.list_job_pods("absent", namespace)  # noqa: E731
     elif (resource, verb) == ("pods", "delete"):
