@@ -372,6 +372,18 @@ class LocalCluster:
             shutil.rmtree(self.state_dir)
             _say(f"deleted {self.state_dir}")
 
+    def stop_component(self, name: str, timeout: float = STOP_TIMEOUT) -> None:
+        """Stop one component (SIGTERM, then SIGKILL after ``timeout`` seconds), leaving the others running; for
+        fault tests. :meth:`up` starts it again (and any other missing one).
+
+        :raises ClusterError: no component has that name.
+        """
+        names = [c.name for c in self.components()]
+        if name not in names:
+            raise ClusterError(f"no component named {name!r}; the components are {', '.join(names)}")
+        with self._lock():
+            self._stop(name, timeout)
+
     def status(self) -> ClusterStatus:
         """Each component's process state and the apiserver's readiness; starts and stops nothing."""
         out = []
