@@ -1,0 +1,166 @@
+"""TrainingJobOperator under HTTP faults, injected by the fault proxy between the provider and the real apiserver.
+
+Every case runs a whole task (synchronous: ``execute``; deferred: ``execute`` -> ``TaskDeferred`` -> the trigger's
+first event -> ``execute_complete``) with one scripted fault, and asserts what the issue asks of each fault:
+
+- the fault was really injected (the proxy's count; a fault test whose fault never hit is a defect);
+- the task's final state and message are right (here: the job succeeds and the summary says so; the lead
+  replica's log lines each appear exactly once in the task log);
+- exactly one job existed for the task instance (a watch on the namespace counts every uid ever created);
+- nothing that should be gone remains (``on_finish="delete_job"``: no job, no pod — orphans are counted).
+
+Process-level faults (apiserver restart, controller stopped, SIGKILL) are in ``test_process_faults.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+from airflow.providers.common.compat.sdk import TaskDeferred
+
+from airflow_trainjob.operators.training_job import TrainingJobOperator
+from airflow_trainjob.triggers.training_job import FINISHED
+from tests.fault_proxy import Fault
+from tests.fault_support import JobCreations, count_orphans
+from tests.operators.conftest import TaskInstanceStandIn, pytorch_specs
+
+#: The lead replica prints numbered lines over about 3 s: long enough for several status reads and a followed log.
+LINES = 6
+CODE = f"import time\nfor i in range({LINES}):\n    print('step', i, flush=True); time.sleep(0.5)"
+
+CREATE = {"method": "POST", "path": r"/pytorchjobs$"}
+STATUS = {"method": "GET", "path": r"/pytorchjobs/[^/]+$", "watch": False}
+PODS = {"method": "GET", "path": r"/pods$", "watch": False}
+LOG_STREAM = {"method": "GET", "path": r"/pods/[^/]+/log$", "watch": True}
+WATCH = {"method": "GET", "path": r"/pytorchjobs$", "watch": True}
+DELETE = {"method": "DELETE", "path": r"/pytorchjobs/[^/]+$"}
+
+# (fault kind as reported, where, the Fault's arguments). Status reads and pod lists skip the first requests so
+# the fault lands mid-job; ``times`` > 1 makes a fault persist through the first retry.
+SYNC_CASES = [
+    ("429 Retry-After", "create", dict(action="status", status=429, retry_after=1, times=2, **CREATE)),
+    ("500", "create", dict(action="status", status=500, times=2, **CREATE)),
+    ("502", "create", dict(action="status", status=502, times=2, **CREATE)),
+    ("503", "create", dict(action="status", status=503, times=2, **CREATE)),
+    ("504", "create", dict(action="status", status=504, times=2, **CREATE)),
+    ("504 after the apiserver acted", "create", dict(action="status", status=504, after_forward=True, **CREATE)),
+    ("connection reset", "create", dict(action="reset", times=2, **CREATE)),
+    ("connection reset after the apiserver acted", "create", dict(action="reset", after_forward=True, **CREATE)),
+    ("connection dropped", "create", dict(action="drop", **CREATE)),
+    ("delay 2 s", "create", dict(action="delay", seconds=2, **CREATE)),
+    ("429 Retry-After", "status read", dict(action="status", status=429, retry_after=1, skip=2, times=2, **STATUS)),
+    ("500", "status read", dict(action="status", status=500, skip=2, times=3, **STATUS)),
+    ("502", "status read", dict(action="status", status=502, skip=2, times=3, **STATUS)),
+    ("503", "status read", dict(action="status", status=503, skip=2, times=3, **STATUS)),
+    ("504", "status read", dict(action="status", status=504, skip=2, times=3, **STATUS)),
+    ("connection reset", "status read", dict(action="reset", skip=2, times=3, **STATUS)),
+    ("connection dropped", "status read", dict(action="drop", skip=2, times=2, **STATUS)),
+    ("delay 2 s", "status read", dict(action="delay", seconds=2, skip=2, times=2, **STATUS)),
+    ("stall (read timeout)", "status read", dict(action="delay", seconds=120, skip=2, times=1, **STATUS)),
+    ("429 Retry-After", "pod list", dict(action="status", status=429, retry_after=1, skip=2, times=2, **PODS)),
+    ("503", "pod list", dict(action="status", status=503, skip=2, times=3, **PODS)),
+    ("connection reset", "pod list", dict(action="reset", skip=2, times=3, **PODS)),
+    ("stream cut mid-way", "log stream", dict(action="cut", after_events=2, times=2, **LOG_STREAM)),
+    ("connection reset", "log stream", dict(action="reset", times=2, **LOG_STREAM)),
+    ("500", "log stream", dict(action="status", status=500, times=2, **LOG_STREAM)),
+    ("429 Retry-After", "cleanup delete", dict(action="status", status=429, retry_after=1, times=2, **DELETE)),
+    ("500", "cleanup delete", dict(action="status", status=500, times=2, **DELETE)),
+    ("503", "cleanup delete", dict(action="status", status=503, times=3, **DELETE)),
+    ("504 after the apiserver acted", "cleanup delete", dict(action="status", status=504, after_forward=True, **DELETE)),
+    ("connection reset", "cleanup delete", dict(action="reset", times=2, **DELETE)),
+    ("connection reset after the apiserver acted", "cleanup delete", dict(action="reset", after_forward=True, **DELETE)),
+]
+
+DEFERRED_CASES = [
+    ("503", "create", dict(action="status", status=503, times=2, **CREATE)),
+    ("504 after the apiserver acted", "create", dict(action="status", status=504, after_forward=True, **CREATE)),
+    ("connection reset after the apiserver acted", "create", dict(action="reset", after_forward=True, **CREATE)),
+    ("429 Retry-After", "status read", dict(action="status", status=429, retry_after=1, times=2, **STATUS)),
+    ("503", "status read", dict(action="status", status=503, times=3, **STATUS)),
+    ("connection reset", "status read", dict(action="reset", times=2, **STATUS)),
+    ("watch cut mid-way", "watch", dict(action="cut", after_events=1, times=2, **WATCH)),
+    ("watch expired (410)", "watch", dict(action="expire", times=2, **WATCH)),
+    ("503", "watch", dict(action="status", status=503, times=2, **WATCH)),
+    ("410 Gone answer", "watch", dict(action="status", status=410, times=1, **WATCH)),
+    ("503", "pod list", dict(action="status", status=503, times=2, **PODS)),
+    ("503", "cleanup delete", dict(action="status", status=503, times=2, **DELETE)),
+    ("connection reset after the apiserver acted", "cleanup delete", dict(action="reset", after_forward=True, **DELETE)),
+]
+
+
+def _ids(cases):
+    return [f"{where}-{kind}".replace(" ", "_") for kind, where, _ in cases]
+
+
+@pytest.fixture
+def creations(kube_api_client, namespace):
+    watcher = JobCreations(kube_api_client, namespace).start()
+    yield watcher
+    watcher.stop()
+
+
+@pytest.fixture
+def short_read_timeout(monkeypatch):
+    """The hook's read timeout, shortened so a stalled answer is given up on within the test's patience."""
+    from airflow_trainjob.hooks import training_job
+
+    monkeypatch.setattr(training_job, "REQUEST_TIMEOUT", (5.0, 3.0))
+
+
+def make(deferrable: bool) -> TrainingJobOperator:
+    return TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(CODE, workers=0),
+                               poll_interval=0.5, on_finish="delete_job", deferrable=deferrable)
+
+
+def first_event(trigger, timeout: float = 120.0) -> dict:
+    async def run():
+        async for event in trigger.run():
+            return event.payload
+        raise AssertionError("the trigger ended without an event")
+
+    return asyncio.run(asyncio.wait_for(run(), timeout))
+
+
+def assert_survived(case, proxy, fault, creations, kube_api_client, namespace, ti, summary, task_log):
+    """The checks every HTTP fault case makes, recorded in the report row before they are asserted."""
+    case.observe(injected=proxy.hits(fault), jobs=creations.jobs_of(ti.run_id),
+                 orphans=count_orphans(kube_api_client, namespace))
+    assert case.injected >= 1, f"the fault was never injected; requests: {proxy.requests}"
+    assert summary["name"] == ti.xcom["job_name"]
+    assert [c["type"] for c in summary["conditions"] if c["status"] == "True"][-1] == "Succeeded"
+    assert case.jobs == 1, f"{case.jobs} jobs existed for one task instance"
+    assert case.orphaned == 0, f"left behind: {count_orphans(kube_api_client, namespace, timeout=0)}"
+    return task_log
+
+
+@pytest.mark.parametrize(("kind", "where", "fault_args"), SYNC_CASES, ids=_ids(SYNC_CASES))
+def test_synchronous_task_survives(kind, where, fault_args, fault_proxy, fault_case, creations, kube_api_client,
+                                   namespace, capfd, short_read_timeout):
+    ti = TaskInstanceStandIn()
+    with fault_case(kind, "synchronous", where) as case:
+        fault = fault_proxy.add(Fault(**fault_args))
+        summary = make(deferrable=False).execute({"ti": ti})
+        task_log = capfd.readouterr().out
+        assert_survived(case, fault_proxy, fault, creations, kube_api_client, namespace, ti, summary, task_log)
+        followed = re.findall(r"\[Master-0\] step (\d+)\b", task_log)
+        # The followed log: every line once, none lost or repeated by a reconnect.
+        assert followed == [str(i) for i in range(LINES)], f"lead replica's lines in the task log:\n{task_log}"
+
+
+@pytest.mark.parametrize(("kind", "where", "fault_args"), DEFERRED_CASES, ids=_ids(DEFERRED_CASES))
+def test_deferred_task_survives(kind, where, fault_args, fault_proxy, fault_case, creations, kube_api_client,
+                                namespace, capfd, short_read_timeout):
+    ti = TaskInstanceStandIn()
+    with fault_case(kind, "deferred", where) as case:
+        fault = fault_proxy.add(Fault(**fault_args))
+        operator = make(deferrable=True)
+        with pytest.raises(TaskDeferred) as deferred:
+            operator.execute({"ti": ti})
+        event = first_event(deferred.value.trigger)
+        assert event["outcome"] == FINISHED, event["message"]
+        summary = operator.execute_complete({"ti": ti}, event)
+        task_log = capfd.readouterr().out
+        assert_survived(case, fault_proxy, fault, creations, kube_api_client, namespace, ti, summary, task_log)
+        assert f"step {LINES - 1}" in task_log  # the lead replica's log, quoted at the end
