@@ -24,7 +24,8 @@ Actions:
 ``delay``
     wait ``seconds`` before forwarding.
 ``cut``
-    forward a stream, then reset the connection after ``after_events`` lines (watch events or log lines).
+    forward a stream, then reset the connection after ``after_events`` lines (watch events or log lines;
+    0: right after the response headers, as when an idle watch dies).
 ``expire``
     answer a watch with one ``ERROR`` event carrying a 410 ``Expired`` Status, as the apiserver does when the
     resourceVersion is too old, then end the stream.
@@ -289,6 +290,10 @@ class FaultProxy:
             response.enable_chunked_encoding()
             await response.prepare(request)
             lines = 0
+            if action == "cut" and fault.after_events == 0:  # the stream dies while idle, before any line
+                record["answer"] = "cut"
+                _reset(request)
+                return response
             try:
                 async for line in upstream.content:
                     await response.write(line)

@@ -80,7 +80,7 @@ DEFERRED_CASES = [
     ("429 Retry-After", "status read", dict(action="status", status=429, retry_after=1, times=2, **STATUS)),
     ("503", "status read", dict(action="status", status=503, times=3, **STATUS)),
     ("connection reset", "status read", dict(action="reset", times=2, **STATUS)),
-    ("watch cut mid-way", "watch", dict(action="cut", after_events=1, times=2, **WATCH)),
+    ("watch cut mid-way", "watch", dict(action="cut", after_events=0, times=2, **WATCH)),
     ("watch expired (410)", "watch", dict(action="expire", times=2, **WATCH)),
     ("503", "watch", dict(action="status", status=503, times=2, **WATCH)),
     ("410 Gone answer", "watch", dict(action="status", status=410, times=1, **WATCH)),
