@@ -15,7 +15,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -151,7 +151,16 @@ class FaultCase:
     duplicated: int = 0
     orphaned: int = 0
     error: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: Returns the keyword arguments of :meth:`observe` (injected, jobs, orphans); called by :meth:`measure`, and
+    #: at the end of a case that failed before measuring, so a failed row still has its counts.
+    measurer: Callable[[], dict[str, Any]] | None = field(default=None, repr=False)
+    measured: bool = False
+
+    def measure(self) -> FaultCase:
+        """Take the measurements now (the test then asserts on them)."""
+        self.observe(**self.measurer())
+        self.measured = True
+        return self
 
     def observe(self, *, injected: int | None = None, jobs: int | None = None, orphans: dict | None = None) -> None:
         """Record what was observed; the caller still asserts on it (observing is not judging)."""
@@ -179,6 +188,11 @@ def fault_case(request):
             row.error = f"{type(e).__name__}: {str(e)[:300]}"
             raise
         finally:
+            if row.measurer is not None and not row.measured:
+                try:
+                    row.measure()
+                except Exception as e:  # noqa: BLE001 - the row says why it has no counts; the test's own error stands
+                    row.error += f" (measuring failed: {type(e).__name__}: {e})"
             write_row(row)
 
     return case
@@ -189,4 +203,4 @@ def write_row(row: FaultCase) -> None:
     if not path:
         return
     with open(path, "a") as handle:
-        handle.write(json.dumps(asdict(row)) + "\n")
+        handle.write(json.dumps({k: v for k, v in asdict(row).items() if k not in ("measurer", "measured")}) + "\n")

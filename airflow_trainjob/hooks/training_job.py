@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
-from kubernetes.client import V1DeleteOptions
+from kubernetes.client import ApiClient, V1DeleteOptions, rest
 from kubernetes.client.exceptions import ApiException
+from urllib3.util.retry import Retry
 
 from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_JOB_NAME, VERSION
 from airflow_trainjob.exceptions import KubernetesAccessError
@@ -26,6 +27,11 @@ DEFAULT_NAMESPACE = "default"
 #: ``(connect, read)`` seconds of every API call: a connection that stalls (a half-dead peer, a hung proxy) ends
 #: as a read timeout, which is retried, instead of hanging the task. Followed log streams get the connect part only.
 REQUEST_TIMEOUT = (10.0, 60.0)
+#: urllib3's own retries, under the hook's: refused connections only. By default urllib3 also retries 429/503
+#: answers that carry Retry-After (three times, sleeping as long as the server says, with no cap), which would
+#: multiply every call's attempts by four and bypass RETRY_AFTER_CAP. The hook's retries decide alone.
+TRANSPORT_RETRIES = Retry(total=None, connect=3, read=0, status=0, redirect=3, other=0,
+                          respect_retry_after_header=False, raise_on_status=False)
 
 
 def _api_call(action: str):
@@ -68,6 +74,13 @@ class TrainingJobHook(KubernetesHook):
     :param kubernetes_conn_id: the cncf.kubernetes connection (default ``kubernetes_default``).
     Other keyword arguments are ``KubernetesHook``'s (``cluster_context``, ``config_file``, ``in_cluster``, ...).
     """
+
+    def get_conn(self) -> ApiClient:
+        """The cncf.kubernetes hook's client, with :data:`TRANSPORT_RETRIES` as its transport's retries."""
+        api_client = super().get_conn()
+        api_client.configuration.retries = TRANSPORT_RETRIES
+        api_client.rest_client = rest.RESTClientObject(api_client.configuration)
+        return api_client
 
     def resolve_namespace(self, namespace: str | None = None) -> str:
         """The namespace to use: ``namespace`` if given, else the connection's ``namespace`` extra,
