@@ -176,3 +176,44 @@ def test_deferred_task_survives(kind, where, fault_args, fault_proxy, fault_case
         task_log = capfd.readouterr().out
         assert_survived(case, fault_proxy, ti, summary)
         assert f"step {LINES - 1}" in task_log  # the lead replica's log, quoted at the end
+
+
+FAIL_CODE = "import sys, time\nprint('loading', flush=True); time.sleep(1.5)\nprint('bad input', flush=True); sys.exit(1)"
+LOG_READ = {"method": "GET", "path": r"/pods/[^/]+/log$", "watch": False}
+FAILURE_CASES = [
+    ("503", "status read", "synchronous", dict(action="status", status=503, skip=1, times=3, **STATUS)),
+    ("503", "failed replica's log read", "synchronous", dict(action="status", status=503, times=2, **LOG_READ)),
+    ("connection reset", "pod list", "synchronous", dict(action="reset", skip=1, times=2, **PODS)),
+    ("503", "status read", "deferred", dict(action="status", status=503, times=3, **STATUS)),
+    ("503", "failed replica's log read", "deferred", dict(action="status", status=503, times=2, **LOG_READ)),
+    ("503", "pod list", "deferred", dict(action="status", status=503, times=2, **PODS)),
+]
+
+
+@pytest.mark.parametrize(("kind", "where", "mode", "fault_args"), FAILURE_CASES,
+                         ids=[f"{m}-{w}-{k}".replace(" ", "_") for k, w, m, _ in FAILURE_CASES])
+def test_failed_job_keeps_its_verdict(kind, where, mode, fault_args, fault_proxy, fault_case, creations,
+                                      kube_api_client, namespace, short_read_timeout):
+    """A job that fails (exit code 1) under a fault: the task fails permanently, with the exit code, the reason
+    and the failed replica's log tail in its message, exactly as without the fault."""
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    ti = TaskInstanceStandIn()
+    with fault_case(f"{kind} (failing job)", mode, where) as case:
+        fault = fault_proxy.add(Fault(**fault_args))
+        measuring(case, fault_proxy, fault, creations, kube_api_client, namespace, ti)
+        operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", poll_interval=0.5, on_finish="delete_job",
+                                       replica_specs=pytorch_specs(FAIL_CODE, workers=0), deferrable=mode == "deferred")
+        with pytest.raises(AirflowFailException) as raised:
+            if mode == "deferred":
+                with pytest.raises(TaskDeferred) as deferred:
+                    operator.execute({"ti": ti})
+                operator.execute_complete({"ti": ti}, first_event(deferred.value.trigger))
+            else:
+                operator.execute({"ti": ti})
+        message = str(raised.value)
+        assert "PyTorchJobFailed" in message and "Master-0" in message and "exit code 1" in message, message
+        assert "| bad input" in message, message  # the failed replica's log tail
+        case.measure()
+        assert case.injected >= 1, f"the fault was never injected; requests: {fault_proxy.requests}"
+        assert case.jobs == 1 and case.orphaned == 0
