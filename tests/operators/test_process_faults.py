@@ -34,8 +34,9 @@ from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Why a deferred case is expected to fail with the current trigger (being rewritten on the shared stream).
+#: Not strict: whether the stop breaks a watch mid-read (error) or between reads (survived) varies from run to run.
 OLD_TRIGGER = ("the trigger treats aiohttp's ClientPayloadError (the watch stream broken by the apiserver's stop) "
-               "as unexpected and ends the wait with an error event instead of reconnecting")
+               "as unexpected and ends the wait with an error event instead of reconnecting; seen in some runs")
 
 
 def sleeper(seconds: float) -> str:
@@ -92,8 +93,9 @@ def run_with_fault(operator, ti, custom, namespace, fault, deferrable: bool) -> 
         return await asyncio.wait_for(waiting, 300)
 
     event = asyncio.run(scenario())
+    summary = operator.execute_complete({"ti": ti}, event)  # as Airflow resumes it, whatever the event
     assert event["outcome"] == FINISHED, event["message"]
-    return operator.execute_complete({"ti": ti}, event)
+    return summary
 
 
 async def _first(trigger):
@@ -155,7 +157,7 @@ def outage(cluster, component: str, seconds: float, case):
 
 
 @pytest.mark.parametrize("mode", ["synchronous",
-                                  pytest.param("deferred", marks=pytest.mark.xfail(strict=True, reason=OLD_TRIGGER))])
+                                  pytest.param("deferred", marks=pytest.mark.xfail(strict=False, reason=OLD_TRIGGER))])
 def test_apiserver_stopped_then_started_mid_job(mode, private, fault_case):
     ti = TaskInstanceStandIn()
     with fault_case("apiserver stopped 20 s, restarted", mode, "mid-job") as case:
@@ -266,8 +268,8 @@ def test_sigkill_of_the_trigger_process_then_another_triggerer(namespace, kube_a
         assert killed, f"the trigger process ended before the kill: {log.read_text()[-2000:]}"
         assert not (tmp_path / "event.json").exists()
         event = first_event(rebuild(deferred.value.trigger))  # another triggerer, from the serialized kwargs
-        assert event["outcome"] == FINISHED, event["message"]
         summary = operator.execute_complete({"ti": ti}, event)
+        assert event["outcome"] == FINISHED, event["message"]
         case.measure()
         assert succeeded(summary)
         assert case.jobs == 1 and case.orphaned == 0
