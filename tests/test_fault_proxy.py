@@ -88,7 +88,7 @@ def test_cut_ends_a_watch_mid_stream(api, fault_proxy, namespace):
     with pytest.raises(HTTPError):  # urllib3's ProtocolError: the chunked stream broke off
         for event in watch.Watch().stream(api.list_namespaced_config_map, namespace, timeout_seconds=20):
             seen.append(event["object"].metadata.name)
-    assert seen == ["cm-0", "cm-1"], seen
+    assert len(seen) == 2 and set(seen) < {"cm-0", "cm-1", "cm-2"}, seen  # a list's ADDED events come in any order
     assert fault_proxy.hits(fault) == 1
 
 

@@ -32,7 +32,7 @@ from airflow_trainjob.models.job import TrainingJobSpec
 from airflow_trainjob.names import generate_job_name, max_job_name_length
 from airflow_trainjob.ownership import RESERVED_LABELS, TaskInstanceIdentity
 from airflow_trainjob.pods import container_ends, lead_pod, log_container, pending_reasons, pods_to_clean, restart_counts
-from airflow_trainjob.triggers.training_job import DELETED, FINISHED, TIMED_OUT, TrainingJobTrigger
+from airflow_trainjob.triggers.training_job import DELETED, ERROR, FINISHED, TIMED_OUT, TrainingJobTrigger
 from airflow_trainjob.verdict import failure_exception, job_ref
 
 #: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
@@ -339,6 +339,12 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         """Resume after the trigger fired: the same verdict, messages and cleanup as ``execute``."""
         self._identity = TaskInstanceIdentity.from_context(context)
         job = event.get("job")
+        if event["outcome"] == ERROR and job is None:
+            # The trigger gave up on watching, not the job on running: read it here. A finished job still gets
+            # its verdict; a running one is deleted below with the task's failure, like any synchronous error.
+            job = self._read_own_job(context, event["message"])
+            if conditions.is_terminal(job.get("status")):
+                event = {**event, "outcome": FINISHED, "pods": []}
         if event["outcome"] == DELETED or job is None:
             raise JobDeletedError(event["message"])
         self._job = job
@@ -365,6 +371,19 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             raise failure_exception(self.hook, job, self.log_tail_lines, pods)
         finally:
             self._cleanup(outcome)
+
+    def _read_own_job(self, context: Any, message: str) -> dict[str, Any]:
+        """This task instance's job as the API has it now. :raises JobDeletedError: it is gone or not ours."""
+        meta = self._prepare(context)["metadata"]
+        try:
+            job = self.hook.get_job(self.kind, meta["name"], meta["namespace"])
+        except ApiException as e:
+            if e.status == 404:
+                raise JobDeletedError(message) from e
+            raise
+        if not self._identity.owns(job):
+            raise JobDeletedError(message)
+        return job
 
     def _list_pods_if_any(self, job: dict[str, Any]) -> list[dict[str, Any]]:
         try:

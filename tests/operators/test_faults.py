@@ -217,3 +217,40 @@ def test_failed_job_keeps_its_verdict(kind, where, mode, fault_args, fault_proxy
         case.measure()
         assert case.injected >= 1, f"the fault was never injected; requests: {fault_proxy.requests}"
         assert case.jobs == 1 and case.orphaned == 0
+
+
+@pytest.mark.parametrize("job_state", ["running", "finished"])
+def test_trigger_error_event_gets_the_jobs_real_verdict_and_cleanup(job_state, kubernetes_default_conn, fault_case,
+                                                                    creations, kube_api_client, custom_objects,
+                                                                    namespace):
+    """The trigger gave up (an ``error`` event, no job in it), whatever the reason: the resumed task reads the job
+    itself. A finished job gets its verdict; a running one fails the task with the trigger's message and is deleted
+    (the task ended). Neither is reported as 'deleted outside this task', and neither is left behind."""
+    from airflow_trainjob.exceptions import TrainingJobError
+    from tests.waiting import wait_for
+
+    ti = TaskInstanceStandIn()
+    with fault_case("trigger error event", "deferred", f"job {job_state}") as case:
+        case.measurer = lambda: dict(injected=1, jobs=creations.jobs_of(ti.run_id),
+                                     orphans=count_orphans(kube_api_client, namespace))
+        code = CODE if job_state == "finished" else "import time; time.sleep(120)"
+        operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0),
+                                       poll_interval=0.5, on_finish="delete_job", deferrable=True)
+        with pytest.raises(TaskDeferred):
+            operator.execute({"ti": ti})
+        phase = "Succeeded" if job_state == "finished" else "Running"
+        wait_for(lambda: any(c["type"] == phase and c["status"] == "True" for j in custom_objects.list_namespaced_custom_object(
+            "kubeflow.org", "v1", namespace, "pytorchjobs")["items"] for c in (j.get("status") or {}).get("conditions") or []),
+            what=f"job {phase}")
+        event = {"outcome": "error", "message": "waiting for the job failed: ClientPayloadError: injected", "job": None,
+                 "pods": []}
+        resumed = make(deferrable=True)  # Airflow resumes on a fresh operator object
+        if job_state == "finished":
+            summary = resumed.execute_complete({"ti": ti}, event)
+            assert summary["conditions"][-1]["type"] == "Succeeded"
+        else:
+            with pytest.raises(TrainingJobError) as raised:
+                resumed.execute_complete({"ti": ti}, event)
+            assert type(raised.value) is TrainingJobError and "ClientPayloadError: injected" in str(raised.value)
+        case.measure()
+        assert case.jobs == 1 and case.orphaned == 0
