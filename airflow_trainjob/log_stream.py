@@ -9,6 +9,7 @@ depend on its logs.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from typing import Any
 
@@ -60,8 +61,15 @@ class LeadLogFollower(threading.Thread):
         self._wake.set()
         response = self._response
         if response is not None:
+            # Shut the socket down rather than close the response: closing from this thread waits for the
+            # reading thread's lock, which it holds until its read returns — never, for a quiet container.
+            # A shutdown wakes the read at once; the reading thread then releases the connection itself.
+            sock = getattr(getattr(response, "connection", None), "sock", None)
             try:
-                response.close()
+                if sock is not None:
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                else:
+                    response.close()
             except Exception:  # noqa: BLE001 - closing a half-broken socket may raise anything; we're done with it
                 pass
         if self.is_alive() and threading.current_thread() is not self:
@@ -72,7 +80,8 @@ class LeadLogFollower(threading.Thread):
         while not self._stopped.is_set():
             try:
                 self._follow_once()
-            except (ApiException, HTTPError, OSError) as e:
+            except (ApiException, HTTPError, OSError, AttributeError) as e:
+                # AttributeError: urllib3 reading a response whose connection was shut down under it (stop()).
                 status = getattr(e, "status", None)
                 if status == 404:
                     self._log.warning("Log of the lead replica of %s is gone (pod deleted)", self._name)
