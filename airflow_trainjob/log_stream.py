@@ -9,6 +9,7 @@ depend on its logs.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from typing import Any
 
@@ -20,6 +21,8 @@ from airflow_trainjob.pods import lead_pod, log_container, phase_of, pod_name, r
 
 #: Seconds between looks for the lead pod (or its next container run).
 LOOK_INTERVAL = 2.0
+#: Attempts to read the rest of the log once the job has ended, when reading fails (429/5xx, a broken stream).
+DRAIN_ATTEMPTS = 4
 
 
 class LeadLogFollower(threading.Thread):
@@ -37,7 +40,11 @@ class LeadLogFollower(threading.Thread):
         self._draining = False
         self._wake = threading.Event()
         self._response: Any = None
+        #: Lines already copied per container run (pod uid, restart count), also of a stream that broke off:
+        #: a reconnect reads the log from its start and skips these, so no line is copied twice.
         self._lines_seen: dict[tuple[str, int], int] = {}
+        #: Runs whose log stream ended normally (the container's log was read to its end).
+        self._complete: set[tuple[str, int]] = set()
 
     def finish(self, timeout: float = 10.0) -> None:
         """The job has ended: read what is left of the lead replica's log (up to ``timeout``
@@ -54,23 +61,40 @@ class LeadLogFollower(threading.Thread):
         self._wake.set()
         response = self._response
         if response is not None:
+            # Shut the socket down rather than close the response: closing from this thread waits for the
+            # reading thread's lock, which it holds until its read returns — never, for a quiet container.
+            # A shutdown wakes the read at once; the reading thread then releases the connection itself.
+            sock = getattr(getattr(response, "connection", None), "sock", None)
             try:
-                response.close()
+                if sock is not None:
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                else:
+                    response.close()
             except Exception:  # noqa: BLE001 - closing a half-broken socket may raise anything; we're done with it
                 pass
         if self.is_alive() and threading.current_thread() is not self:
             self.join(timeout)
 
     def run(self) -> None:
+        drain_failures = 0
         while not self._stopped.is_set():
             try:
                 self._follow_once()
-            except (ApiException, HTTPError, OSError) as e:
+            except (ApiException, HTTPError, OSError, AttributeError) as e:
+                # AttributeError: urllib3 reading a response whose connection was shut down under it (stop()).
                 status = getattr(e, "status", None)
                 if status == 404:
                     self._log.warning("Log of the lead replica of %s is gone (pod deleted)", self._name)
+                    if self._draining:
+                        return
                 elif not self._stopped.is_set():
-                    self._log.warning("Reading the lead replica's log failed (%s); will retry", e)
+                    self._log.warning("Reading the lead replica's log failed (%s); will retry", _describe(e))
+                    if self._draining and drain_failures + 1 < DRAIN_ATTEMPTS:
+                        # The job has ended, but its log's end is still to be read: a failed read is no reason
+                        # to lose it. Short waits, within finish()'s patience.
+                        drain_failures += 1
+                        self._stopped.wait(0.5 * 2 ** (drain_failures - 1))
+                        continue
             if self._draining:
                 return
             self._wake.wait(LOOK_INTERVAL)
@@ -86,12 +110,12 @@ class LeadLogFollower(threading.Thread):
         run = (pod["metadata"].get("uid", ""), restarts)
         replica_type, index = replica_of(pod, self._kind)
         finished = phase_of(pod) in ("Succeeded", "Failed")
-        if finished and run in self._lines_seen:
+        if finished and run in self._complete:
             return  # this run's log was already followed to its end
         skip = self._lines_seen.get(run, 0)
         self._response = self._hook.open_pod_log_stream(pod_name(pod), self._namespace, container)
+        count = 0
         try:
-            count = 0
             pending = b""
             for chunk in self._response.stream(decode_content=True):
                 pending += chunk
@@ -106,7 +130,17 @@ class LeadLogFollower(threading.Thread):
                 count += 1
                 if count > skip:
                     self._log.info("[%s-%d] %s", replica_type, index, pending.decode(errors="replace"))
-            self._lines_seen[run] = max(count, skip)
+            if not self._stopped.is_set():
+                self._complete.add(run)
         finally:
+            # Also when the stream broke off: the lines copied so far are not copied again after a reconnect.
+            self._lines_seen[run] = max(count, skip)
             self._response.release_conn()
             self._response = None
+
+
+def _describe(e: BaseException) -> str:
+    """A one-line reason: the API's status and reason, or the connection error (never response headers)."""
+    if isinstance(e, ApiException):
+        return f"{e.status} {e.reason}"
+    return f"{type(e).__name__}: {e}"

@@ -42,6 +42,9 @@ os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 atexit.register(shutil.rmtree, _AIRFLOW_HOME, ignore_errors=True)
 
+#: Fixtures of the fault tests (fault_proxy, fault_case): see tests/fault_support.py.
+pytest_plugins = ["tests.fault_support"]
+
 #: Label on every namespace the ``namespace`` fixture creates, to find leftovers of interrupted runs.
 TEST_NAMESPACE_LABEL = "airflow-trainjob.apache.org/test"
 

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
-from kubernetes.client import V1DeleteOptions
+from kubernetes.client import ApiClient, V1DeleteOptions, rest
 from kubernetes.client.exceptions import ApiException
+from urllib3.util.retry import Retry
 
 from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_JOB_NAME, VERSION
 from airflow_trainjob.exceptions import KubernetesAccessError
@@ -23,6 +24,14 @@ from airflow_trainjob.hooks.retries import retry_transient
 #: Where Kubernetes mounts the namespace of the pod a process runs in.
 IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_NAMESPACE = "default"
+#: ``(connect, read)`` seconds of every API call: a connection that stalls (a half-dead peer, a hung proxy) ends
+#: as a read timeout, which is retried, instead of hanging the task. Followed log streams get the connect part only.
+REQUEST_TIMEOUT = (10.0, 60.0)
+#: urllib3's own retries, under the hook's: refused connections only. By default urllib3 also retries 429/503
+#: answers that carry Retry-After (three times, sleeping as long as the server says, with no cap), which would
+#: multiply every call's attempts by four and bypass RETRY_AFTER_CAP. The hook's retries decide alone.
+TRANSPORT_RETRIES = Retry(total=None, connect=3, read=0, status=0, redirect=3, other=0,
+                          respect_retry_after_header=False, raise_on_status=False)
 
 
 def _api_call(action: str):
@@ -66,6 +75,13 @@ class TrainingJobHook(KubernetesHook):
     Other keyword arguments are ``KubernetesHook``'s (``cluster_context``, ``config_file``, ``in_cluster``, ...).
     """
 
+    def get_conn(self) -> ApiClient:
+        """The cncf.kubernetes hook's client, with :data:`TRANSPORT_RETRIES` as its transport's retries."""
+        api_client = super().get_conn()
+        api_client.configuration.retries = TRANSPORT_RETRIES
+        api_client.rest_client = rest.RESTClientObject(api_client.configuration)
+        return api_client
+
     def resolve_namespace(self, namespace: str | None = None) -> str:
         """The namespace to use: ``namespace`` if given, else the connection's ``namespace`` extra,
         else the namespace of the pod this runs in (in-cluster), else ``default``."""
@@ -89,21 +105,22 @@ class TrainingJobHook(KubernetesHook):
         :raises ApiException: 409 when a job of that name exists, and other non-transient answers.
         """
         return self.custom_object_client.create_namespaced_custom_object(
-            GROUP, VERSION, manifest["metadata"]["namespace"], self._plural(manifest["kind"]), manifest
+            GROUP, VERSION, manifest["metadata"]["namespace"], self._plural(manifest["kind"]), manifest,
+            _request_timeout=REQUEST_TIMEOUT,
         )
 
     @_api_call("read a training job")
     def get_job(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
         """The job as the API has it. :raises ApiException: 404 when it does not exist."""
         return self.custom_object_client.get_namespaced_custom_object(
-            GROUP, VERSION, namespace, self._plural(kind), name
+            GROUP, VERSION, namespace, self._plural(kind), name, _request_timeout=REQUEST_TIMEOUT
         )
 
     @_api_call("patch a training job")
     def patch_job(self, kind: str, name: str, namespace: str, patch: dict[str, Any]) -> dict[str, Any]:
         """Apply a JSON merge patch to the job; returns the patched object."""
         return self.custom_object_client.patch_namespaced_custom_object(
-            GROUP, VERSION, namespace, self._plural(kind), name, patch
+            GROUP, VERSION, namespace, self._plural(kind), name, patch, _request_timeout=REQUEST_TIMEOUT
         )
 
     @_api_call("delete a training job")
@@ -119,7 +136,8 @@ class TrainingJobHook(KubernetesHook):
         options = V1DeleteOptions(propagation_policy=propagation, preconditions={"uid": uid} if uid else None)
         try:
             self.custom_object_client.delete_namespaced_custom_object(
-                GROUP, VERSION, namespace, self._plural(kind), name, body=options
+                GROUP, VERSION, namespace, self._plural(kind), name, body=options,
+                _request_timeout=REQUEST_TIMEOUT,
             )
         except ApiException as e:
             if e.status == 404:
@@ -131,7 +149,9 @@ class TrainingJobHook(KubernetesHook):
     def list_job_pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
         """The pods the training operator created for job ``name`` (by its job-name label), as the
         API's JSON dicts (camelCase), so they can be inspected and passed around like job objects."""
-        pods = self.core_v1_client.list_namespaced_pod(namespace, label_selector=f"{LABEL_JOB_NAME}={name}").items
+        pods = self.core_v1_client.list_namespaced_pod(
+            namespace, label_selector=f"{LABEL_JOB_NAME}={name}", _request_timeout=REQUEST_TIMEOUT
+        ).items
         return [self.api_client.sanitize_for_serialization(p) for p in pods]
 
     @_api_call("delete a pod")
@@ -139,7 +159,7 @@ class TrainingJobHook(KubernetesHook):
         """Delete a pod; 404 counts as done. :returns: True if this call deleted it."""
         options = V1DeleteOptions(preconditions={"uid": uid} if uid else None)
         try:
-            self.core_v1_client.delete_namespaced_pod(name, namespace, body=options)
+            self.core_v1_client.delete_namespaced_pod(name, namespace, body=options, _request_timeout=REQUEST_TIMEOUT)
         except ApiException as e:
             if e.status == 404:
                 return False
@@ -160,7 +180,7 @@ class TrainingJobHook(KubernetesHook):
         kwargs = {k: v for k, v in dict(container=container, tail_lines=tail_lines, since_seconds=since_seconds).items() if v}
         # Raw bytes, decoded here: the client's own decoding of this plain-text answer is unreliable.
         response = self.core_v1_client.read_namespaced_pod_log(
-            name, namespace, previous=previous, _preload_content=False, **kwargs
+            name, namespace, previous=previous, _preload_content=False, _request_timeout=REQUEST_TIMEOUT, **kwargs
         )
         try:
             return response.data.decode(errors="replace")
@@ -172,12 +192,13 @@ class TrainingJobHook(KubernetesHook):
         with ``.close()``. Not retried: the caller decides how to resume a follow stream."""
         kwargs = {"container": container} if container else {}
         return self.core_v1_client.read_namespaced_pod_log(
-            name, namespace, follow=True, _preload_content=False, **kwargs
+            name, namespace, follow=True, _preload_content=False, _request_timeout=(REQUEST_TIMEOUT[0], None), **kwargs
         )
 
     @_api_call("list events")
     def list_events(self, namespace: str, involved_names: set[str]) -> list[dict[str, Any]]:
         """Events in ``namespace`` about any object named in ``involved_names``, as JSON dicts, oldest first."""
-        events = [self.api_client.sanitize_for_serialization(e) for e in self.core_v1_client.list_namespaced_event(namespace).items]
+        events = [self.api_client.sanitize_for_serialization(e) for e in self.core_v1_client.list_namespaced_event(
+            namespace, _request_timeout=REQUEST_TIMEOUT).items]
         chosen = [e for e in events if (e.get("involvedObject") or {}).get("name") in involved_names]
         return sorted(chosen, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or e["metadata"].get("creationTimestamp") or "")

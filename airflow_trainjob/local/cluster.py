@@ -354,18 +354,6 @@ class LocalCluster:
             _say(f"cluster up in {self.state_dir}; kubeconfig: {self.kubeconfig}")
             return started
 
-    def stop_component(self, name: str, timeout: float = STOP_TIMEOUT) -> None:
-        """Stop one component (as :meth:`down` does), e.g. the apiserver for a fault test; :meth:`up` starts
-        it again.
-
-        :raises ClusterError: ``name`` is not a component of this cluster.
-        """
-        names = [c.name for c in self.components()]
-        if name not in names:
-            raise ClusterError(f"no component {name!r}; components: {', '.join(names)}")
-        with self._lock():
-            self._stop(name, timeout)
-
     def down(self, *, purge: bool = False, timeout: float = STOP_TIMEOUT) -> None:
         """Stop every component (SIGTERM, wait up to ``timeout`` seconds each, then SIGKILL its process group).
 
@@ -383,6 +371,18 @@ class LocalCluster:
         if purge and self.state_dir.exists():
             shutil.rmtree(self.state_dir)
             _say(f"deleted {self.state_dir}")
+
+    def stop_component(self, name: str, timeout: float = STOP_TIMEOUT) -> None:
+        """Stop one component (SIGTERM, then SIGKILL after ``timeout`` seconds), leaving the others running; for
+        fault tests. :meth:`up` starts it again (and any other missing one).
+
+        :raises ClusterError: no component has that name.
+        """
+        names = [c.name for c in self.components()]
+        if name not in names:
+            raise ClusterError(f"no component named {name!r}; the components are {', '.join(names)}")
+        with self._lock():
+            self._stop(name, timeout)
 
     def status(self) -> ClusterStatus:
         """Each component's process state and the apiserver's readiness; starts and stops nothing."""

@@ -200,3 +200,22 @@ def write_atomic(path: Path, data: bytes, mode: int) -> None:
         handle.write(data)
     os.chmod(tmp, mode)
     os.replace(tmp, path)
+
+
+def issue_serving_certificate(
+    pki_dir: Path, subject: str, *, dns_names: tuple[str, ...] = ("localhost",), ip_addresses: tuple[str, ...] = ("127.0.0.1",)
+) -> tuple[bytes, bytes]:
+    """A new serving certificate signed by the cluster CA in ``pki_dir`` (e.g. for a test proxy in front of
+    the apiserver, so clients keep verifying against the kubeconfig's CA).
+
+    :returns: ``(certificate PEM, private key PEM)``; nothing is written (the caller decides where, and with what mode).
+    :raises OSError: the CA files are missing (the cluster was never brought up).
+    """
+    creds = credential_paths(pki_dir)
+    ca_key = serialization.load_pem_private_key(creds.ca_key.read_bytes(), password=None)
+    ca_cert = x509.load_pem_x509_certificate(creds.ca_cert.read_bytes())
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = _issue(subject=subject, public_key=key.public_key(), issuer_key=ca_key, issuer_cert=ca_cert, is_ca=False,
+                  dns_names=dns_names, ip_addresses=ip_addresses)
+    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem

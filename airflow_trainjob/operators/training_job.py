@@ -12,6 +12,7 @@ from airflow.providers.common.compat.sdk import BaseOperator, ResumableJobMixin,
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel
+from urllib3.exceptions import HTTPError
 
 from airflow_trainjob import conditions
 from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, JOB_KINDS, LABEL_TRY_NUMBER
@@ -22,6 +23,7 @@ from airflow_trainjob.exceptions import (
     TrainingJobError,
     TrainingJobTimeoutError,
 )
+from airflow_trainjob.hooks.retries import is_transient
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.links.training_job import TrainingJobLink
 from airflow_trainjob.log_stream import LeadLogFollower
@@ -30,7 +32,7 @@ from airflow_trainjob.models.job import TrainingJobSpec
 from airflow_trainjob.names import generate_job_name, max_job_name_length
 from airflow_trainjob.ownership import RESERVED_LABELS, TaskInstanceIdentity
 from airflow_trainjob.pods import container_ends, lead_pod, log_container, pending_reasons, pods_to_clean, restart_counts
-from airflow_trainjob.triggers.training_job import DELETED, FINISHED, TIMED_OUT, TrainingJobTrigger
+from airflow_trainjob.triggers.training_job import DELETED, ERROR, FINISHED, TIMED_OUT, TrainingJobTrigger
 from airflow_trainjob.verdict import failure_exception, job_ref
 
 #: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
@@ -39,6 +41,9 @@ ON_FINISH_OPTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
 JOB_GONE = "Gone"
 #: Seconds to wait for a replaced job to be gone before creating its successor.
 REPLACE_TIMEOUT = 120.0
+#: Seconds the status polling rides out an API that keeps failing transiently (an apiserver restart, a long
+#: run of 5xx/resets) after each call's own retries are spent, before the task fails with the last error.
+API_OUTAGE_TOLERANCE = 300.0
 
 
 def _plain(value: Any) -> Any:
@@ -52,6 +57,13 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def _reason(error: BaseException) -> str:
+    """One line about an API failure: status and reason, or the connection error; never response headers."""
+    if isinstance(error, ApiException):
+        return f"{error.status} {error.reason}"
+    return f"{type(error).__name__}: {error}"
 
 
 class TrainingJobOperator(ResumableJobMixin, BaseOperator):
@@ -348,6 +360,12 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         """Resume after the trigger fired: the same verdict, messages and cleanup as ``execute``."""
         self._identity = TaskInstanceIdentity.from_context(context)
         job = event.get("job")
+        if event["outcome"] == ERROR and job is None:
+            # The trigger gave up on watching, not the job on running: read it here. A finished job still gets
+            # its verdict; a running one is deleted below with the task's failure, like any synchronous error.
+            job = self._read_own_job(context, event["message"])
+            if conditions.is_terminal(job.get("status")):
+                event = {**event, "outcome": FINISHED, "pods": []}
         if event["outcome"] == DELETED or job is None:
             raise JobDeletedError(event["message"])
         self._job = job
@@ -362,17 +380,38 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 raise TrainingJobError(event["message"])
             ref = job_ref(job)
             self.log.info("%s", event["message"])
-            if self.get_logs:  # the trigger sends pods only for a failed job; for a finished one, look now
-                pods = event.get("pods") or self.hook.list_job_pods(job["metadata"]["name"], job["metadata"]["namespace"])
+            # The trigger sends pods only for a failed job (and none if it could not list them): look now.
+            pods = event.get("pods") or self._list_pods_if_any(job)
+            if self.get_logs:
                 self._quote_lead_log(job, pods)
             if conditions.is_succeeded(job.get("status")):
                 outcome = "succeeded"
                 self.log.info("%s succeeded", ref)
                 return self._summary(job)
             outcome = "failed"
-            raise failure_exception(self.hook, job, self.log_tail_lines, event.get("pods") or [])
+            raise failure_exception(self.hook, job, self.log_tail_lines, pods)
         finally:
             self._cleanup(outcome)
+
+    def _read_own_job(self, context: Any, message: str) -> dict[str, Any]:
+        """This task instance's job as the API has it now. :raises JobDeletedError: it is gone or not ours."""
+        meta = self._prepare(context)["metadata"]
+        try:
+            job = self.hook.get_job(self.kind, meta["name"], meta["namespace"])
+        except ApiException as e:
+            if e.status == 404:
+                raise JobDeletedError(message) from e
+            raise
+        if not self._identity.owns(job):
+            raise JobDeletedError(message)
+        return job
+
+    def _list_pods_if_any(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+        try:
+            return self.hook.list_job_pods(job["metadata"]["name"], job["metadata"]["namespace"])
+        except ApiException as e:
+            self.log.warning("Could not list the pods of %s: %s %s", job_ref(job), e.status, e.reason)
+            return []
 
     def _quote_lead_log(self, job: dict[str, Any], pods: list[dict[str, Any]]) -> None:
         """Deferred jobs have no live log: quote the end of the lead replica's log, if its pod is still there."""
@@ -444,15 +483,24 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         desired = {t: s.get("replicas", 1) for t, s in manifest["spec"][kind.replica_specs_key].items()}
         started_at = time.monotonic()
         last_line, last_restarts = None, {}
+        outage_since = None
         while True:
             try:
                 job = self.hook.get_job(self.kind, meta["name"], meta["namespace"])
+                pods = self.hook.list_job_pods(meta["name"], meta["namespace"])
             except ApiException as e:
-                if e.status != 404:
-                    raise
-                # A terminal status ends this loop the moment it is read, so a 404 here is always
-                # a job that vanished before its verdict.
-                raise JobDeletedError(f"{ref} was deleted outside this task before it finished") from e
+                if e.status == 404:
+                    # A terminal status ends this loop the moment it is read, so a 404 here is always
+                    # a job that vanished before its verdict.
+                    raise JobDeletedError(f"{ref} was deleted outside this task before it finished") from e
+                outage_since = self._ride_out_outage(ref, e, outage_since)
+                continue
+            except (HTTPError, OSError) as e:
+                outage_since = self._ride_out_outage(ref, e, outage_since)
+                continue
+            if outage_since is not None:
+                self.log.info("%s: the Kubernetes API answers again after %.0f s", ref, time.monotonic() - outage_since)
+                outage_since = None
             if job["metadata"].get("uid") != (self._job or {}).get("metadata", {}).get("uid"):
                 raise JobDeletedError(f"{ref} was deleted outside this task and replaced by another object")
             status = job.get("status")
@@ -460,7 +508,6 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             if line != last_line:
                 self.log.info("%s", line)
                 last_line = line
-            pods = self.hook.list_job_pods(meta["name"], meta["namespace"])
             self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
             last_restarts = self._warn_on_restarts(pods, last_restarts)
             if conditions.is_terminal(status):
@@ -471,6 +518,21 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             if self.timeout and elapsed > self.timeout:
                 raise self._timeout("timeout", self.timeout, ref, status, pods)
             time.sleep(self.poll_interval)
+
+    def _ride_out_outage(self, ref: str, error: Exception, since: float | None) -> float:
+        """A status read failed after its own retries: re-raise unless transient and within
+        :data:`API_OUTAGE_TOLERANCE` seconds of the first failure; else wait a poll interval.
+        :returns: when the outage began (monotonic seconds)."""
+        if not is_transient(error):
+            raise error
+        now = time.monotonic()
+        if since is None:
+            self.log.warning("%s: the Kubernetes API is not answering (%s); still waiting", ref, _reason(error))
+            since = now
+        elif now - since > API_OUTAGE_TOLERANCE:
+            raise error
+        time.sleep(self.poll_interval)
+        return since
 
     def _warn_on_restarts(self, pods: list[dict[str, Any]], before: dict[str, int]) -> dict[str, int]:
         kind = JOB_KINDS[self.kind]

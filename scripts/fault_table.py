@@ -1,0 +1,45 @@
+"""Print the fault-injection figures as a Markdown table, from the rows the fault tests wrote.
+
+    python scripts/fault_table.py fault-report.jsonl
+
+Each row is one fault tried by one test (see tests/fault_support.py): its kind, the mode (synchronous or
+deferred), where it was injected, how often the proxy or the test really injected it, whether the task came
+through right (verdict, one job, nothing left behind), and the jobs duplicated and objects orphaned counted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+
+
+def main(path: str) -> None:
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for row in rows:
+        groups[(row["kind"], row["mode"])].append(row)
+    print("| fault | mode | injected at | tried | survived | jobs duplicated | objects orphaned |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    for (kind, mode), group in sorted(groups.items(), key=lambda item: (item[0][1], item[0][0])):
+        where = ", ".join(sorted({r["where"] for r in group}))
+        print(f"| {kind} | {mode} | {where} | {len(group)} | {sum(r['survived'] for r in group)} | "
+              f"{sum(r['duplicated'] for r in group)} | {sum(r['orphaned'] for r in group)} |")
+    for mode in sorted({r["mode"] for r in rows}):
+        of_mode = [r for r in rows if r["mode"] == mode]
+        print(f"| **all** | **{mode}** | | **{len(of_mode)}** | **{sum(r['survived'] for r in of_mode)}** | "
+              f"**{sum(r['duplicated'] for r in of_mode)}** | **{sum(r['orphaned'] for r in of_mode)}** |")
+    never = [r["test"] for r in rows if not r["injected"]]
+    failed = [r for r in rows if not r["survived"]]
+    print()
+    print(f"{len(rows)} faults tried; {len(rows) - len(never)} confirmed injected; {len(failed)} not survived.")
+    for r in failed:
+        print(f"- not survived: {r['test']}: {r['error'].splitlines()[0] if r['error'] else '?'}")
+    for test in never:
+        print(f"- never injected (a defect of the test): {test}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: fault_table.py REPORT.jsonl")
+    main(sys.argv[1])

@@ -1,0 +1,206 @@
+"""Fixtures and helpers of the fault tests: the proxy fixture, a watch that counts job creations, the orphan
+count, and the report rows behind the README's fault table.
+
+A pytest plugin (``pytest_plugins`` in ``tests/conftest.py``): the fixtures are available to every test.
+
+Report rows: when ``AIRFLOW_TRAINJOB_FAULT_REPORT`` names a file, each :func:`fault_case` appends one JSON line
+``{"test", "kind", "mode", "where", "injected", "survived", "jobs", "duplicated", "orphaned", "error"}``;
+``scripts/fault_table.py`` turns the file into the Markdown table. ``survived`` is true only when the whole
+case ran through without an assertion failing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fault_proxy import FaultProxy
+
+REPORT_ENV = "AIRFLOW_TRAINJOB_FAULT_REPORT"
+
+
+@pytest.fixture
+def fault_proxy(local_cluster, namespace, monkeypatch, tmp_path) -> Iterator[FaultProxy]:
+    """A :class:`FaultProxy` in front of the session cluster; ``kubernetes_default`` points at it (test namespace)."""
+    proxy = start_proxy(local_cluster, tmp_path / "proxy")
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", proxy.airflow_connection(local_cluster.kubeconfig, namespace))
+    yield proxy
+    proxy.stop()
+
+
+def start_proxy(cluster, workdir: Path) -> FaultProxy:
+    from airflow_trainjob.local import pki
+
+    cert, key = pki.issue_serving_certificate(cluster.state_dir / "pki", "fault-proxy")
+    return FaultProxy(cluster.server, cluster.ca_cert, cert, key, workdir).start()
+
+
+class JobCreations:
+    """Watches a namespace's jobs of one plural (directly, not through the proxy) and keeps every uid ever
+    seen with its labels: how many jobs existed, even briefly. Reconnects after errors and relists on 410,
+    so an apiserver restart does not hide a creation."""
+
+    def __init__(self, api_client, namespace: str, plural: str = "pytorchjobs") -> None:
+        from kubernetes import client
+
+        self._custom = client.CustomObjectsApi(api_client)
+        self.namespace, self.plural = namespace, plural
+        self.seen: dict[str, dict[str, str]] = {}  # uid -> labels
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"creations-{namespace}", daemon=True)
+
+    def start(self) -> JobCreations:
+        self._list()  # anything that exists before the watch starts
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        try:
+            self._list()  # a last look: nothing created just before stop escapes the count
+        except Exception:  # noqa: BLE001 - a dead apiserver at teardown; the watch already saw what it saw
+            pass
+
+    def _list(self) -> str:
+        from airflow_trainjob.constants import GROUP, VERSION
+
+        found = self._custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, self.plural)
+        for item in found["items"]:
+            self.seen.setdefault(item["metadata"]["uid"], item["metadata"].get("labels") or {})
+        return found["metadata"]["resourceVersion"]
+
+    def _run(self) -> None:
+        from kubernetes import watch
+
+        from airflow_trainjob.constants import GROUP, VERSION
+
+        version = None
+        while not self._stop.is_set():
+            try:
+                if version is None:
+                    version = self._list()
+                for event in watch.Watch().stream(
+                    self._custom.list_namespaced_custom_object, GROUP, VERSION, self.namespace, self.plural,
+                    resource_version=version, timeout_seconds=2, _request_timeout=10,
+                ):
+                    obj = event["object"]
+                    if event["type"] == "ERROR":
+                        version = None
+                        break
+                    self.seen.setdefault(obj["metadata"]["uid"], obj["metadata"].get("labels") or {})
+                    version = obj["metadata"]["resourceVersion"]
+                    if self._stop.is_set():
+                        return
+            except Exception:  # noqa: BLE001 - apiserver down or 410: relist when it answers again
+                version = None
+                self._stop.wait(0.5)
+
+    def jobs_of(self, run_id: str) -> int:
+        """Distinct jobs seen that carry this task instance's run_id label."""
+        from airflow_trainjob.constants import LABEL_RUN_ID
+        from airflow_trainjob.names import sanitize_label_value
+
+        value = sanitize_label_value(run_id)
+        return sum(1 for labels in self.seen.values() if labels.get(LABEL_RUN_ID) == value)
+
+
+def count_orphans(api_client, namespace: str, keep_jobs: set[str] = frozenset(), plural: str = "pytorchjobs",
+                  timeout: float = 45.0) -> dict[str, list[str]]:
+    """What is left that should be gone: jobs other than ``keep_jobs``, and pods that belong to no kept job.
+
+    Garbage collection is asynchronous: waits up to ``timeout`` seconds for the namespace to settle, then
+    returns ``{"jobs": [...], "pods": [...]}`` of whatever remains (empty lists: no orphan).
+    """
+    from kubernetes import client
+
+    from airflow_trainjob.constants import GROUP, LABEL_JOB_NAME, VERSION
+
+    custom, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
+    deadline = time.monotonic() + timeout
+    while True:
+        jobs = [j["metadata"]["name"] for j in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]
+                if j["metadata"]["name"] not in keep_jobs]
+        pods = [p.metadata.name for p in core.list_namespaced_pod(namespace).items
+                if (p.metadata.labels or {}).get(LABEL_JOB_NAME) not in keep_jobs]
+        if (not jobs and not pods) or time.monotonic() > deadline:
+            return {"jobs": jobs, "pods": pods}
+        time.sleep(0.5)
+
+
+@dataclass
+class FaultCase:
+    """One fault tried: what, where, in which mode, and what the test observed."""
+
+    test: str
+    kind: str
+    mode: str
+    where: str
+    injected: int = 0
+    survived: bool = False
+    jobs: int | None = None
+    duplicated: int = 0
+    orphaned: int = 0
+    error: str = ""
+    #: Returns the keyword arguments of :meth:`observe` (injected, jobs, orphans); called by :meth:`measure`, and
+    #: at the end of a case that failed before measuring, so a failed row still has its counts.
+    measurer: Callable[[], dict[str, Any]] | None = field(default=None, repr=False)
+    measured: bool = False
+
+    def measure(self) -> FaultCase:
+        """Take the measurements now (the test then asserts on them)."""
+        self.observe(**self.measurer())
+        self.measured = True
+        return self
+
+    def observe(self, *, injected: int | None = None, jobs: int | None = None, orphans: dict | None = None) -> None:
+        """Record what was observed; the caller still asserts on it (observing is not judging)."""
+        if injected is not None:
+            self.injected = injected
+        if jobs is not None:
+            self.jobs = jobs
+            self.duplicated = max(0, jobs - 1)
+        if orphans is not None:
+            self.orphaned = len(orphans.get("jobs", [])) + len(orphans.get("pods", []))
+
+
+@pytest.fixture
+def fault_case(request):
+    """``with fault_case(kind, mode, where) as case: ...``: one report row, survived only if the block
+    completes (every assertion in it passed)."""
+
+    @contextmanager
+    def case(kind: str, mode: str, where: str) -> Iterator[FaultCase]:
+        row = FaultCase(test=request.node.nodeid, kind=kind, mode=mode, where=where)
+        try:
+            yield row
+            row.survived = True
+        except BaseException as e:
+            row.error = f"{type(e).__name__}: {str(e)[:300]}"
+            raise
+        finally:
+            if row.measurer is not None and not row.measured:
+                try:
+                    row.measure()
+                except Exception as e:  # noqa: BLE001 - the row says why it has no counts; the test's own error stands
+                    row.error += f" (measuring failed: {type(e).__name__}: {e})"
+            write_row(row)
+
+    return case
+
+
+def write_row(row: FaultCase) -> None:
+    path = os.environ.get(REPORT_ENV)
+    if not path:
+        return
+    with open(path, "a") as handle:
+        handle.write(json.dumps({k: v for k, v in asdict(row).items() if k not in ("measurer", "measured")}) + "\n")

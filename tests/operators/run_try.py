@@ -1,0 +1,69 @@
+"""Run one try of a TrainingJobOperator task, or one trigger until its first event, in a process of its own —
+the process the SIGKILL fault tests kill.
+
+``python -m tests.operators.run_try '<json>'`` with ``{"mode": "task", "run_id", "try_number", "replica_specs",
+"store", "out"}`` or ``{"mode": "trigger", "classpath", "kwargs", "out"}``. The result (the task's return value,
+or the trigger's event payload) is written as JSON to ``out``. The connection comes from the environment
+(``AIRFLOW_CONN_KUBERNETES_DEFAULT``), as in a worker.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+class FileTaskStateStore:
+    """Airflow 3.3's ``task_state_store`` as a JSON file: what a try stores is there for the next try, in
+    another process (written atomically, like a database commit)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._load().get(key, default)
+
+    def set(self, key: str, value: Any) -> None:
+        data = self._load()
+        data[key] = value
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(self.path)
+
+
+def main(argv: list[str]) -> None:
+    args = json.loads(argv[1])
+    out = Path(args["out"])
+    if args["mode"] == "task":
+        from airflow_trainjob.operators.training_job import TrainingJobOperator
+        from tests.operators.conftest import TaskInstanceStandIn
+
+        ti = TaskInstanceStandIn(run_id=args["run_id"], try_number=args["try_number"])
+        operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=args["replica_specs"],
+                                       poll_interval=0.5, on_finish="delete_job")
+        result = operator.execute({"ti": ti, "task_state_store": FileTaskStateStore(Path(args["store"]))})
+        out.write_text(json.dumps(result))
+    else:
+        import asyncio
+        import importlib
+
+        module, _, name = args["classpath"].rpartition(".")
+        trigger = getattr(importlib.import_module(module), name)(**args["kwargs"])
+
+        async def first_event():
+            async for event in trigger.run():
+                return event.payload
+
+        out.write_text(json.dumps(asyncio.run(first_event())))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

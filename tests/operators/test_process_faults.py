@@ -1,0 +1,269 @@
+"""TrainingJobOperator under process-level faults: the apiserver stopped and started again mid-job, the local
+training controller stopped for a while, the process running the task (or the trigger) SIGKILLed mid-job.
+
+The apiserver and controller faults run on a private cluster with workloads (ports base+10..base+13, its own
+state dir), so no other test sees the outage. Each case asserts the task's final state, exactly one job per task
+instance (a watch counts every uid created, reconnecting across the outage), and no job or pod left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from airflow.providers.common.compat.sdk import TaskDeferred
+
+from airflow_trainjob.constants import GROUP, VERSION
+from airflow_trainjob.operators.training_job import TrainingJobOperator
+from airflow_trainjob.triggers.training_job import FINISHED
+from tests.fault_support import JobCreations, count_orphans
+from tests.operators.conftest import TaskInstanceStandIn, pytorch_specs
+from tests.operators.run_try import FileTaskStateStore
+from tests.operators.test_training_job import _run_in_thread_with
+from tests.waiting import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+def sleeper(seconds: float) -> str:
+    return f"import time\nprint('started', flush=True)\ntime.sleep({seconds})\nprint('done', flush=True)"
+
+
+def make(code: str, deferrable: bool, workers: int = 0) -> TrainingJobOperator:
+    return TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=workers),
+                               poll_interval=0.5, on_finish="delete_job", deferrable=deferrable)
+
+
+def running(custom, namespace) -> bool:
+    items = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs")["items"]
+    return any(c["type"] == "Running" and c["status"] == "True"
+               for j in items for c in (j.get("status") or {}).get("conditions") or [])
+
+
+def first_event(trigger, timeout: float = 240.0) -> dict:
+    async def run():
+        async for event in trigger.run():
+            return event.payload
+        raise AssertionError("the trigger ended without an event")
+
+    return asyncio.run(asyncio.wait_for(run(), timeout))
+
+
+def rebuild(trigger):
+    import importlib
+
+    classpath, kwargs = trigger.serialize()
+    module, _, name = classpath.rpartition(".")
+    return getattr(importlib.import_module(module), name)(**kwargs)
+
+
+def run_with_fault(operator, ti, custom, namespace, fault, deferrable: bool) -> dict:
+    """Run the task; once its job is Running, call ``fault()`` (which returns when the fault is over)."""
+    if not deferrable:
+        thread, outcome = _run_in_thread_with(operator, {"ti": ti})
+        wait_for(lambda: running(custom, namespace) or not thread.is_alive(), timeout=120, what="job running")
+        fault()
+        thread.join(300)
+        assert not thread.is_alive(), "the task did not end within 300 s of the fault"
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["result"]
+    with pytest.raises(TaskDeferred) as deferred:
+        operator.execute({"ti": ti})
+    trigger = deferred.value.trigger
+
+    async def scenario():
+        waiting = asyncio.ensure_future(_first(trigger))
+        await asyncio.to_thread(lambda: (wait_for(lambda: running(custom, namespace), timeout=120, what="job running"),
+                                         fault()))
+        return await asyncio.wait_for(waiting, 300)
+
+    event = asyncio.run(scenario())
+    summary = operator.execute_complete({"ti": ti}, event)  # as Airflow resumes it, whatever the event
+    assert event["outcome"] == FINISHED, event["message"]
+    return summary
+
+
+async def _first(trigger):
+    async for event in trigger.run():
+        return event.payload
+
+
+def succeeded(summary) -> bool:
+    return [c["type"] for c in summary["conditions"] if c["status"] == "True"][-1] == "Succeeded"
+
+
+# ---- a private cluster with workloads, for the apiserver and controller outages ---------------------------
+
+
+@pytest.fixture(scope="module")
+def private_cluster(tmp_path_factory):
+    from airflow_trainjob.local.cluster import DEFAULT_PORT_BASE, LocalCluster, Ports
+    from tests.conftest import ports_from_env
+
+    ports = ports_from_env(offset=10) or Ports.from_base(DEFAULT_PORT_BASE + 10)
+    cluster = LocalCluster(tmp_path_factory.mktemp("process-faults") / "cluster", ports, workloads=True)
+    try:
+        cluster.up()
+        yield cluster
+    finally:
+        cluster.down()
+        shutil.rmtree(cluster.state_dir / "etcd", ignore_errors=True)
+
+
+@pytest.fixture
+def private(private_cluster, monkeypatch):
+    """A namespace on the private cluster, ``kubernetes_default`` pointing there, and a creations watch."""
+    from kubernetes import client
+
+    private_cluster.up()  # whatever an earlier case stopped runs again
+    api = private_cluster.api_client()
+    core = client.CoreV1Api(api)
+    namespace = f"t-proc-{uuid.uuid4().hex[:8]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", private_cluster.airflow_connection(namespace))
+    creations = JobCreations(api, namespace).start()
+    yield SimpleNamespace(cluster=private_cluster, api=api, custom=client.CustomObjectsApi(api), namespace=namespace,
+                          creations=creations)
+    creations.stop()
+    private_cluster.up()
+    core.delete_namespace(namespace)
+    api.close()
+
+
+def outage(cluster, component: str, seconds: float, case):
+    def fault():
+        assert cluster.pids().get(component), f"{component} was not running when the fault was due"
+        cluster.stop_component(component)
+        case.observe(injected=int(component not in cluster.pids()))
+        time.sleep(seconds)
+        cluster.up()
+
+    return fault
+
+
+@pytest.mark.parametrize("mode", ["synchronous", "deferred"])
+def test_apiserver_stopped_then_started_mid_job(mode, private, fault_case):
+    ti = TaskInstanceStandIn()
+    with fault_case("apiserver stopped 20 s, restarted", mode, "mid-job") as case:
+        measuring(case, private, ti)
+        summary = run_with_fault(make(sleeper(45), mode == "deferred"), ti, private.custom, private.namespace,
+                                 outage(private.cluster, "kube-apiserver", 20, case), mode == "deferred")
+        case.measure()
+        assert case.injected == 1, "the apiserver was never stopped"
+        assert succeeded(summary) and summary["name"] == ti.xcom["job_name"]
+        assert case.jobs == 1 and case.orphaned == 0
+
+
+@pytest.mark.parametrize("mode", ["synchronous", "deferred"])
+def test_controller_stopped_for_a_while_then_back(mode, private, fault_case):
+    ti = TaskInstanceStandIn()
+    with fault_case("training controller stopped 8 s", mode, "mid-job") as case:
+        measuring(case, private, ti)
+        summary = run_with_fault(make(sleeper(4), mode == "deferred", workers=1), ti, private.custom,
+                                 private.namespace, outage(private.cluster, "controller", 8, case),
+                                 mode == "deferred")
+        case.measure()
+        assert case.injected == 1, "the controller was never stopped"
+        assert succeeded(summary) and summary["name"] == ti.xcom["job_name"]
+        assert case.jobs == 1 and case.orphaned == 0
+
+
+def measuring(case, private, ti) -> None:
+    """Count jobs and orphans at the end (and for a case that failed); ``injected`` is set by the fault."""
+    case.measurer = lambda: dict(injected=case.injected, jobs=private.creations.jobs_of(ti.run_id),
+                                 orphans=count_orphans(private.api, private.namespace))
+
+
+# ---- SIGKILL of the process running the task / the trigger (session cluster) ---------------------------------
+
+
+@pytest.fixture
+def creations(kube_api_client, namespace):
+    watcher = JobCreations(kube_api_client, namespace).start()
+    yield watcher
+    watcher.stop()
+
+
+def spawn(args: dict, log: Path) -> subprocess.Popen:
+    with log.open("wb") as out:
+        return subprocess.Popen([sys.executable, "-m", "tests.operators.run_try", json.dumps(args)], cwd=ROOT,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def sigkill(proc: subprocess.Popen) -> bool:
+    """SIGKILL ``proc`` if it still runs; True when it was alive to be killed."""
+    alive = proc.poll() is None
+    if alive:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    return alive and proc.returncode == -signal.SIGKILL
+
+
+@pytest.mark.usefixtures("kubernetes_default_conn")
+def test_sigkill_of_the_task_process_then_the_retry_reattaches(namespace, custom_objects, kube_api_client, creations,
+                                                                fault_case, tmp_path, capfd):
+    store_path, run_id = tmp_path / "task_state_store.json", f"manual__{uuid.uuid4().hex[:8]}"
+    code = sleeper(8)
+    with fault_case("SIGKILL of the task process, then the retry", "synchronous", "mid-job") as case:
+        proc = spawn({"mode": "task", "run_id": run_id, "try_number": 1, "store": str(store_path),
+                      "replica_specs": pytorch_specs(code, workers=1), "out": str(tmp_path / "try1.json")},
+                     tmp_path / "try1.log")
+        try:
+            wait_for(lambda: (running(custom_objects, namespace) and store_path.exists()) or proc.poll() is not None,
+                     timeout=120, what="try 1's job running and its identity stored")
+        finally:
+            killed = sigkill(proc)
+        case.observe(injected=int(killed))
+        case.measurer = lambda: dict(jobs=creations.jobs_of(run_id), orphans=count_orphans(kube_api_client, namespace))
+        assert killed, f"try 1 ended before the kill: {(tmp_path / 'try1.log').read_text()[-2000:]}"
+        stored = FileTaskStateStore(store_path).get(TrainingJobOperator.external_id_key)
+        assert stored and stored["namespace"] == namespace
+
+        capfd.readouterr()
+        second = TaskInstanceStandIn(run_id=run_id, try_number=2)
+        summary = make(code, deferrable=False, workers=1).execute(
+            {"ti": second, "task_state_store": FileTaskStateStore(store_path)})
+        assert "Reconnecting to existing job" in capfd.readouterr().out
+        case.measure()
+        assert succeeded(summary) and summary["name"] == stored["name"]
+        assert case.jobs == 1, f"{case.jobs} jobs for one task instance"
+        assert case.orphaned == 0
+
+
+@pytest.mark.usefixtures("kubernetes_default_conn")
+def test_sigkill_of_the_trigger_process_then_another_triggerer(namespace, kube_api_client, creations, fault_case,
+                                                               tmp_path, custom_objects):
+    ti = TaskInstanceStandIn()
+    with fault_case("SIGKILL of the triggerer process, trigger re-created", "deferred", "mid-job") as case:
+        operator = make(sleeper(8), deferrable=True, workers=1)
+        with pytest.raises(TaskDeferred) as deferred:
+            operator.execute({"ti": ti})
+        classpath, kwargs = deferred.value.trigger.serialize()
+        log = tmp_path / "triggerer.log"
+        proc = spawn({"mode": "trigger", "classpath": classpath, "kwargs": kwargs, "out": str(tmp_path / "event.json")},
+                     log)
+        try:
+            wait_for(lambda: running(custom_objects, namespace), timeout=120, what="the job running")
+            time.sleep(3)  # the trigger process is waiting on the job (its imports took less than that)
+        finally:
+            killed = sigkill(proc)
+        case.observe(injected=int(killed))
+        case.measurer = lambda: dict(jobs=creations.jobs_of(ti.run_id), orphans=count_orphans(kube_api_client, namespace))
+        assert killed, f"the trigger process ended before the kill: {log.read_text()[-2000:]}"
+        assert not (tmp_path / "event.json").exists()
+        event = first_event(rebuild(deferred.value.trigger))  # another triggerer, from the serialized kwargs
+        summary = operator.execute_complete({"ti": ti}, event)
+        assert event["outcome"] == FINISHED, event["message"]
+        case.measure()
+        assert succeeded(summary)
+        assert case.jobs == 1 and case.orphaned == 0
