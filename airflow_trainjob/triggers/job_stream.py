@@ -7,10 +7,11 @@ The triggerer runs one stream per :class:`StreamSource` (Airflow 3.3's shared st
 :class:`JobChanges` events; each trigger reads its own job from the cache. The API server therefore sees
 one LIST and one open WATCH per namespace and kind, however many jobs are waited on.
 
-Staying current: the watch is re-opened from the last resourceVersion when the server ends it or the
-connection drops; 410 Gone (the resourceVersion was compacted away) lists again; 429, 5xx and connection
-errors back off and retry without ending anyone's wait; while watches keep failing the stream lists every
-``poll_interval`` seconds instead. A refusal that retrying will not fix (401/403, or 404 because the
+Staying current: the watch is re-opened from the last resourceVersion when the server ends it; 410 Gone
+(the resourceVersion was compacted away) lists again; a watch that fails (429, 5xx, a dropped connection)
+backs off and starts again from a list, as changes may have been missed meanwhile — without ending anyone's
+wait, and with the cache marked stale so no deadline is judged on it; while watches keep failing the
+stream lists every ``poll_interval`` seconds instead. A refusal that retrying will not fix (401/403, or 404 because the
 cluster does not serve the kind) is published as :attr:`JobStream.error` for the triggers to report, and
 the stream keeps retrying with a fresh client, slowly.
 """
@@ -161,7 +162,7 @@ class JobStream:
     async def _sync(self, custom: async_client.CustomObjectsApi) -> None:
         """List, then watch from the list's resourceVersion, forever. Raises :class:`_Refused`."""
         resource_version: str | None = None
-        failures = 0
+        failures = expired_in_a_row = 0
         while True:
             try:
                 if resource_version is None:
@@ -175,13 +176,17 @@ class JobStream:
                 resource_version, delivered = await self._watch(custom, resource_version)
                 self._recovered()  # the list and the watch both answered: whatever refused us is gone
                 if delivered or time.monotonic() - started >= SHORTEST_HEALTHY_WATCH:
-                    failures = 0
+                    failures = expired_in_a_row = 0
                     continue
-                failures += 1  # the stream closes as soon as it opens: count it, back off
+                failures += 1  # the stream closes as soon as it opens: count it, back off (nothing was missed)
+                await asyncio.sleep(_backoff(failures))
+                continue
             except ApiException as e:
                 if e.status == 410:
                     self.stats["expired"] += 1
                     resource_version = None  # compacted away: list again, watch from there
+                    expired_in_a_row += 1  # a fresh list's resourceVersion expiring at once again: slow down
+                    await asyncio.sleep(0 if expired_in_a_row == 1 else _backoff(expired_in_a_row - 1))
                     continue
                 if e.status not in TRANSIENT_STATUS_CODES:
                     raise _Refused(_refusal_message(e, self.source)) from e
@@ -190,6 +195,9 @@ class JobStream:
             except TRANSIENT_ERRORS as e:
                 failures += 1
                 self._mark_stale(f"{type(e).__name__}: {e}")
+            # Changes may have been missed since the failure: start again from a list (a consistent snapshot)
+            # rather than trust the cache, so no job is judged on a state older than it looks.
+            resource_version = None
             await asyncio.sleep(_backoff(failures))
 
     async def _list(self, custom: async_client.CustomObjectsApi) -> str:
