@@ -1,6 +1,9 @@
-"""Print the fault-injection figures as a Markdown table, from the rows the fault tests wrote.
+"""Print the fault-injection figures as a Markdown table, one line per fault, from a report file.
 
-    python scripts/fault_table.py fault-report.jsonl
+    python scripts/fault_table.py report.jsonl
+
+The file is what a test run with ``AIRFLOW_TRAINJOB_REPORT=report.jsonl`` appended (see tests/report.py); the
+fault rows are its ``faults/<mode>`` sections.
 
 Each row is one fault tried by one test (see tests/fault_support.py): its kind, the mode (synchronous or
 deferred), where it was injected, how often the proxy or the test really injected it, whether the task came
@@ -15,7 +18,7 @@ from collections import defaultdict
 
 
 def main(path: str) -> None:
-    rows = [json.loads(line) for line in open(path) if line.strip()]
+    rows = [row for row in map(json.loads, filter(str.strip, open(path))) if row["section"].startswith("faults/")]
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
         groups[(row["kind"], row["mode"])].append(row)

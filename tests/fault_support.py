@@ -3,16 +3,14 @@ count, and the report rows behind the README's fault table.
 
 A pytest plugin (``pytest_plugins`` in ``tests/conftest.py``): the fixtures are available to every test.
 
-Report rows: when ``AIRFLOW_TRAINJOB_FAULT_REPORT`` names a file, each :func:`fault_case` appends one JSON line
-``{"test", "kind", "mode", "where", "injected", "survived", "jobs", "duplicated", "orphaned", "error"}``;
-``scripts/fault_table.py`` turns the file into the Markdown table. ``survived`` is true only when the whole
-case ran through without an assertion failing.
+Report rows: each :func:`fault_case` records one row in section ``faults/<mode>`` with :func:`tests.report.record`
+(``test, kind, mode, where, injected, survived, jobs, duplicated, orphaned, error``): summarised at the end of the
+run, and appended to ``$AIRFLOW_TRAINJOB_REPORT`` when set, from which ``scripts/fault_table.py`` prints the
+per-fault table. ``survived`` is true only when the whole case ran through without an assertion failing.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,8 +22,8 @@ from typing import Any
 import pytest
 
 from tests.fault_proxy import FaultProxy
+from tests.report import record
 
-REPORT_ENV = "AIRFLOW_TRAINJOB_FAULT_REPORT"
 
 
 @pytest.fixture
@@ -199,8 +197,5 @@ def fault_case(request):
 
 
 def write_row(row: FaultCase) -> None:
-    path = os.environ.get(REPORT_ENV)
-    if not path:
-        return
-    with open(path, "a") as handle:
-        handle.write(json.dumps({k: v for k, v in asdict(row).items() if k not in ("measurer", "measured")}) + "\n")
+    fields = {k: v for k, v in asdict(row).items() if k not in ("measurer", "measured")}
+    record(f"faults/{row.mode}", **fields)

@@ -21,15 +21,18 @@ from tests.operators.test_training_job import EXIT_1, OK, SLEEP
 from tests.sensors.test_training_job import create
 from tests.waiting import wait_for
 
-WATCHERS = re.compile(r'^apiserver_registered_watchers\{group="kubeflow.org",kind="PyTorchJob",version="v1"\} (\S+)$',
-                      re.M)
+NAMESPACED_WATCHES = re.compile(
+    r'^apiserver_longrunning_gauge\{(?=[^}]*resource="pytorchjobs")(?=[^}]*scope="namespace")(?=[^}]*verb="WATCH")'
+    r'[^}]*\} (\S+)$', re.M)
 
 
-def registered_watchers(api_client) -> int:
-    """The apiserver's own count of open PyTorchJob watches (all clients, cluster-wide)."""
+def open_namespaced_watches(api_client) -> int:
+    """The apiserver's own count of open namespace-scoped PyTorchJob watches. The controller and the garbage
+    collector watch cluster-wide, so only triggers' streams count here."""
     resp = api_client.call_api("/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False,
                                _return_http_data_only=True)
-    return int(float(WATCHERS.search(resp.data.decode()).group(1)))
+    found = NAMESPACED_WATCHES.search(resp.data.decode())
+    return int(float(found.group(1))) if found else 0
 
 
 async def in_triggerer(manager: SharedStreamManager, trigger_id: int, trigger: TrainingJobTrigger) -> dict:
@@ -69,14 +72,14 @@ def test_many_jobs_two_namespaces_two_watches(namespace, core_v1, custom_objects
         names = {f"ok-{i}": namespace for i in range(4)} | {"fails": namespace, "ok-b": other}
         for name, ns in names.items():
             create(custom_objects, ns, name, EXIT_1 if name == "fails" else wait)
-        before = registered_watchers(kube_api_client)
+        before = open_namespaced_watches(kube_api_client)
 
         async def main():
             manager = SharedStreamManager()
             tasks = [asyncio.create_task(in_triggerer(manager, i, trigger_for(name, ns)))
                      for i, (name, ns) in enumerate(names.items())]
             await asyncio.sleep(1.5)
-            during = await asyncio.to_thread(registered_watchers, kube_api_client)
+            during = await asyncio.to_thread(open_namespaced_watches, kube_api_client)
             events = await asyncio.wait_for(asyncio.gather(*tasks), 90)
             return during, dict(zip(names, events))
 
@@ -89,7 +92,7 @@ def test_many_jobs_two_namespaces_two_watches(namespace, core_v1, custom_objects
         assert [p["metadata"]["name"] for p in failed["pods"]] == ["fails-master-0"]
         json.dumps(events)  # the payloads are what the triggerer persists: JSON
         # The last trigger out closes its stream.
-        wait_for(lambda: registered_watchers(kube_api_client), done=lambda n: n == before, what="watches closed")
+        wait_for(lambda: open_namespaced_watches(kube_api_client), done=lambda n: n == before, what="watches closed")
     finally:
         core_v1.delete_namespace(other)
 
