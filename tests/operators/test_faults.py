@@ -14,7 +14,6 @@ Process-level faults (apiserver restart, controller stopped, SIGKILL) are in ``t
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 import pytest
@@ -25,6 +24,7 @@ from airflow_trainjob.triggers.training_job import FINISHED
 from tests.fault_proxy import Fault
 from tests.fault_support import JobCreations, count_orphans
 from tests.operators.conftest import TaskInstanceStandIn, pytorch_specs
+from tests.triggers.test_training_job import first_event
 
 #: The lead replica prints numbered lines over about 3 s: long enough for several status reads and a followed log.
 LINES = 6
@@ -115,15 +115,6 @@ def make(deferrable: bool) -> TrainingJobOperator:
                                poll_interval=0.5, on_finish="delete_job", deferrable=deferrable)
 
 
-def first_event(trigger, timeout: float = 120.0) -> dict:
-    async def run():
-        async for event in trigger.run():
-            return event.payload
-        raise AssertionError("the trigger ended without an event")
-
-    return asyncio.run(asyncio.wait_for(run(), timeout))
-
-
 def measuring(case, proxy, fault, creations, kube_api_client, namespace, ti):
     case.measurer = lambda: dict(injected=proxy.hits(fault), jobs=creations.jobs_of(ti.run_id),
                                  orphans=count_orphans(kube_api_client, namespace))
@@ -164,7 +155,7 @@ def test_deferred_task_survives(kind, where, fault_args, fault_proxy, fault_case
         operator = make(deferrable=True)
         with pytest.raises(TaskDeferred) as deferred:
             operator.execute({"ti": ti})
-        event = first_event(deferred.value.trigger)
+        event = first_event(deferred.value.trigger, timeout=120.0)
         summary = operator.execute_complete({"ti": ti}, event)  # as Airflow resumes it, whatever the event
         assert event["outcome"] == FINISHED, event["message"]
         task_log = capfd.readouterr().out
@@ -202,7 +193,7 @@ def test_failed_job_keeps_its_verdict(kind, where, mode, fault_args, fault_proxy
             if mode == "deferred":
                 with pytest.raises(TaskDeferred) as deferred:
                     operator.execute({"ti": ti})
-                operator.execute_complete({"ti": ti}, first_event(deferred.value.trigger))
+                operator.execute_complete({"ti": ti}, first_event(deferred.value.trigger, timeout=120.0))
             else:
                 operator.execute({"ti": ti})
         message = str(raised.value)

@@ -29,8 +29,9 @@ from airflow_trainjob.triggers.training_job import FINISHED
 from tests.fault_support import JobCreations, count_orphans
 from tests.operators.conftest import TaskInstanceStandIn, pytorch_specs
 from tests.operators.run_try import FileTaskStateStore
-from tests.operators.test_training_job import _run_in_thread_with
+from tests.operators.test_training_job import run_in_thread
 from tests.waiting import wait_for
+from tests.triggers.test_training_job import first_event, rebuild
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,27 +50,10 @@ def running(custom, namespace) -> bool:
                for j in items for c in (j.get("status") or {}).get("conditions") or [])
 
 
-def first_event(trigger, timeout: float = 240.0) -> dict:
-    async def run():
-        async for event in trigger.run():
-            return event.payload
-        raise AssertionError("the trigger ended without an event")
-
-    return asyncio.run(asyncio.wait_for(run(), timeout))
-
-
-def rebuild(trigger):
-    import importlib
-
-    classpath, kwargs = trigger.serialize()
-    module, _, name = classpath.rpartition(".")
-    return getattr(importlib.import_module(module), name)(**kwargs)
-
-
 def run_with_fault(operator, ti, custom, namespace, fault, deferrable: bool) -> dict:
     """Run the task; once its job is Running, call ``fault()`` (which returns when the fault is over)."""
     if not deferrable:
-        thread, outcome = _run_in_thread_with(operator, {"ti": ti})
+        thread, outcome = run_in_thread(operator, {"ti": ti})
         wait_for(lambda: running(custom, namespace) or not thread.is_alive(), timeout=120, what="job running")
         fault()
         thread.join(300)
@@ -261,7 +245,7 @@ def test_sigkill_of_the_trigger_process_then_another_triggerer(namespace, kube_a
         case.measurer = lambda: dict(jobs=creations.jobs_of(ti.run_id), orphans=count_orphans(kube_api_client, namespace))
         assert killed, f"the trigger process ended before the kill: {log.read_text()[-2000:]}"
         assert not (tmp_path / "event.json").exists()
-        event = first_event(rebuild(deferred.value.trigger))  # another triggerer, from the serialized kwargs
+        event = first_event(rebuild(deferred.value.trigger), timeout=240.0)  # another triggerer, from the serialized kwargs
         summary = operator.execute_complete({"ti": ti}, event)
         assert event["outcome"] == FINISHED, event["message"]
         case.measure()

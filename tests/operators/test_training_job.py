@@ -169,12 +169,13 @@ def test_job_owned_by_someone_else_is_refused_and_untouched(ti, namespace, custo
     assert still["metadata"]["labels"] == {"team": "other"}
 
 
-def _run_in_thread(operator, ti):
+def run_in_thread(operator, context):
+    """Run ``operator.execute(context)`` in a daemon thread; ``outcome`` gets its ``result`` or ``error``."""
     outcome = {}
 
     def target():
         try:
-            outcome["result"] = operator.execute({"ti": ti})
+            outcome["result"] = operator.execute(context)
         except BaseException as e:  # noqa: BLE001 - the test inspects whatever execute raised
             outcome["error"] = e
 
@@ -192,7 +193,7 @@ def _running(custom_objects, namespace):
 
 def test_on_kill_deletes_the_running_job(ti, namespace, custom_objects, core_v1):
     operator = make(pytorch_specs(SLEEP, workers=1))
-    thread, outcome = _run_in_thread(operator, ti)
+    thread, outcome = run_in_thread(operator, {"ti": ti})
     wait_for(lambda: _running(custom_objects, namespace), what="job running")
     operator.on_kill()
     wait_for(lambda: jobs(custom_objects, namespace) == [], what="job deleted by on_kill")
@@ -202,7 +203,7 @@ def test_on_kill_deletes_the_running_job(ti, namespace, custom_objects, core_v1)
 
 def test_job_deleted_outside_the_task(ti, namespace, custom_objects):
     operator = make(pytorch_specs(SLEEP, workers=0))
-    thread, outcome = _run_in_thread(operator, ti)
+    thread, outcome = run_in_thread(operator, {"ti": ti})
     wait_for(lambda: _running(custom_objects, namespace), what="job running")
     name = jobs(custom_objects, namespace)[0]["metadata"]["name"]
     custom_objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", name)
@@ -216,7 +217,7 @@ def test_retry_after_a_lost_worker_leaves_one_job(namespace, custom_objects, rea
     """Try 1's worker dies mid-job (its job keeps running); try 2 attaches to it, or replaces it."""
     first = TaskInstanceStandIn(try_number=1)
     abandoned = make(pytorch_specs("import time; time.sleep(4); print('done')", workers=0), get_logs=False)
-    thread, _ = _run_in_thread(abandoned, first)
+    thread, _ = run_in_thread(abandoned, {"ti": first})
     wait_for(lambda: _running(custom_objects, namespace), what="try 1's job running")
     original = jobs(custom_objects, namespace)[0]
     # Try 1's worker is gone: nothing of it runs any more (no cleanup: a SIGKILLed worker does none).
@@ -303,7 +304,7 @@ def test_retry_after_a_worker_crash_reconnects_through_task_state_store(namespac
     first = TaskInstanceStandIn(try_number=1)
     code = "import time; time.sleep(4); print('done')"
     abandoned = make(pytorch_specs(code, workers=0), get_logs=False)
-    thread, _ = _run_in_thread_with(abandoned, {"ti": first, "task_state_store": store})
+    thread, _ = run_in_thread(abandoned, {"ti": first, "task_state_store": store})
     wait_for(lambda: _running(custom_objects, namespace), what="try 1's job running")
     stored = store[TrainingJobOperator.external_id_key]
     assert stored["name"] == first.xcom["job_name"] and stored["uid"]
@@ -329,17 +330,3 @@ def test_stored_job_that_already_succeeded_is_not_run_again(namespace, custom_ob
     (still,) = jobs(custom_objects, namespace)
     assert still["metadata"]["uid"] == job["metadata"]["uid"]  # not resubmitted
     assert summary["conditions"][-1]["type"] == "Succeeded"
-
-
-def _run_in_thread_with(operator, context):
-    outcome = {}
-
-    def target():
-        try:
-            outcome["result"] = operator.execute(context)
-        except BaseException as e:  # noqa: BLE001 - the test inspects whatever execute raised
-            outcome["error"] = e
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    return thread, outcome

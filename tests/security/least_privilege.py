@@ -81,3 +81,22 @@ def connection_uri(extra: dict[str, Any]) -> str:
 def token_of(api_client: Any) -> str:
     """The bearer token an ``ApiClient`` from the ``service_account_api_client`` fixture sends."""
     return api_client.configuration.api_key["BearerToken"]
+
+
+def wait_until_allowed(sa_client, namespace):
+    """RBAC changes reach the authorizer through an informer: wait until the Role's pod listing works."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from tests.waiting import wait_for
+
+    def allowed():
+        try:
+            client.CoreV1Api(sa_client).list_namespaced_pod(namespace)
+            return True
+        except ApiException as e:
+            if e.status == 403:
+                return False
+            raise
+
+    wait_for(allowed, what="the Role to take effect")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -33,14 +32,14 @@ from tests.security.least_privilege import (
     rbac_documents,
     role_rules,
     token_of,
+    wait_until_allowed,
 )
 from tests.operators.conftest import pytorch_specs, python_container
+from tests.operators.test_training_job import EXIT_1, OK, SLEEP, run_in_thread
 from tests.report import record
+from tests.triggers.test_training_job import first_event
 from tests.waiting import wait_for
 
-OK = "import os; print('hello from rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'])"
-SLEEP = "import time; time.sleep(120)"
-EXIT_1 = "import sys; print('bad input'); sys.exit(1)"
 
 #: Every (API group, resource, verb) the provider's calls make, and why (the audit of hooks/,
 #: operators/, sensors/, triggers/, links/, log_stream.py, verdict.py). The Role must be exactly this.
@@ -90,22 +89,6 @@ def sa_client(service_account_api_client):
     return service_account_api_client(SERVICE_ACCOUNT)
 
 
-def wait_until_allowed(sa_client, namespace):
-    """RBAC changes reach the authorizer through an informer: wait until the Role's pod listing works."""
-    from kubernetes import client
-
-    def allowed():
-        try:
-            client.CoreV1Api(sa_client).list_namespaced_pod(namespace)
-            return True
-        except ApiException as e:
-            if e.status == 403:
-                return False
-            raise
-
-    wait_for(allowed, what="the Role to take effect")
-
-
 @pytest.fixture
 def least_privilege_conn(local_cluster, namespace, sa_client, kube_api_client, tmp_path, monkeypatch) -> str:
     """``kubernetes_default`` authenticates with the ServiceAccount's token only (a kubeconfig with
@@ -146,33 +129,10 @@ def live_pods(core_v1, namespace, job_name):
             if p.metadata.deletion_timestamp is None]
 
 
-def first_event(trigger, timeout: float = 60.0) -> dict:
-    async def run():
-        async for event in trigger.run():
-            return event.payload
-        raise AssertionError("the trigger ended without an event")
-
-    return asyncio.run(asyncio.wait_for(run(), timeout))
-
-
 def running(custom_objects, namespace):
     items = jobs(custom_objects, namespace)
     return bool(items) and any(c["type"] == "Running" and c["status"] == "True"
                                for c in (items[0].get("status") or {}).get("conditions") or [])
-
-
-def run_in_thread(operator, context):
-    outcome = {}
-
-    def target():
-        try:
-            outcome["result"] = operator.execute(context)
-        except BaseException as e:  # noqa: BLE001 - the test inspects whatever execute raised
-            outcome["error"] = e
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    return thread, outcome
 
 
 def foreign_job(name: str, code: str = SLEEP) -> dict:

@@ -10,7 +10,6 @@ something leaked, never the secret.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import datetime
 import json
@@ -29,8 +28,15 @@ from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from airflow_trainjob.triggers.training_job import ERROR, FINISHED
 from tests.operators.conftest import TaskInstanceStandIn, pytorch_specs
 from tests.report import record
-from tests.security.least_privilege import SERVICE_ACCOUNT, apply_rbac, connection_uri, kubeconfig_with_token, token_of
-from tests.waiting import wait_for
+from tests.triggers.test_training_job import first_event
+from tests.security.least_privilege import (
+    SERVICE_ACCOUNT,
+    apply_rbac,
+    connection_uri,
+    kubeconfig_with_token,
+    token_of,
+    wait_until_allowed,
+)
 
 OK = "print('hello from the master')"
 EXIT_1 = "import sys; print('bad input'); sys.exit(1)"
@@ -168,22 +174,11 @@ def use_connection(monkeypatch, config: dict, namespace: str) -> None:
 def secret_conn(local_cluster, namespace, service_account_api_client, kube_api_client, cert_and_key, monkeypatch) -> Secrets:
     """``kubernetes_default``: an inline kubeconfig with the ServiceAccount's token (bound to the shipped
     Role) and a client certificate and key. Returns what must not leak."""
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
 
     sa = service_account_api_client(SERVICE_ACCOUNT)
     apply_rbac(kube_api_client, namespace)
 
-    def allowed():
-        try:
-            client.CoreV1Api(sa).list_namespaced_pod(namespace)
-            return True
-        except ApiException as e:
-            if e.status == 403:
-                return False
-            raise
-
-    wait_for(allowed, what="the Role to take effect")
+    wait_until_allowed(sa, namespace)
     config = kubeconfig_with_token(local_cluster, token_of(sa), namespace, client_cert=cert_and_key)
     use_connection(monkeypatch, config, namespace)
     return secrets_of(token_of(sa), cert_and_key, config)
@@ -207,15 +202,6 @@ def render_and_execute(operator, ti) -> tuple[Any, BaseException | None]:
         return operator.execute(context), None
     except BaseException as e:  # noqa: BLE001 - every exception is searched
         return None, e
-
-
-def first_event(trigger, timeout: float = 60.0) -> dict:
-    async def run():
-        async for event in trigger.run():
-            return event.payload
-        raise AssertionError("the trigger ended without an event")
-
-    return asyncio.run(asyncio.wait_for(run(), timeout))
 
 
 def test_synchronous_success(secret_conn, task_output):
