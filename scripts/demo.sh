@@ -33,10 +33,12 @@ echo "==> preparing the Airflow home in $AIRFLOW_HOME"
 "$VENV/bin/airflow" db migrate >"$DEMO_DIR/db-migrate.log" 2>&1 || { cat "$DEMO_DIR/db-migrate.log"; exit 1; }
 
 echo "==> airflow dags test retrain_digits $DATE"
+set +e  # a failed run still gets its log path and exit code below
 "$VENV/bin/airflow" dags test retrain_digits "$DATE" 2>&1 | tee "$DEMO_DIR/dags-test.log" \
   | grep --line-buffered -E "Created |Attaching |Replacing |PyTorchJob .*: |\[(Master|Worker)-[0-9]+\]|final metrics|took |ERROR|Traceback|DagRun Finished" \
   | sed -E 's/ +\[airflow\.[^]]*\].*$//; s/^[0-9T:.-]+Z \[[a-z ]+\] //'
 status=${PIPESTATUS[0]}
+set -e
 echo "==> full log: $DEMO_DIR/dags-test.log; metrics: $TRAINJOB_EXAMPLE_METRICS_DIR/metrics-$DATE.json"
 if [ -f "$TRAINJOB_EXAMPLE_METRICS_DIR/metrics-$DATE.json" ]; then
   cat "$TRAINJOB_EXAMPLE_METRICS_DIR/metrics-$DATE.json"; echo
