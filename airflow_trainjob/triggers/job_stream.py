@@ -78,6 +78,15 @@ class StreamSource:
     def from_trigger_kwargs(cls, kwargs: dict[str, Any]) -> StreamSource:
         return cls(**{name: kwargs.get(name) for name in cls.__dataclass_fields__})
 
+    def hook(self) -> AsyncKubernetesHook:
+        """The async hook for this source's connection (a new one: its clients are opened per use)."""
+        return AsyncKubernetesHook(
+            conn_id=self.kubernetes_conn_id,
+            cluster_context=self.cluster_context,
+            config_file=self.config_file,
+            in_cluster=self.in_cluster,
+        )
+
     def __str__(self) -> str:
         return f"{JOB_KINDS[self.kind].plural}.{GROUP} in namespace {self.namespace}"
 
@@ -135,12 +144,7 @@ class JobStream:
 
     async def _keep_current(self) -> None:
         """Open a client for the source and sync with it; after a refusal, try again with a fresh client."""
-        hook = AsyncKubernetesHook(
-            conn_id=self.source.kubernetes_conn_id,
-            cluster_context=self.source.cluster_context,
-            config_file=self.source.config_file,
-            in_cluster=self.source.in_cluster,
-        )
+        hook = self.source.hook()
         while True:
             try:
                 async with hook.get_conn() as api:

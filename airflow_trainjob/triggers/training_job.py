@@ -20,7 +20,6 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -126,14 +125,6 @@ class TrainingJobTrigger(BaseEventTrigger):
     @property
     def _ref(self) -> str:
         return f"{self.kind} {self.namespace}/{self.name}"
-
-    def _hook(self) -> AsyncKubernetesHook:
-        return AsyncKubernetesHook(
-            conn_id=self.kubernetes_conn_id,
-            cluster_context=self.cluster_context,
-            config_file=self.config_file,
-            in_cluster=self.in_cluster,
-        )
 
     def _event(self, outcome: str, message: str, job: dict | None = None, **extra: Any) -> TriggerEvent:
         return TriggerEvent({"outcome": outcome, "message": message, "job": job, "pods": [], **extra})
@@ -280,7 +271,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         if not self.owner_labels:
             self.log.info("Not deleting %s/%s: this wait does not own the job", self.namespace, self.name)
             return
-        async with self._hook().get_conn() as api:
+        async with self.shared_stream_key().hook().get_conn() as api:
             custom = async_client.CustomObjectsApi(api)
             try:
                 job = await custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, self._plural, self.name)

@@ -145,6 +145,20 @@ def foreign_job(name: str, code: str = SLEEP) -> dict:
     }
 
 
+def create_foreign_job_once_the_name_is_free(custom_objects, namespace, name):
+    """Create someone else's job named ``name`` as soon as the deleted one of that name is gone."""
+
+    def created():
+        try:
+            return custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", foreign_job(name))
+        except ApiException as e:
+            if e.status == 409:
+                return None
+            raise
+
+    return wait_for(created, what="the foreign same-named job created")
+
+
 # ---- the lifecycle with only the Role ----------------------------------------------------------
 
 
@@ -347,16 +361,7 @@ def test_job_replaced_by_a_foreign_one_mid_run_is_not_cleaned_up(ti, namespace, 
     wait_for(lambda: running(custom_objects, namespace), what="job running")
     name = ti.xcom["job_name"]
     custom_objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", name)
-
-    def replaced():
-        try:
-            return custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", foreign_job(name))
-        except ApiException as e:
-            if e.status == 409:
-                return None
-            raise
-
-    created = wait_for(replaced, what="the foreign same-named job created")
+    created = create_foreign_job_once_the_name_is_free(custom_objects, namespace, name)
     thread.join(30)
     assert isinstance(outcome.get("error"), JobDeletedError)
     operator.on_kill()
@@ -372,16 +377,7 @@ def test_deferred_on_kill_leaves_a_foreign_job_with_the_same_name(ti, namespace,
         operator.execute({"ti": ti})
     name = ti.xcom["job_name"]
     custom_objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", name)
-
-    def replaced():
-        try:
-            return custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", foreign_job(name))
-        except ApiException as e:
-            if e.status == 409:
-                return None
-            raise
-
-    created = wait_for(replaced, what="the foreign same-named job created")
+    created = create_foreign_job_once_the_name_is_free(custom_objects, namespace, name)
     trigger = deferred.value.trigger
     assert first_event(trigger)["outcome"] == DELETED
     asyncio.run(trigger.on_kill())
