@@ -85,14 +85,16 @@ def pod_log(core_v1, namespace: str, name: str, **kwargs: Any) -> str:
 
 
 def wait_log(core_v1, namespace: str, name: str, pattern: str, **kwargs: Any) -> str:
-    """The pod's log once it matches ``pattern`` (the container may not have started yet: 400 meanwhile)."""
+    """The pod's log once it matches ``pattern``. Until then the kubelet may not know the pod yet (404: the
+    apiserver proxies as soon as the pod is bound, as with a real kubelet) or its container may not have
+    started (400)."""
     from kubernetes.client.exceptions import ApiException
 
     def read() -> str:
         try:
             return pod_log(core_v1, namespace, name, **kwargs)
         except ApiException as e:
-            if e.status == 400:
+            if e.status in (400, 404):
                 return ""
             raise
 

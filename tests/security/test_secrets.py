@@ -362,3 +362,47 @@ def test_broken_kubeconfig(variant, local_cluster, namespace, cert_and_key, monk
     places.rendered(operator)
     places.task_output(*task_output)
     places.finish(f"broken kubeconfig: {variant}")
+
+
+FAILING_API_CALL = '''
+import kubernetes
+
+
+def test_list_against_a_closed_port():
+    configuration = kubernetes.client.Configuration()
+    configuration.host = "https://127.0.0.1:{port}"
+    configuration.api_key = {{"authorization": "Bearer {token}"}}
+    configuration.retries = 0
+    kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(configuration)).list_namespace()
+'''
+
+
+@pytest.mark.parametrize("traceback_style", [None, "long"])
+def test_a_failing_api_call_in_a_test_prints_no_token(traceback_style, tmp_path):
+    """This suite's own output: a test that fails inside a Kubernetes API call must not print the bearer token.
+    The project's pytest options (``--tb=short``) leave out the request headers that pytest's default traceback
+    shows as the deepest frame's arguments; the ``long`` run is the control that shows the check can fail."""
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = f"trainjob-secret-token-{uuid.uuid4().hex}"
+    (tmp_path / "test_failing_call.py").write_text(FAILING_API_CALL.format(port=port, token=token))
+    project = Path(__file__).resolve().parents[2]
+    command = [sys.executable, "-m", "pytest", "-c", str(project / "pyproject.toml"), "--rootdir", str(tmp_path),
+               "-p", "no:cacheprovider", str(tmp_path / "test_failing_call.py")]
+    if traceback_style:
+        command.append(f"--tb={traceback_style}")
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    output = run.stdout + run.stderr
+    assert "1 failed" in output, output[-2000:]
+    leaked = token in output
+    if traceback_style == "long":
+        assert leaked, "control: pytest's long traceback should show the request headers"
+    else:
+        assert not leaked, "the token is in the test output"
+        record("secrets", scenario="a failing test's output", places=1, texts=1, hits=int(leaked))
