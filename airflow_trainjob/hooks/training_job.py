@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
+from airflow.providers.common.compat.sdk import AirflowNotFoundException
 from kubernetes.client import ApiClient, V1DeleteOptions, rest
 from kubernetes.client.exceptions import ApiException
 from urllib3.util.retry import Retry
 
 from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_JOB_NAME, VERSION
-from airflow_trainjob.exceptions import KubernetesAccessError
+from airflow_trainjob.exceptions import InvalidJobSpecError, KubernetesAccessError
 from airflow_trainjob.hooks.retries import retry_transient
 
 #: Where Kubernetes mounts the namespace of the pod a process runs in.
@@ -81,6 +82,25 @@ class TrainingJobHook(KubernetesHook):
         api_client.configuration.retries = TRANSPORT_RETRIES
         api_client.rest_client = rest.RESTClientObject(api_client.configuration)
         return api_client
+
+    def require_connection(self) -> None:
+        """Refuse a connection id that names no connection, before any API call: a typo fails the same way on
+        every try, so it is bad input, not a reason to retry. ``kubernetes_default`` may be undefined (the
+        cncf.kubernetes hook then uses the in-cluster or default kubeconfig). Reads the connection once.
+
+        :raises InvalidJobSpecError: naming ``kubernetes_conn_id``.
+        """
+        if self.conn_id is None or getattr(self, "_connection_found", False):
+            return
+        try:
+            self.get_connection(self.conn_id)
+        except AirflowNotFoundException:
+            raise InvalidJobSpecError([
+                f"kubernetes_conn_id: no connection {self.conn_id!r} is defined; allowed: the id of an existing "
+                f"kubernetes connection (Admin > Connections, a secrets backend, or an AIRFLOW_CONN_* variable), "
+                f"or {self.default_conn_name!r} undefined for in-cluster / default kubeconfig"
+            ]) from None
+        self._connection_found = True
 
     def resolve_namespace(self, namespace: str | None = None) -> str:
         """The namespace to use: ``namespace`` if given, else the connection's ``namespace`` extra,

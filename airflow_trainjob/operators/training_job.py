@@ -79,7 +79,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     :param run_policy: ``RunPolicy``, dict or YAML/JSON string (``spec.runPolicy``).
     :param kind_fields: the kind's own spec fields (e.g. ``{"nprocPerNode": "auto"}``).
     :param labels: extra ``metadata.labels``; ``annotations``: ``metadata.annotations``.
-    :param kubernetes_conn_id: the cncf.kubernetes connection.
+    :param kubernetes_conn_id: the cncf.kubernetes connection; an id that names no connection is refused
+        before any API call (``kubernetes_default`` may be undefined: in-cluster or default kubeconfig).
     :param poll_interval: seconds between status reads.
     :param timeout: seconds the whole job may take, counted from when this try created (or
         attached to) it; then the task fails and the job is deleted. None: no limit
@@ -220,6 +221,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             problems.append(f"labels: {', '.join(reserved)} are set by this provider to identify the task instance")
         if problems:
             raise InvalidJobSpecError(problems)
+        self.hook.require_connection()
 
     def build_job(self, context: Mapping[str, Any], namespace: str) -> dict[str, Any]:
         """The manifest for this task instance (validated; raises :class:`InvalidJobSpecError`)."""
@@ -315,16 +317,17 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 self._follower.start()
             final = self._wait(ref, manifest)
             self._stop_follower(drain=True)
-            if conditions.is_succeeded(final.get("status")):
-                outcome = "succeeded"
-                self.log.info("%s succeeded", ref)
-                self._result = self._summary(final)
-                return self._result
-            outcome = "failed"
-            raise failure_exception(self.hook, final, self.log_tail_lines, self._seen_pods.values())
-        finally:
+            if not conditions.is_succeeded(final.get("status")):
+                outcome = "failed"
+                raise failure_exception(self.hook, final, self.log_tail_lines, self._seen_pods.values())
+            self.log.info("%s succeeded", ref)
+            self._result = self._summary(final)
+        except BaseException:
             self._stop_follower()
-            self._cleanup(outcome)
+            self._cleanup_keeping_verdict(outcome)
+            raise
+        self._cleanup("succeeded")
+        return self._result
 
     def get_job_result(self, external_id: dict[str, Any], context: Any) -> dict[str, Any]:
         """The summary; for a job that already succeeded under an earlier try, also the cleanup that
@@ -384,14 +387,16 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             pods = event.get("pods") or self._list_pods_if_any(job)
             if self.get_logs:
                 self._quote_lead_log(job, pods)
-            if conditions.is_succeeded(job.get("status")):
-                outcome = "succeeded"
-                self.log.info("%s succeeded", ref)
-                return self._summary(job)
-            outcome = "failed"
-            raise failure_exception(self.hook, job, self.log_tail_lines, pods)
-        finally:
-            self._cleanup(outcome)
+            if not conditions.is_succeeded(job.get("status")):
+                outcome = "failed"
+                raise failure_exception(self.hook, job, self.log_tail_lines, pods)
+            self.log.info("%s succeeded", ref)
+            summary = self._summary(job)
+        except BaseException:
+            self._cleanup_keeping_verdict(outcome)
+            raise
+        self._cleanup("succeeded")
+        return summary
 
     def _read_own_job(self, context: Any, message: str) -> dict[str, Any]:
         """This task instance's job as the API has it now. :raises JobDeletedError: it is gone or not ours."""
@@ -582,6 +587,18 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         follower, self._follower = self._follower, None
         if follower is not None:
             follower.finish() if drain else follower.stop()
+
+    def _cleanup_keeping_verdict(self, outcome: str) -> None:
+        """Clean up after a verdict that is an exception (failed, timed out, killed, an error). A cleanup that fails
+        is logged, never raised in the verdict's place: it would turn a permanent failure into a retry that runs
+        the job again. (After a success a failed cleanup is raised: the retry reconnects and finishes it.)"""
+        job = self._job
+        try:
+            self._cleanup(outcome)
+        except Exception as e:  # noqa: BLE001 - whatever broke the cleanup, the verdict stands
+            ref = job_ref(job) if job else "the job"
+            self.log.error("Could not clean up %s after the task's verdict (%s): the job and its pods may remain; "
+                           "the verdict below stands", ref, _reason(e))
 
     def _cleanup(self, outcome: str) -> None:
         """Apply ``cleanPodPolicy`` to the job's pods, then ``on_finish`` to the job. A job that is

@@ -35,7 +35,8 @@ class TrainingJobSensor(BaseSensorOperator):
     :param target_conditions: condition types, any of which (status ``"True"``) ends the wait
         successfully: a list of ``Created``, ``Pending``, ``Running``, ``Restarting``, ``Succeeded``,
         ``Scaling``; default ``("Succeeded",)``. ``Failed`` always fails the sensor.
-    :param kubernetes_conn_id: the cncf.kubernetes connection.
+    :param kubernetes_conn_id: the cncf.kubernetes connection; an id that names no connection is refused
+        before any API call (``kubernetes_default`` may be undefined: in-cluster or default kubeconfig).
     :param log_tail_lines: on failure, lines quoted from each failed replica's log (count).
     :param deferrable: wait in the triggerer (a watch) instead of poking; default: Airflow's
         ``[operators] default_deferrable``. The sensor's ``timeout`` (seconds) still applies.
@@ -139,6 +140,7 @@ class TrainingJobSensor(BaseSensorOperator):
                 problems.append(f"{field}: must be a positive number of seconds, got {getattr(self, field)!r}")
         if problems:
             raise InvalidJobSpecError(problems)
+        self.hook.require_connection()
 
     def _resolved_namespace(self) -> str:
         """The namespace to read from (parameter, else the connection's), refused before use if invalid."""

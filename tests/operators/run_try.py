@@ -2,7 +2,8 @@
 the process the SIGKILL fault tests kill.
 
 ``python -m tests.operators.run_try '<json>'`` with ``{"mode": "task", "run_id", "try_number", "replica_specs",
-"store", "out"}`` or ``{"mode": "trigger", "classpath", "kwargs", "out"}``. The result (the task's return value,
+"store", "out"}`` (``"die_when_storing": true``: SIGKILL itself instead of
+storing the job's identity) or ``{"mode": "trigger", "classpath", "kwargs", "out"}``. The result (the task's return value,
 or the trigger's event payload) is written as JSON to ``out``. The connection comes from the environment
 (``AIRFLOW_CONN_KUBERNETES_DEFAULT``), as in a worker.
 """
@@ -39,6 +40,18 @@ class FileTaskStateStore:
         tmp.replace(self.path)
 
 
+class StoreThatKillsTheProcess(FileTaskStateStore):
+    """Kills its own process (SIGKILL) when asked to store anything: the worker dies after the job was created and
+    before its identity reached ``task_state_store`` — the window Airflow's ``ResumableJobMixin`` cannot close."""
+
+    def set(self, key: str, value: Any) -> None:
+        import os
+        import signal
+
+        print(f"storing {key}: killing this process first", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def main(argv: list[str]) -> None:
     args = json.loads(argv[1])
     out = Path(args["out"])
@@ -49,7 +62,8 @@ def main(argv: list[str]) -> None:
         ti = TaskInstanceStandIn(run_id=args["run_id"], try_number=args["try_number"])
         operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=args["replica_specs"],
                                        poll_interval=0.5, on_finish="delete_job")
-        result = operator.execute({"ti": ti, "task_state_store": FileTaskStateStore(Path(args["store"]))})
+        store_class = StoreThatKillsTheProcess if args.get("die_when_storing") else FileTaskStateStore
+        result = operator.execute({"ti": ti, "task_state_store": store_class(Path(args["store"]))})
         out.write_text(json.dumps(result))
     else:
         import asyncio

@@ -239,3 +239,35 @@ def test_trigger_error_event_gets_the_jobs_real_verdict_and_cleanup(job_state, k
             assert type(raised.value) is TrainingJobError and "ClientPayloadError: injected" in str(raised.value)
         case.measure()
         assert case.jobs == 1 and case.orphaned == 0
+
+
+@pytest.mark.parametrize("mode", ["synchronous", "deferred"])
+def test_a_cleanup_that_keeps_failing_leaves_the_verdict(mode, fault_proxy, creations, custom_objects, core_v1, namespace,
+                                                         capfd, short_read_timeout):
+    """The job fails (exit code 1), then every DELETE of it answers 500: the task still fails permanently with the
+    exit code — not with the cleanup's 500, which Airflow would retry, running the job again — and the task log
+    says what could not be cleaned up. What is left has finished: nothing runs on."""
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    from airflow_trainjob.hooks.retries import ATTEMPTS
+
+    ti = TaskInstanceStandIn()
+    fault = fault_proxy.add(Fault(action="status", status=500, times=1000, **DELETE))
+    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", poll_interval=0.5, on_finish="delete_job",
+                                   replica_specs=pytorch_specs(FAIL_CODE, workers=0), deferrable=mode == "deferred")
+    with pytest.raises(AirflowFailException) as raised:
+        if mode == "deferred":
+            with pytest.raises(TaskDeferred) as deferred:
+                operator.execute({"ti": ti})
+            operator.execute_complete({"ti": ti}, first_event(deferred.value.trigger, timeout=120.0))
+        else:
+            operator.execute({"ti": ti})
+    message = str(raised.value)
+    assert "PyTorchJobFailed" in message and "exit code 1" in message, message
+    assert fault_proxy.hits(fault) == ATTEMPTS, f"the job's DELETE was not retried as expected: {fault_proxy.requests}"
+    task_log = capfd.readouterr()
+    assert f"Could not clean up PyTorchJob {namespace}/{ti.xcom['job_name']}" in task_log.out + task_log.err
+    assert creations.jobs_of(ti.run_id) == 1
+    left = custom_objects.list_namespaced_custom_object("kubeflow.org", "v1", namespace, "pytorchjobs")["items"]
+    assert [c["type"] for c in left[0]["status"]["conditions"] if c["status"] == "True"][-1] == "Failed"
+    assert all(p.status.phase in ("Succeeded", "Failed") for p in core_v1.list_namespaced_pod(namespace).items)

@@ -225,6 +225,37 @@ def test_sigkill_of_the_task_process_then_the_retry_reattaches(namespace, custom
 
 
 @pytest.mark.usefixtures("kubernetes_default_conn")
+def test_death_between_create_and_the_stored_identity_then_the_retry_attaches(namespace, custom_objects, kube_api_client,
+                                                                             creations, fault_case, tmp_path, capfd):
+    """Try 1 creates its job and dies (SIGKILL) before ``task_state_store`` holds the job's identity. Try 2 finds
+    nothing stored, submits, meets its own running job by name (409) and, the labels saying it is this task
+    instance's, attaches to it (``reattach_on_restart``): one job, run once."""
+    store_path, run_id = tmp_path / "task_state_store.json", f"manual__{uuid.uuid4().hex[:8]}"
+    code = sleeper(6)
+    with fault_case("SIGKILL between create and the task_state_store write, then the retry", "synchronous",
+                    "after create") as case:
+        proc = spawn({"mode": "task", "run_id": run_id, "try_number": 1, "store": str(store_path),
+                      "replica_specs": pytorch_specs(code, workers=1), "out": str(tmp_path / "try1.json"),
+                      "die_when_storing": True}, tmp_path / "try1.log")
+        proc.wait(120)
+        died = proc.returncode == -signal.SIGKILL
+        case.observe(injected=int(died))
+        case.measurer = lambda: dict(jobs=creations.jobs_of(run_id), orphans=count_orphans(kube_api_client, namespace))
+        assert died, f"try 1 did not die at the store: {(tmp_path / 'try1.log').read_text()[-2000:]}"
+        assert not store_path.exists()
+
+        capfd.readouterr()
+        second = TaskInstanceStandIn(run_id=run_id, try_number=2)
+        summary = make(code, deferrable=False, workers=1).execute(
+            {"ti": second, "task_state_store": FileTaskStateStore(store_path)})
+        assert "Attaching to PyTorchJob" in capfd.readouterr().out
+        case.measure()
+        assert succeeded(summary)
+        assert case.jobs == 1, f"{case.jobs} jobs for one task instance"
+        assert case.orphaned == 0
+
+
+@pytest.mark.usefixtures("kubernetes_default_conn")
 def test_sigkill_of_the_trigger_process_then_another_triggerer(namespace, kube_api_client, creations, fault_case,
                                                                tmp_path, custom_objects):
     ti = TaskInstanceStandIn()

@@ -104,6 +104,7 @@ OPERATOR_CASES = [
     # connection
     ("kubernetes_conn_id empty", dict(kubernetes_conn_id=""), {}, "kubernetes_conn_id", "non-empty string"),
     ("kubernetes_conn_id not a string", dict(kubernetes_conn_id=42), {}, "kubernetes_conn_id", "non-empty string"),
+    ("kubernetes_conn_id names no connection", dict(kubernetes_conn_id="kubernetes_typo"), {}, "kubernetes_conn_id", "existing kubernetes connection"),
     # numbers
     ("poll_interval 0", dict(poll_interval=0), {}, "poll_interval", SECONDS),
     ("poll_interval negative", dict(poll_interval=-1), {}, "poll_interval", SECONDS),
@@ -154,6 +155,7 @@ SENSOR_CASES = [
     ("log_tail_lines negative", dict(log_tail_lines=-1), {}, "log_tail_lines", COUNT),
     ("log_tail_lines a string", dict(log_tail_lines="50"), {}, "log_tail_lines", COUNT),
     ("kubernetes_conn_id empty", dict(kubernetes_conn_id=""), {}, "kubernetes_conn_id", "non-empty string"),
+    ("kubernetes_conn_id names no connection", dict(kubernetes_conn_id="kubernetes_typo"), {}, "kubernetes_conn_id", "existing kubernetes connection"),
     ("deferrable a string", dict(deferrable="yes"), {}, "deferrable", BOOL),
     ("poke_interval 0", dict(poke_interval=0), {}, "poke_interval", SECONDS),
     ("timeout 0", dict(timeout=0), {}, "timeout", SECONDS),
