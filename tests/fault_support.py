@@ -126,13 +126,28 @@ def count_orphans(api_client, namespace: str, keep_jobs: set[str] = frozenset(),
     custom, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
     deadline = time.monotonic() + timeout
     while True:
-        jobs = [j["metadata"]["name"] for j in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]
+        jobs = [j for j in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]
                 if j["metadata"]["name"] not in keep_jobs]
-        pods = [p.metadata.name for p in core.list_namespaced_pod(namespace).items
+        pods = [p for p in core.list_namespaced_pod(namespace).items
                 if (p.metadata.labels or {}).get(LABEL_JOB_NAME) not in keep_jobs]
         if (not jobs and not pods) or time.monotonic() > deadline:
-            return {"jobs": jobs, "pods": pods}
+            return {"jobs": [_describe_job(j) for j in jobs], "pods": [_describe_pod(p) for p in pods]}
         time.sleep(0.5)
+
+
+def _describe_job(job: dict) -> str:
+    """A job left behind, with what explains why it is still there (its last condition, deletion, finalizers)."""
+    meta = job["metadata"]
+    true = [c["type"] for c in (job.get("status") or {}).get("conditions") or [] if c.get("status") == "True"]
+    return (f"job {meta['name']} ({true[-1] if true else 'no condition'}; deleting since "
+            f"{meta.get('deletionTimestamp')}; finalizers {meta.get('finalizers')})")
+
+
+def _describe_pod(pod) -> str:
+    meta = pod.metadata
+    owners = [o.name for o in meta.owner_references or []]
+    return (f"pod {meta.name} ({pod.status.phase}; deleting since {meta.deletion_timestamp}; "
+            f"owners {owners}; node {pod.spec.node_name})")
 
 
 @dataclass
@@ -148,6 +163,8 @@ class FaultCase:
     jobs: int | None = None
     duplicated: int = 0
     orphaned: int = 0
+    #: What was left behind, described (for the failure message; not a report column).
+    left: list[str] = field(default_factory=list, repr=False)
     error: str = ""
     #: Returns the keyword arguments of :meth:`observe` (injected, jobs, orphans); called by :meth:`measure`, and
     #: at the end of a case that failed before measuring, so a failed row still has its counts.
@@ -168,7 +185,8 @@ class FaultCase:
             self.jobs = jobs
             self.duplicated = max(0, jobs - 1)
         if orphans is not None:
-            self.orphaned = len(orphans.get("jobs", [])) + len(orphans.get("pods", []))
+            self.left = [*orphans.get("jobs", []), *orphans.get("pods", [])]
+            self.orphaned = len(self.left)
 
 
 @pytest.fixture
@@ -184,6 +202,8 @@ def fault_case(request):
             row.survived = True
         except BaseException as e:
             row.error = f"{type(e).__name__}: {str(e)[:300]}"
+            if isinstance(e, AssertionError) and row.left:
+                raise AssertionError(f"{e}\nleft behind: {row.left}") from e
             raise
         finally:
             if row.measurer is not None and not row.measured:
@@ -197,5 +217,5 @@ def fault_case(request):
 
 
 def write_row(row: FaultCase) -> None:
-    fields = {k: v for k, v in asdict(row).items() if k not in ("measurer", "measured")}
+    fields = {k: v for k, v in asdict(row).items() if k not in ("measurer", "measured", "left")}
     record(f"faults/{row.mode}", **fields)

@@ -610,6 +610,28 @@ def test_kubelet_restart_reaps_orphans_and_reports_lost_containers(local_cluster
     assert main_status(restarted).last_state.terminated.reason == "ContainerStatusUnknown"
 
 
+def test_a_finished_pod_deleted_with_a_grace_period_is_removed(local_cluster, core_v1, namespace):
+    """A delete that met the pod still running in the apiserver's view sets a grace period; the pod's last status
+    (Succeeded) is written after it. The apiserver then waits for the kubelet's grace-0 DELETE, which it must send
+    for a finished pod too — here after a kubelet restart, the deterministic form of that race (the delete and
+    the status written while no kubelet ran)."""
+    import signal
+
+    core_v1.create_namespaced_pod(namespace, python_pod("ends-as-deleted", "import time; time.sleep(300)"))
+    wait_phase(core_v1, namespace, "ends-as-deleted", "Running")
+    kubelet = psutil.Process(local_cluster.pids()["kubelet"])
+    kubelet.send_signal(signal.SIGKILL)
+    wait_for(lambda: dead(kubelet), bool, timeout=15, what="the kubelet to die")
+    core_v1.delete_namespaced_pod("ends-as-deleted", namespace, grace_period_seconds=30)
+    core_v1.patch_namespaced_pod_status("ends-as-deleted", namespace, {"status": {"phase": "Succeeded"}})
+    pod = core_v1.read_namespaced_pod("ends-as-deleted", namespace)
+    assert pod.metadata.deletion_timestamp is not None and pod.status.phase == "Succeeded"
+
+    local_cluster.up()  # the kubelet again
+    wait_for(lambda: gone(core_v1, namespace, "ends-as-deleted"), bool, timeout=30,
+             what="the finished, terminating pod to be removed")
+
+
 # --- pure helpers -----------------------------------------------------------------------------------------
 
 # Cases of Kubernetes' third_party/forked/golang/expansion/expand_test.go (TestMapping).

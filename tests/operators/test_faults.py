@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from airflow.providers.common.compat.sdk import TaskDeferred
+from airflow.providers.common.compat.sdk import AirflowFailException, TaskDeferred
 
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.triggers.training_job import FINISHED
@@ -175,28 +175,32 @@ FAILURE_CASES = [
 ]
 
 
+def run_failing_job(mode: str, ti: TaskInstanceStandIn) -> str:
+    """Run a task whose job fails with exit code 1, synchronously or deferred; the message of the permanent
+    failure (``AirflowFailException``) it must raise."""
+    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", poll_interval=0.5, on_finish="delete_job",
+                                   replica_specs=pytorch_specs(FAIL_CODE, workers=0), deferrable=mode == "deferred")
+    with pytest.raises(AirflowFailException) as raised:
+        if mode == "deferred":
+            with pytest.raises(TaskDeferred) as deferred:
+                operator.execute({"ti": ti})
+            operator.execute_complete({"ti": ti}, first_event(deferred.value.trigger, timeout=120.0))
+        else:
+            operator.execute({"ti": ti})
+    return str(raised.value)
+
+
 @pytest.mark.parametrize(("kind", "where", "mode", "fault_args"), FAILURE_CASES,
                          ids=[f"{m}-{w}-{k}".replace(" ", "_") for k, w, m, _ in FAILURE_CASES])
 def test_failed_job_keeps_its_verdict(kind, where, mode, fault_args, fault_proxy, fault_case, creations,
                                       kube_api_client, namespace, short_read_timeout):
     """A job that fails (exit code 1) under a fault: the task fails permanently, with the exit code, the reason
     and the failed replica's log tail in its message, exactly as without the fault."""
-    from airflow.providers.common.compat.sdk import AirflowFailException
-
     ti = TaskInstanceStandIn()
     with fault_case(f"{kind} (failing job)", mode, where) as case:
         fault = fault_proxy.add(Fault(**fault_args))
         measuring(case, fault_proxy, fault, creations, kube_api_client, namespace, ti)
-        operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", poll_interval=0.5, on_finish="delete_job",
-                                       replica_specs=pytorch_specs(FAIL_CODE, workers=0), deferrable=mode == "deferred")
-        with pytest.raises(AirflowFailException) as raised:
-            if mode == "deferred":
-                with pytest.raises(TaskDeferred) as deferred:
-                    operator.execute({"ti": ti})
-                operator.execute_complete({"ti": ti}, first_event(deferred.value.trigger, timeout=120.0))
-            else:
-                operator.execute({"ti": ti})
-        message = str(raised.value)
+        message = run_failing_job(mode, ti)
         assert "PyTorchJobFailed" in message and "Master-0" in message and "exit code 1" in message, message
         assert "| bad input" in message, message  # the failed replica's log tail
         case.measure()
@@ -247,22 +251,11 @@ def test_a_cleanup_that_keeps_failing_leaves_the_verdict(mode, fault_proxy, crea
     """The job fails (exit code 1), then every DELETE of it answers 500: the task still fails permanently with the
     exit code — not with the cleanup's 500, which Airflow would retry, running the job again — and the task log
     says what could not be cleaned up. What is left has finished: nothing runs on."""
-    from airflow.providers.common.compat.sdk import AirflowFailException
-
     from airflow_trainjob.hooks.retries import ATTEMPTS
 
     ti = TaskInstanceStandIn()
     fault = fault_proxy.add(Fault(action="status", status=500, times=1000, **DELETE))
-    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", poll_interval=0.5, on_finish="delete_job",
-                                   replica_specs=pytorch_specs(FAIL_CODE, workers=0), deferrable=mode == "deferred")
-    with pytest.raises(AirflowFailException) as raised:
-        if mode == "deferred":
-            with pytest.raises(TaskDeferred) as deferred:
-                operator.execute({"ti": ti})
-            operator.execute_complete({"ti": ti}, first_event(deferred.value.trigger, timeout=120.0))
-        else:
-            operator.execute({"ti": ti})
-    message = str(raised.value)
+    message = run_failing_job(mode, ti)
     assert "PyTorchJobFailed" in message and "exit code 1" in message, message
     assert fault_proxy.hits(fault) == ATTEMPTS, f"the job's DELETE was not retried as expected: {fault_proxy.requests}"
     task_log = capfd.readouterr()

@@ -193,6 +193,15 @@ def sigkill(proc: subprocess.Popen) -> bool:
     return alive and proc.returncode == -signal.SIGKILL
 
 
+def run_the_retry(code: str, run_id: str, store_path: Path, capfd) -> tuple[dict, str]:
+    """Try 2 of the task, in this process, with the task_state_store try 1 left: its summary and task log."""
+    capfd.readouterr()
+    second = TaskInstanceStandIn(run_id=run_id, try_number=2)
+    summary = make(code, deferrable=False, workers=1).execute(
+        {"ti": second, "task_state_store": FileTaskStateStore(store_path)})
+    return summary, capfd.readouterr().out
+
+
 @pytest.mark.usefixtures("kubernetes_default_conn")
 def test_sigkill_of_the_task_process_then_the_retry_reattaches(namespace, custom_objects, kube_api_client, creations,
                                                                 fault_case, tmp_path, capfd):
@@ -213,11 +222,8 @@ def test_sigkill_of_the_task_process_then_the_retry_reattaches(namespace, custom
         stored = FileTaskStateStore(store_path).get(TrainingJobOperator.external_id_key)
         assert stored and stored["namespace"] == namespace
 
-        capfd.readouterr()
-        second = TaskInstanceStandIn(run_id=run_id, try_number=2)
-        summary = make(code, deferrable=False, workers=1).execute(
-            {"ti": second, "task_state_store": FileTaskStateStore(store_path)})
-        assert "Reconnecting to existing job" in capfd.readouterr().out
+        summary, task_log = run_the_retry(code, run_id, store_path, capfd)
+        assert "Reconnecting to existing job" in task_log
         case.measure()
         assert succeeded(summary) and summary["name"] == stored["name"]
         assert case.jobs == 1, f"{case.jobs} jobs for one task instance"
@@ -244,11 +250,8 @@ def test_death_between_create_and_the_stored_identity_then_the_retry_attaches(na
         assert died, f"try 1 did not die at the store: {(tmp_path / 'try1.log').read_text()[-2000:]}"
         assert not store_path.exists()
 
-        capfd.readouterr()
-        second = TaskInstanceStandIn(run_id=run_id, try_number=2)
-        summary = make(code, deferrable=False, workers=1).execute(
-            {"ti": second, "task_state_store": FileTaskStateStore(store_path)})
-        assert "Attaching to PyTorchJob" in capfd.readouterr().out
+        summary, task_log = run_the_retry(code, run_id, store_path, capfd)
+        assert "Attaching to PyTorchJob" in task_log
         case.measure()
         assert succeeded(summary)
         assert case.jobs == 1, f"{case.jobs} jobs for one task instance"

@@ -10,8 +10,9 @@ patch whenever it changes.
 Deletion: once the pod has a ``deletionTimestamp``, SIGTERM to every container's process group, up to
 ``deletionGracePeriodSeconds`` (re-read while waiting: a second delete may shorten it) for them to exit, SIGKILL,
 a last status, then ``DELETE`` with grace period 0 and the pod's UID as precondition — the call the apiserver
-waits for before it removes a gracefully deleted pod. A pod that disappears from the API (force-deleted)
-has its processes stopped at once (SIGTERM, SIGKILL after 2 s).
+waits for before it removes a gracefully deleted pod. A finished pod keeps its (idle) thread until it is
+deleted, to send that DELETE too: a delete that met the pod still running in the apiserver's view waits for it.
+A pod that disappears from the API (force-deleted) has its processes stopped at once (SIGTERM, SIGKILL after 2 s).
 
 A kubelet restart finds pods whose containers a previous kubelet ran: those instances are gone, so they are
 reported terminated with ``ContainerStatusUnknown`` / 137 and the restart policy decides what happens next.
@@ -163,7 +164,10 @@ class PodWorker:
         pod = self.pod
         self._config.logs.register_pod(self.namespace, self.name, self.uid)
         if (pod.get("status") or {}).get("phase") in status.TERMINAL_PHASES:
-            return  # finished before this kubelet (re)started; nothing to run, its logs stay readable
+            # Finished before this kubelet (re)started: nothing to run, its logs stay readable, and a delete still
+            # needs this kubelet's confirmation. No status is written: nothing here knows the containers.
+            self._await_deletion(report=False)
+            return
         self._build_slots(pod)
         self._start_time = (pod.get("status") or {}).get("startTime") or status.rfc3339()
         while True:
@@ -180,6 +184,7 @@ class PodWorker:
             phase = self._report()
             if phase in status.TERMINAL_PHASES and self._last_sent is not None:
                 log.info("pod %s: %s", _key(self.pod), phase)
+                self._await_deletion(report=True)
                 return
             self._wake.wait(self._config.poll_seconds)
             self._wake.clear()
@@ -430,9 +435,26 @@ class PodWorker:
 
         log.info("pod %s: deleting, grace period %gs", _key(self.pod), grace())
         self._signal_and_wait(grace)
-        # The apiserver keeps the pod until this DELETE: retry through API hiccups until it is done.
+        self._confirm_deletion(report=True)
+
+    def _await_deletion(self, report: bool) -> None:
+        """A finished pod: wait until it is deleted. A delete that arrived while the pod was still running in the
+        apiserver's view (its last status not yet written) leaves it terminating with a grace period; the
+        apiserver removes it only on the kubelet's grace-0 DELETE, which the real kubelet sends for any terminated
+        pod with a ``deletionTimestamp``. So does this one, whenever the delete comes."""
         while not self._gone and not self._shutdown:
-            self._report()
+            if self.pod["metadata"].get("deletionTimestamp"):
+                self._confirm_deletion(report)
+                return
+            self._wake.wait()
+            self._wake.clear()
+
+    def _confirm_deletion(self, report: bool) -> None:
+        """The grace-0 ``DELETE`` (UID precondition) the apiserver waits for before it removes a gracefully
+        deleted pod; retried through API hiccups until done. ``report``: write the last status first."""
+        while not self._gone and not self._shutdown:
+            if report:
+                self._report()
             try:
                 self._config.core.delete_namespaced_pod(
                     self.name,
