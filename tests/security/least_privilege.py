@@ -78,6 +78,23 @@ def connection_uri(extra: dict[str, Any]) -> str:
     return json.dumps({"conn_type": "kubernetes", "extra": extra})
 
 
+def unused_port() -> int:
+    """A loopback port nothing listens on (bound, read and released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def closed_port_connection(local_cluster: Any, namespace: str) -> str:
+    """An ``AIRFLOW_CONN_*`` value: the local cluster's kubeconfig with its server moved to :func:`unused_port`,
+    and ``namespace`` as the connection's namespace. Any API call through it fails to connect."""
+    config = kubeconfig_with_token(local_cluster, "closed-port", namespace)
+    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{unused_port()}"
+    return connection_uri({"kube_config": yaml.safe_dump(config), "namespace": namespace})
+
+
 def token_of(api_client: Any) -> str:
     """The bearer token an ``ApiClient`` from the ``service_account_api_client`` fixture sends."""
     return api_client.configuration.api_key["BearerToken"]

@@ -11,11 +11,9 @@ names the field (parameter name or API path) and what is allowed, as an ``Invali
 from __future__ import annotations
 
 import datetime
-import socket
 from typing import Any
 
 import pytest
-import yaml
 from airflow.providers.common.compat.sdk import AirflowFailException
 
 from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_DAG_ID, VERSION
@@ -24,7 +22,7 @@ from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from tests.operators.conftest import TaskInstanceStandIn, pytorch_specs, python_container
 from tests.report import record
-from tests.security.least_privilege import connection_uri, kubeconfig_with_token
+from tests.security.least_privilege import closed_port_connection
 
 OK = "print('ok')"
 ON_FINISH = "keep_job, delete_job, delete_succeeded_job"
@@ -218,13 +216,7 @@ def describe(raised: BaseException | None) -> str:
 @pytest.fixture
 def closed_port_conn(local_cluster, monkeypatch) -> str:
     """``kubernetes_default`` pointing at a port nothing listens on: any API call fails to connect."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = kubeconfig_with_token(local_cluster, "closed-port", "bad-input")
-    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", connection_uri({"kube_config": yaml.safe_dump(config),
-                                                                          "namespace": "bad-input"}))
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", closed_port_connection(local_cluster, "bad-input"))
     return "kubernetes_default"
 
 
@@ -321,13 +313,7 @@ def test_the_manifest_is_built_once_per_try(closed_port_conn, monkeypatch):
 
 def test_an_invalid_namespace_from_the_connection_is_refused_too(local_cluster, monkeypatch):
     """No namespace parameter: the connection's ``namespace`` extra is used, and checked the same way."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = kubeconfig_with_token(local_cluster, "closed-port", "default")
-    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", connection_uri({"kube_config": yaml.safe_dump(config),
-                                                                          "namespace": "ML_Team"}))
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", closed_port_connection(local_cluster, "ML_Team"))
     for target, task in (("operator", operator_of({})), ("sensor", sensor_of({}))):
         ti, raised = run_rendered(task, {})
         field = {"operator": "metadata.namespace", "sensor": "namespace"}[target]

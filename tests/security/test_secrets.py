@@ -35,6 +35,7 @@ from tests.security.least_privilege import (
     connection_uri,
     kubeconfig_with_token,
     token_of,
+    unused_port,
     wait_until_allowed,
 )
 
@@ -382,16 +383,12 @@ def test_a_failing_api_call_in_a_test_prints_no_token(traceback_style, tmp_path)
     """This suite's own output: a test that fails inside a Kubernetes API call must not print the bearer token.
     The project's pytest options (``--tb=short``) leave out the request headers that pytest's default traceback
     shows as the deepest frame's arguments; the ``long`` run is the control that shows the check can fail."""
-    import socket
     import subprocess
     import sys
     from pathlib import Path
 
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     token = f"trainjob-secret-token-{uuid.uuid4().hex}"
-    (tmp_path / "test_failing_call.py").write_text(FAILING_API_CALL.format(port=port, token=token))
+    (tmp_path / "test_failing_call.py").write_text(FAILING_API_CALL.format(port=unused_port(), token=token))
     project = Path(__file__).resolve().parents[2]
     command = [sys.executable, "-m", "pytest", "-c", str(project / "pyproject.toml"), "--rootdir", str(tmp_path),
                "-p", "no:cacheprovider", str(tmp_path / "test_failing_call.py")]

@@ -48,6 +48,14 @@ async def in_triggerer(manager: SharedStreamManager, trigger_id: int, trigger: T
         await manager.unsubscribe(trigger_id, key)
 
 
+async def synced_stream(trigger: TrainingJobTrigger):
+    """The running stream of ``trigger``'s source, once it has listed its jobs (a trigger of it must be waiting)."""
+    source = trigger.shared_stream_key()
+    while (stream := live_stream(source)) is None or not stream.synced:
+        await asyncio.sleep(0.05)
+    return stream
+
+
 def trigger_for(name: str, namespace: str, **kwargs) -> TrainingJobTrigger:
     return TrainingJobTrigger(kind="PyTorchJob", name=name, namespace=namespace, **kwargs)
 
@@ -108,9 +116,7 @@ def test_a_trigger_joining_a_running_stream_reads_its_finished_job_at_once(names
     async def main():
         manager = SharedStreamManager()
         waiting = asyncio.create_task(in_triggerer(manager, 1, trigger_for("long", namespace)))
-        source = trigger_for("long", namespace).shared_stream_key()
-        while (stream := live_stream(source)) is None or not stream.synced:
-            await asyncio.sleep(0.05)
+        stream = await synced_stream(trigger_for("long", namespace))
         lists = stream.stats["lists"]
         joined = time.time()
         event = await asyncio.wait_for(in_triggerer(manager, 2, trigger_for("done", namespace)), 10)
@@ -131,9 +137,7 @@ def test_job_created_after_the_list_is_not_mistaken_for_deleted(namespace, custo
     async def main():
         manager = SharedStreamManager()
         first = asyncio.create_task(in_triggerer(manager, 1, trigger_for("first", namespace)))
-        source = trigger_for("first", namespace).shared_stream_key()
-        while (stream := live_stream(source)) is None or not stream.synced:
-            await asyncio.sleep(0.05)
+        await synced_stream(trigger_for("first", namespace))
         # As the operator does: create, then defer at once, before the watch can have delivered the creation.
         job = await asyncio.to_thread(create, custom_objects, namespace, "second", EXIT_1)
         event = await asyncio.wait_for(
@@ -180,9 +184,7 @@ def test_apiserver_stopped_and_restarted_mid_wait(spare_cluster, monkeypatch):
                                                                                  timeout_at=deadline))),
             "vanishes": asyncio.create_task(in_triggerer(manager, 3, trigger_for("vanishes", namespace))),
         }
-        source = trigger_for("finishes", namespace).shared_stream_key()
-        while (stream := live_stream(source)) is None or not stream.synced:
-            await asyncio.sleep(0.05)
+        stream = await synced_stream(trigger_for("finishes", namespace))
         await asyncio.to_thread(spare_cluster.stop_component, "kube-apiserver", timeout=1)  # then SIGKILL
         await asyncio.sleep(max(0.0, deadline - time.time()) + 3)
         fired_during_outage = [n for n, t in tasks.items() if t.done()]
