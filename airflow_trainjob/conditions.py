@@ -129,11 +129,45 @@ def has_started(status: Any) -> bool:
     )
 
 
+def status_from_events(events: Any, kind: str, uid: str | None) -> dict[str, Any] | None:
+    """The terminal condition the training operator announced for job ``uid`` in its events, as a status, for a
+    job that is gone before its terminal state was seen: the operator records ``<Kind>Succeeded`` and
+    ``<Kind>Failed`` events on the job when it writes those conditions, and events outlive the job (an hour by
+    default). None when no such event is there (or ``uid`` is unknown).
+
+    :param events: the namespace's events about the job (API JSON dicts), any order.
+    :param kind: the job's kind, e.g. ``PyTorchJob``.
+    """
+    if not uid:
+        return None
+    reasons = {f"{kind}{CONDITION_SUCCEEDED}": CONDITION_SUCCEEDED, f"{kind}{CONDITION_FAILED}": CONDITION_FAILED}
+    announced = [
+        e for e in events or []
+        if isinstance(e, Mapping) and e.get("reason") in reasons and (e.get("involvedObject") or {}).get("uid") == uid
+    ]
+    if not announced:
+        return None
+    last = max(announced, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+    when = last.get("lastTimestamp") or last.get("eventTime")
+    condition = {"type": reasons[last["reason"]], "status": CONDITION_TRUE, "reason": last["reason"],
+                 "message": last.get("message") or "", "lastTransitionTime": when}
+    return {"conditions": [condition], "completionTime": when}
+
+
+def controller_has_acted(status: Any) -> bool:
+    """True when a controller has written any condition (true or not) or replica status to the job."""
+    status = _as_dict(status)
+    return bool(status.get("conditions") or status.get("replicaStatuses"))
+
+
 def replica_counts(status: Any, desired: Mapping[str, int] | None = None) -> str:
-    """Pod counts per replica type, e.g. ``Master 1/1 active, Worker 1/2 active (1 failed)``.
+    """Pod counts per replica type, e.g. ``Master 1/1 active, Worker 1/2 active (1 failed)``; once the job is
+    terminal only what finished, e.g. ``Master 1 failed, Worker 1 succeeded`` — the controller may leave an
+    ``active`` count behind for pods it (or the provider) is stopping or has deleted.
 
     :param desired: replica type -> ``replicas`` from the spec; shows ``active/desired`` when given.
     """
+    terminal = is_terminal(status)
     statuses = _as_dict(status).get("replicaStatuses")
     statuses = statuses if isinstance(statuses, Mapping) else {}
     types = list(desired or {}) + [t for t in statuses if t not in (desired or {})]
@@ -143,8 +177,11 @@ def replica_counts(status: Any, desired: Mapping[str, int] | None = None) -> str
         counts = counts if isinstance(counts, Mapping) else {}
         active = counts.get("active") or 0
         wanted = f"/{desired[replica_type]}" if desired and replica_type in desired else ""
-        text = f"{replica_type} {active}{wanted} active"
         finished = [f"{counts[k]} {k}" for k in ("succeeded", "failed") if counts.get(k)]
+        if terminal:
+            parts.append(f"{replica_type} {', '.join(finished) or 'none finished'}")
+            continue
+        text = f"{replica_type} {active}{wanted} active"
         parts.append(f"{text} ({', '.join(finished)})" if finished else text)
     return ", ".join(parts)
 
@@ -153,7 +190,7 @@ def summary(status: Any, desired: Mapping[str, int] | None = None) -> str:
     """A one-line human summary: phase, the deciding reason and message, and replica counts.
 
     e.g. ``Running — Master 1/1 active, Worker 2/2 active`` or
-    ``Failed (PyTorchJobFailed: Job has failed because ...) — Master 0/1 active (1 failed)``.
+    ``Failed (PyTorchJobFailed: Job has failed because ...) — Master 1 failed, Worker none finished``.
     """
     condition = deciding_condition(status)
     text = phase(status)

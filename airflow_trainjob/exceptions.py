@@ -35,12 +35,37 @@ class KubernetesAccessError(TrainingJobError):
     """The API server refused the connection's credentials (401) or their permissions (403)."""
 
 
+class QuotaExceededError(TrainingJobError):
+    """A ResourceQuota of the namespace has no room for the request (403 ``exceeded quota``); the message names
+    the quota and what was requested, used and limited. Retryable: a later try may fit."""
+
+
+class KindNotServedError(AirflowFailException):
+    """The cluster does not serve the job's kind (404 on the resource's path: its CustomResourceDefinition is
+    not installed, usually because the Kubeflow training operator is not). Not retried."""
+
+
+class NamespaceNotFoundError(AirflowFailException):
+    """The namespace to create the job in does not exist (404 naming the namespace). Not retried."""
+
+
+class JobRejectedError(AirflowFailException):
+    """The API server refused the request as invalid (422, naming each field of ``details.causes``) or an
+    admission webhook denied it (its message); nothing was created. Not retried: the same request is refused
+    the same way on every try."""
+
+
 class JobNotOwnedError(AirflowFailException):
     """A job with the wanted name exists but was not created by this task instance; it is left untouched."""
 
 
 class JobDeletedError(TrainingJobError):
     """The job disappeared (deleted outside this task) before it reached a terminal condition."""
+
+
+class TrainingJobStoppedError(TrainingJobError):
+    """Airflow stopped the task (cleared, marked failed or success, worker shutdown) while its job ran; the
+    task's ``on_kill`` deleted the job. Retryable: a worker shutdown is no verdict on the job."""
 
 
 class TrainingJobTimeoutError(TrainingJobError):

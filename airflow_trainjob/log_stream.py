@@ -16,6 +16,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.constants import JobKind
 from airflow_trainjob.pods import lead_pod, log_container, phase_of, pod_name, replica_of
 
@@ -88,7 +89,7 @@ class LeadLogFollower(threading.Thread):
                     if self._draining:
                         return
                 elif not self._stopped.is_set():
-                    self._log.warning("Reading the lead replica's log failed (%s); will retry", _describe(e))
+                    self._log.warning("Reading the lead replica's log failed (%s); will retry", one_line(e))
                     if self._draining and drain_failures + 1 < DRAIN_ATTEMPTS:
                         # The job has ended, but its log's end is still to be read: a failed read is no reason
                         # to lose it. Short waits, within finish()'s patience.
@@ -137,10 +138,3 @@ class LeadLogFollower(threading.Thread):
             self._lines_seen[run] = max(count, skip)
             self._response.release_conn()
             self._response = None
-
-
-def _describe(e: BaseException) -> str:
-    """A one-line reason: the API's status and reason, or the connection error (never response headers)."""
-    if isinstance(e, ApiException):
-        return f"{e.status} {e.reason}"
-    return f"{type(e).__name__}: {e}"

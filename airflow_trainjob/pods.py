@@ -72,7 +72,8 @@ class ContainerEnd:
     def describe(self) -> str:
         code = f"exit code {self.exit_code}" if self.exit_code is not None else "no exit code"
         why = f", {self.reason}" if self.reason else ""
-        text = f"{self.replica} (pod {self.pod}, container {self.container}): {code}{why}"
+        where = f"pod {self.pod}, container {self.container}" if self.container else f"pod {self.pod}"
+        text = f"{self.replica} ({where}): {code}{why}"
         return f"{text}: {self.message.strip()}" if self.message and self.message.strip() else text
 
 
@@ -164,6 +165,12 @@ def pods_to_clean(pods: Iterable[Pod], clean_pod_policy: str) -> list[Pod]:
     if clean_pod_policy == "Running":
         return [p for p in pods if phase_of(p) in ("Pending", "Running")]
     return []
+
+
+def owned_by(pod: Pod, job_uid: str | None) -> bool:
+    """True when ``pod`` has an owner reference to the job object with ``job_uid`` (never a same-named successor's)."""
+    return bool(job_uid) and any(
+        o.get("uid") == job_uid for o in (pod.get("metadata") or {}).get("ownerReferences") or [])
 
 
 def lead_pod(pods: Iterable[Pod], kind: JobKind) -> Pod | None:

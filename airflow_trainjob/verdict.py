@@ -7,6 +7,7 @@ events — before any cleanup deletes the pods. Shared by the operator and the s
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.exceptions import TrainingJobError
 from airflow_trainjob.failures import failure_message, is_permanent
-from airflow_trainjob.pods import container_ends, ends_from_events
+from airflow_trainjob.pods import container_ends, ends_from_events, log_container
 
 #: Failed replicas whose log tail is quoted (the first ones to fail).
 TAILS_QUOTED = 8
@@ -27,6 +28,12 @@ log = logging.getLogger(__name__)
 def job_ref(job: dict[str, Any]) -> str:
     """``"<Kind> <namespace>/<name>"``."""
     return f"{job['kind']} {job['metadata']['namespace']}/{job['metadata']['name']}"
+
+
+def _template_container(job: dict[str, Any], kind: Any, replica: str) -> str:
+    """The container that speaks for ``replica`` (``Worker-0``) by the job's pod template, as for a live pod."""
+    spec = ((job.get("spec") or {}).get(kind.replica_specs_key) or {}).get(replica.rpartition("-")[0]) or {}
+    return log_container(spec.get("template") or {}, kind)
 
 
 def failure_exception(
@@ -69,7 +76,9 @@ def failure_exception(
         log.warning("Could not list the events of %s: %s", job_ref(job), e.reason)
         raw_events = []
     if not any(e.failed for e in ends):
-        ends = ends_from_events(raw_events, name, kind)
+        # The pods are gone: their exits from the operator's events, each container named from the job's template.
+        ends = [replace(e, container=e.container or _template_container(job, kind, e.replica))
+                for e in ends_from_events(raw_events, name, kind)]
     events = [
         f"{e.get('type')} {e.get('reason')} {e['involvedObject'].get('name')}: {e.get('message', '')}"
         for e in raw_events

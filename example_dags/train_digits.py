@@ -3,9 +3,10 @@
 Run by every replica of the example PyTorchJob. The training operator (or the local cluster's
 controller) gives each replica MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE; torch.distributed
 joins them with the gloo backend, and DistributedDataParallel averages gradients across replicas,
-each of which trains on its own shard of the data. Rank 0 evaluates and writes the metrics.
+each of which trains on its own shard of the data. Rank 0 evaluates and writes the metrics (JSON) to
+the metrics file, creating its directory; the example DAG names it after the job.
 
-Usage: python train_digits.py <dataset date> <metrics dir> [epochs]
+Usage: python train_digits.py <dataset date> <metrics file> [epochs]
 """
 
 import json
@@ -19,7 +20,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 
-def main(dataset_date: str, metrics_dir: str, epochs: int) -> None:
+def main(dataset_date: str, metrics_file: str, epochs: int) -> None:
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
@@ -62,9 +63,9 @@ def main(dataset_date: str, metrics_dir: str, epochs: int) -> None:
             "test_images": len(x_test),
             "train_seconds": round(time.monotonic() - started, 2),
         }
-        out = Path(metrics_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"metrics-{dataset_date}.json").write_text(json.dumps(metrics, indent=2))
+        out = Path(metrics_file)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(metrics, indent=2))
         print(f"test accuracy {accuracy:.4f}; metrics written to {out}", flush=True)
     dist.destroy_process_group()
 

@@ -3,13 +3,18 @@
 The first task stands in for "somebody else": it submits an XGBoostJob with the hook directly.
 The TrainingJobSensor then waits for it in reschedule mode, freeing its worker slot between
 pokes, and fails with the operator's message if the job fails.
+
+The job's name comes from the run id, which every run has (with or without a logical date): a short
+hash of it, so each run submits its own job and a retry or a cleared run finds the one it submitted.
 """
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 
 from airflow.sdk import DAG, task
+from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.manifest import build_manifest
@@ -33,12 +38,17 @@ with DAG(
 ) as dag:
 
     @task
-    def submit_elsewhere(run_id: str | None = None) -> str:
-        """Create the job the way another system would; return its name."""
+    def submit_elsewhere(run_id: str) -> str:
+        """Create the job the way another system would; return its name (one job per DAG run)."""
         hook = TrainingJobHook()
-        name = "external-" + "".join(c for c in run_id.lower() if c.isalnum())[-12:]
+        name = "external-" + hashlib.sha256(run_id.encode()).hexdigest()[:12]
         spec = TrainingJobSpec.parse("XGBoostJob", {"Master": replica(1), "Worker": replica(2)})
-        hook.create_job(build_manifest(spec=spec, name=name, namespace=hook.resolve_namespace()))
+        try:
+            hook.create_job(build_manifest(spec=spec, name=name, namespace=hook.resolve_namespace()))
+        except ApiException as e:
+            if e.status != 409:
+                raise
+            print(f"XGBoostJob {name} already exists (submitted by an earlier try of this run): watching it")
         return name
 
     TrainingJobSensor(

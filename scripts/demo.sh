@@ -39,8 +39,10 @@ set +e  # a failed run still gets its log path and exit code below
   | sed -E 's/ +\[airflow\.[^]]*\].*$//; s/^[0-9T:.-]+Z \[[a-z ]+\] //'
 status=${PIPESTATUS[0]}
 set -e
-echo "==> full log: $DEMO_DIR/dags-test.log; metrics: $TRAINJOB_EXAMPLE_METRICS_DIR/metrics-$DATE.json"
-if [ -f "$TRAINJOB_EXAMPLE_METRICS_DIR/metrics-$DATE.json" ]; then
-  cat "$TRAINJOB_EXAMPLE_METRICS_DIR/metrics-$DATE.json"; echo
+# The job writes metrics-<job name>.json; the report task's log names the file it read.
+metrics=$(sed -nE 's/.*metrics from ([^ ]+\.json).*/\1/p' "$DEMO_DIR/dags-test.log" | tail -n 1)
+echo "==> full log: $DEMO_DIR/dags-test.log; metrics: ${metrics:-none written}"
+if [ -n "$metrics" ] && [ -f "$metrics" ]; then
+  cat "$metrics"; echo
 fi
 exit "$status"

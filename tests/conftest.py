@@ -24,6 +24,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -87,6 +88,22 @@ def local_cluster() -> Iterator[LocalCluster]:
     yield cluster
     if owned:
         cluster.down()
+
+
+@contextmanager
+def private_cluster(state_dir: Path, *, workloads: bool) -> Iterator[LocalCluster]:
+    """A second cluster of the test's own, up: state in ``state_dir``, ports base+10..base+13; stopped (and its etcd
+    data removed, its logs kept) on the way out. For module fixtures that change a cluster others must not see."""
+    from airflow_trainjob.local.cluster import DEFAULT_PORT_BASE, LocalCluster, Ports
+
+    ports = ports_from_env(offset=10) or Ports.from_base(DEFAULT_PORT_BASE + 10)
+    cluster = LocalCluster(state_dir, ports, workloads=workloads)
+    try:
+        cluster.up()
+        yield cluster
+    finally:
+        cluster.down()
+        shutil.rmtree(cluster.state_dir / "etcd", ignore_errors=True)
 
 
 @pytest.fixture

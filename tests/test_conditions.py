@@ -97,10 +97,10 @@ def test_summary_lines():
     )
     assert conditions.summary(FAILED, {"Master": 1, "Worker": 2}) == (
         "Failed (PyTorchJobFailed: PyTorchJob ml/train has failed because 1 Worker replica(s) failed.)"
-        " — Master 0/1 active, Worker 1/2 active (1 failed)"
+        " — Master none finished, Worker 1 failed"  # terminal: no claim that stopped replicas are active
     )
     assert conditions.summary(SUCCEEDED) == (
         "Succeeded (PyTorchJobSucceeded: PyTorchJob ml/train successfully completed.)"
-        " — Master 0 active (1 succeeded), Worker 0 active (2 succeeded)"
+        " — Master 1 succeeded, Worker 2 succeeded"
     )
     assert conditions.deciding_condition(FAILED)["reason"] == "PyTorchJobFailed"

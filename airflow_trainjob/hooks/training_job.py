@@ -2,15 +2,20 @@
 
 Built on the cncf.kubernetes provider's ``KubernetesHook``: the same ``kubernetes_default``
 connection, kubeconfig path or content, context and in-cluster options, nothing new. Every call
-retries transient failures (see :mod:`airflow_trainjob.hooks.retries`) and turns 401/403 into a
-:class:`KubernetesAccessError` at once.
+retries transient failures (see :mod:`airflow_trainjob.hooks.retries`); an error answer that is left is
+described by :mod:`airflow_trainjob.api_errors` for the call that met it and raised as what it is, without the
+response's headers or body: a refusal as this provider's exception (missing kind or namespace, invalid or
+denied by admission, quota, RBAC, credentials), anything else the caller decides on (404 of an object, 409,
+spent retries) as a :class:`~airflow_trainjob.api_errors.QuietApiException`.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
 from airflow.providers.common.compat.sdk import AirflowNotFoundException
@@ -18,8 +23,9 @@ from kubernetes.client import ApiClient, V1DeleteOptions, rest
 from kubernetes.client.exceptions import ApiException
 from urllib3.util.retry import Retry
 
+from airflow_trainjob.api_errors import ApiCall, exception_for
 from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_JOB_NAME, VERSION
-from airflow_trainjob.exceptions import InvalidJobSpecError, KubernetesAccessError
+from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.hooks.retries import retry_transient
 
 #: Where Kubernetes mounts the namespace of the pod a process runs in.
@@ -35,38 +41,52 @@ TRANSPORT_RETRIES = Retry(total=None, connect=3, read=0, status=0, redirect=3, o
                           respect_retry_after_header=False, raise_on_status=False)
 
 
-def _api_call(action: str):
-    """Retry transient failures of the decorated call; 401/403 become a clear access error."""
+P = ParamSpec("P")
+R = TypeVar("R")
 
-    def decorate(func):
+
+def _api_call(
+    verb: str, purpose: str, resource: str | None = None, *, names_object: bool = True
+) -> Callable[[Callable[Concatenate[TrainingJobHook, P], R]], Callable[Concatenate[TrainingJobHook, P], R]]:
+    """Retry transient failures of the decorated call; raise what is left as :func:`api_errors.exception_for`
+    says, ``from None`` (a chained ``ApiException`` would print its headers and body in the task log).
+
+    :param verb: the Kubernetes verb of the call (``create``, ``get``, ``list``, ``patch``, ``delete``).
+    :param purpose: why the provider makes it (said when RBAC forbids it), e.g. ``create a training job``.
+    :param resource: the core resource (``pods``, ``pods/log``, ``events``); None: the job kind of the call's
+        ``kind`` argument (or its ``manifest``).
+    :param names_object: the call's ``name`` argument names the object of the request (not, e.g., a job whose
+        pods are listed).
+    """
+
+    def decorate(func: Callable[Concatenate[TrainingJobHook, P], R]) -> Callable[Concatenate[TrainingJobHook, P], R]:
         retried = retry_transient(func)
+        signature = inspect.signature(func)
 
         @functools.wraps(func)
-        def call(self, *args, **kwargs):
+        def call(self: TrainingJobHook, *args: P.args, **kwargs: P.kwargs) -> R:
             try:
                 return retried(self, *args, **kwargs)
             except ApiException as e:
-                if e.status in (401, 403):
-                    raise KubernetesAccessError(
-                        f"Kubernetes API answered {e.status} {e.reason} to {action}: the credentials of "
-                        f"connection {self.conn_id!r} are not accepted or lack the RBAC permission. "
-                        f"Server said: {_status_message(e)}"
-                    ) from e
-                raise
+                arguments = signature.bind_partial(self, *args, **kwargs).arguments
+                request = _request(verb, purpose, resource, names_object, arguments)
+                raise exception_for(e, request, conn_id=self.conn_id) from None
 
         return call
 
     return decorate
 
 
-def _status_message(e: ApiException) -> str:
-    """The ``message`` of the Status object the server returned, never the request's headers."""
-    import json
-
-    try:
-        return json.loads(e.body or "{}").get("message") or str(e.reason)
-    except (ValueError, AttributeError):
-        return str(e.reason)
+def _request(verb: str, purpose: str, resource: str | None, names_object: bool, arguments: Mapping[str, Any]) -> ApiCall:
+    """What a hook call asked the API, from its arguments."""
+    manifest = arguments.get("manifest")
+    if isinstance(manifest, Mapping):
+        meta = manifest.get("metadata") or {}
+        return ApiCall.for_job(verb, str(manifest.get("kind")), meta.get("namespace"), meta.get("name"), purpose)
+    name = arguments.get("name") if names_object else None
+    if resource is None:
+        return ApiCall.for_job(verb, str(arguments.get("kind")), arguments.get("namespace"), name, purpose)
+    return ApiCall(verb, resource, namespace=arguments.get("namespace"), name=name, purpose=purpose)
 
 
 class TrainingJobHook(KubernetesHook):
@@ -118,32 +138,42 @@ class TrainingJobHook(KubernetesHook):
     def _plural(kind: str) -> str:
         return JOB_KINDS[kind].plural
 
-    @_api_call("create a training job")
+    @_api_call("create", "create a training job")
     def create_job(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """Create the job ``manifest`` describes; returns the created object.
 
-        :raises ApiException: 409 when a job of that name exists, and other non-transient answers.
+        :raises KindNotServedError: the cluster does not serve the kind (no CRD); not retried.
+        :raises NamespaceNotFoundError: the manifest's namespace does not exist; not retried.
+        :raises JobRejectedError: invalid (422, naming the fields) or denied by an admission webhook; not retried.
+        :raises QuotaExceededError: a ResourceQuota has no room for it; retryable.
+        :raises KubernetesAccessError: 401, or RBAC forbids the create (naming verb, resource and namespace).
+        :raises QuietApiException: 409 when a job of that name exists, and other answers (spent retries, ...).
         """
         return self.custom_object_client.create_namespaced_custom_object(
             GROUP, VERSION, manifest["metadata"]["namespace"], self._plural(manifest["kind"]), manifest,
             _request_timeout=REQUEST_TIMEOUT,
         )
 
-    @_api_call("read a training job")
+    @_api_call("get", "read a training job")
     def get_job(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
-        """The job as the API has it. :raises ApiException: 404 when it does not exist."""
+        """The job as the API has it.
+
+        :raises QuietApiException: 404 when the job does not exist (yet), and other answers the caller decides on.
+        :raises KindNotServedError: the cluster does not serve the kind at all; not retried.
+        :raises KubernetesAccessError: 401, or RBAC forbids reading it.
+        """
         return self.custom_object_client.get_namespaced_custom_object(
             GROUP, VERSION, namespace, self._plural(kind), name, _request_timeout=REQUEST_TIMEOUT
         )
 
-    @_api_call("patch a training job")
+    @_api_call("patch", "patch a training job")
     def patch_job(self, kind: str, name: str, namespace: str, patch: dict[str, Any]) -> dict[str, Any]:
         """Apply a JSON merge patch to the job; returns the patched object."""
         return self.custom_object_client.patch_namespaced_custom_object(
             GROUP, VERSION, namespace, self._plural(kind), name, patch, _request_timeout=REQUEST_TIMEOUT
         )
 
-    @_api_call("delete a training job")
+    @_api_call("delete", "delete a training job")
     def delete_job(
         self, kind: str, name: str, namespace: str, uid: str | None = None, propagation: str = "Background"
     ) -> bool:
@@ -165,7 +195,7 @@ class TrainingJobHook(KubernetesHook):
             raise
         return True
 
-    @_api_call("list a training job's pods")
+    @_api_call("list", "list a training job's pods", "pods", names_object=False)
     def list_job_pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
         """The pods the training operator created for job ``name`` (by its job-name label), as the
         API's JSON dicts (camelCase), so they can be inspected and passed around like job objects."""
@@ -174,7 +204,7 @@ class TrainingJobHook(KubernetesHook):
         ).items
         return [self.api_client.sanitize_for_serialization(p) for p in pods]
 
-    @_api_call("delete a pod")
+    @_api_call("delete", "delete a pod", "pods")
     def delete_pod(self, name: str, namespace: str, uid: str | None = None) -> bool:
         """Delete a pod; 404 counts as done. :returns: True if this call deleted it."""
         options = V1DeleteOptions(preconditions={"uid": uid} if uid else None)
@@ -186,7 +216,7 @@ class TrainingJobHook(KubernetesHook):
             raise
         return True
 
-    @_api_call("read a pod's log")
+    @_api_call("get", "read a pod's log", "pods/log")
     def read_pod_log(
         self,
         name: str,
@@ -215,7 +245,7 @@ class TrainingJobHook(KubernetesHook):
             name, namespace, follow=True, _preload_content=False, _request_timeout=(REQUEST_TIMEOUT[0], None), **kwargs
         )
 
-    @_api_call("list events")
+    @_api_call("list", "list events", "events", names_object=False)
     def list_events(self, namespace: str, involved_names: set[str]) -> list[dict[str, Any]]:
         """Events in ``namespace`` about any object named in ``involved_names``, as JSON dicts, oldest first."""
         events = [self.api_client.sanitize_for_serialization(e) for e in self.core_v1_client.list_namespaced_event(

@@ -265,7 +265,9 @@ class LocalCluster:
                 (
                     kcm,
                     f"--kubeconfig={sd / 'pki' / 'controller-manager.kubeconfig'}",
-                    "--controllers=garbagecollector,namespace,serviceaccount,clusterrole-aggregation",
+                    # resourcequota: computes each ResourceQuota's usage, without which the quota admission plugin
+                    # refuses every create in its namespace ("status unknown for quota") instead of counting.
+                    "--controllers=garbagecollector,namespace,serviceaccount,clusterrole-aggregation,resourcequota",
                     "--leader-elect=false",
                     "--use-service-account-credentials=false",
                     # Serve nothing: neither the deprecated insecure port nor a secure one with generated certs.

@@ -15,23 +15,36 @@ from pydantic import BaseModel
 from urllib3.exceptions import HTTPError
 
 from airflow_trainjob import conditions
-from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, JOB_KINDS, LABEL_TRY_NUMBER
+from airflow_trainjob.api_errors import one_line
+from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, GROUP, JOB_KINDS, LABEL_TRY_NUMBER
+from airflow_trainjob.cleanup_hold import hold, pods_to_stop, release_patch, user_run_policy
 from airflow_trainjob.exceptions import (
     InvalidJobSpecError,
     JobDeletedError,
     JobNotOwnedError,
     TrainingJobError,
+    TrainingJobStoppedError,
     TrainingJobTimeoutError,
 )
 from airflow_trainjob.hooks.retries import is_transient
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.links.training_job import TrainingJobLink
+from airflow_trainjob.job_watch import JobWatch
 from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models.job import TrainingJobSpec
 from airflow_trainjob.names import generate_job_name, max_job_name_length
 from airflow_trainjob.ownership import RESERVED_LABELS, TaskInstanceIdentity
-from airflow_trainjob.pods import container_ends, lead_pod, log_container, pending_reasons, pods_to_clean, restart_counts
+from airflow_trainjob.pods import (
+    container_ends,
+    lead_pod,
+    log_container,
+    owned_by,
+    pending_reasons,
+    pods_to_clean,
+    replica_of,
+    restart_counts,
+)
 from airflow_trainjob.triggers.training_job import DELETED, ERROR, FINISHED, TIMED_OUT, TrainingJobTrigger
 from airflow_trainjob.verdict import failure_exception, job_ref
 
@@ -41,6 +54,8 @@ ON_FINISH_OPTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
 JOB_GONE = "Gone"
 #: Seconds to wait for a replaced job to be gone before creating its successor.
 REPLACE_TIMEOUT = 120.0
+#: Longest time between two looks at a waiting job's pods (seconds): the job's watch wakes the wait at least this often.
+POD_LOOK_SECONDS = 60.0
 #: Seconds the status polling rides out an API that keeps failing transiently (an apiserver restart, a long
 #: run of 5xx/resets) after each call's own retries are spent, before the task fails with the last error.
 API_OUTAGE_TOLERANCE = 300.0
@@ -59,13 +74,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _reason(error: BaseException) -> str:
-    """One line about an API failure: status and reason, or the connection error; never response headers."""
-    if isinstance(error, ApiException):
-        return f"{error.status} {error.reason}"
-    return f"{type(error).__name__}: {error}"
-
-
 class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     """Create a Kubeflow training job, follow it to ``Succeeded`` or ``Failed``, and clean up.
 
@@ -81,14 +89,17 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     :param labels: extra ``metadata.labels``; ``annotations``: ``metadata.annotations``.
     :param kubernetes_conn_id: the cncf.kubernetes connection; an id that names no connection is refused
         before any API call (``kubernetes_default`` may be undefined: in-cluster or default kubeconfig).
-    :param poll_interval: seconds between status reads.
+    :param poll_interval: seconds between status reads when watching the job keeps failing (or is not
+        allowed); the wait watches the job, so this is a fallback, not the detection delay.
     :param timeout: seconds the whole job may take, counted from when this try created (or
         attached to) it; then the task fails and the job is deleted. None: no limit
         (``runPolicy.activeDeadlineSeconds`` still applies).
     :param startup_timeout: seconds, counted the same way, until the job must reach ``Running``;
         None: no limit.
-    :param get_logs: follow the lead replica's log into the task log.
-    :param log_tail_lines: on failure, lines quoted from each failed replica's log (count).
+    :param get_logs: follow the lead replica's log into the task log (deferred: quote its last
+        ``log_tail_lines`` lines at the end).
+    :param log_tail_lines: lines quoted from each failed replica's log on failure, and from the lead
+        replica's when deferred (count; 0: none).
     :param on_finish: ``keep_job``, ``delete_job`` or ``delete_succeeded_job`` (default: keep a
         failed job for inspection). A job still running when the task ends is always deleted.
     :param reattach_on_restart: when this task instance's job from an earlier try is still running,
@@ -96,7 +107,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         ``durable=False`` too (a durable retry reconnects); the two together are refused.
     :param durable: (``ResumableJobMixin``, Airflow 3.3+) store the job's identity in
         ``task_state_store`` so a retry after a worker crash reconnects to it; default True.
-    :param deferrable: wait in the triggerer (a watch, no worker slot) instead of polling from the
+    :param deferrable: wait in the triggerer (a shared watch, no worker slot) instead of watching from the
         worker; default: Airflow's ``[operators] default_deferrable``. The verdict, messages and
         cleanup are the same; the lead replica's log is quoted at the end instead of streamed.
 
@@ -108,7 +119,17 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     :raises JobNotOwnedError: a job of that name belongs to something else (not retried).
     :raises AirflowFailException: the job failed permanently (first failure exit code 1-127).
     :raises TrainingJobError: the job failed in a retryable way (128-255, OOMKilled, evicted).
-    :raises TrainingJobTimeoutError: ``timeout`` or ``startup_timeout`` passed.
+    :raises TrainingJobTimeoutError: ``timeout`` or ``startup_timeout`` passed (saying so when no
+        controller ever acted on the job).
+    :raises JobDeletedError: the job was deleted (or replaced) outside this task before it finished.
+    :raises TrainingJobStoppedError: Airflow stopped the task (cleared, marked, worker shutdown); its
+        ``on_kill`` deleted the job.
+    :raises KindNotServedError, NamespaceNotFoundError, JobRejectedError: the API refused the job (no
+        CRD, no namespace, invalid or denied by admission); not retried. ``QuotaExceededError`` and
+        ``KubernetesAccessError`` (RBAC, credentials) are retried. See :mod:`airflow_trainjob.api_errors`.
+
+    ``cleanPodPolicy`` and ``ttlSecondsAfterFinished`` are held (sent as ``None`` and unset) and applied by
+    the task once it has read the logs and the verdict: see :mod:`airflow_trainjob.cleanup_hold`.
     """
 
     #: task_state_store key of the job's identity ({name, namespace, uid}); renaming it breaks in-flight retries.
@@ -184,6 +205,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         self._prepared = False
         self._manifest_for: TaskInstanceIdentity | None = None  # whose try self.manifest was rendered for
         self._result: dict[str, Any] | None = None
+        self._stopped_by_airflow = False  # on_kill ran: a deletion seen after it is this task's own
 
     @cached_property
     def hook(self) -> TrainingJobHook:
@@ -236,7 +258,10 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             max_job_name_length(spec.highest_indexes()),
         )
         labels = {**(self.labels or {}), **identity.labels()}
-        return build_manifest(spec=spec, name=name, namespace=namespace, labels=labels, annotations=self.annotations)
+        # Sent with the cleanup held (cleanPodPolicy None, no TTL): see cleanup_hold. The user's policy is applied
+        # by the task once the logs and the verdict have been read.
+        return hold(build_manifest(spec=spec, name=name, namespace=namespace, labels=labels,
+                                   annotations=self.annotations))
 
     def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
         """Render as usual, then build the manifest so the rendered template view shows the exact
@@ -316,6 +341,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 self._follower = LeadLogFollower(self.hook, JOB_KINDS[self.kind], name, namespace, self.log)
                 self._follower.start()
             final = self._wait(ref, manifest)
+            self._stop_pods_at_terminal(final)
             self._stop_follower(drain=True)
             if not conditions.is_succeeded(final.get("status")):
                 outcome = "failed"
@@ -355,6 +381,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 startup_timeout_at=now + self.startup_timeout if self.startup_timeout else None,
                 poll_interval=self.poll_interval,
                 owner_labels={k: v for k, v in self._identity.labels().items() if k != LABEL_TRY_NUMBER},
+                log_tail_lines=self.log_tail_lines if self.get_logs else 0,
             ),
             method_name="execute_complete",
         )
@@ -386,7 +413,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             # The trigger sends pods only for a failed job (and none if it could not list them): look now.
             pods = event.get("pods") or self._list_pods_if_any(job)
             if self.get_logs:
-                self._quote_lead_log(job, pods)
+                self._quote_lead_log(job, pods, event.get("lead_log"))
             if not conditions.is_succeeded(job.get("status")):
                 outcome = "failed"
                 raise failure_exception(self.hook, job, self.log_tail_lines, pods)
@@ -418,25 +445,54 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             self.log.warning("Could not list the pods of %s: %s %s", job_ref(job), e.status, e.reason)
             return []
 
-    def _quote_lead_log(self, job: dict[str, Any], pods: list[dict[str, Any]]) -> None:
-        """Deferred jobs have no live log: quote the end of the lead replica's log, if its pod is still there."""
+    def _quote_lead_log(self, job: dict[str, Any], pods: list[dict[str, Any]], read: dict[str, str] | None) -> None:
+        """Deferred jobs have no live log: quote the end of the lead replica's log — as the trigger read it before
+        stopping its pod, else from the pod (held until the task's cleanup)."""
         kind = JOB_KINDS[job["kind"]]
+        if not self.log_tail_lines:  # 0 quotes none, as for failed replicas (not the whole log)
+            return
         pod = lead_pod(pods, kind)
-        if pod is None or not self.log_tail_lines:  # 0 quotes none, as for failed replicas (not the whole log)
+        if read:
+            name, text = read["pod"], read["text"]
+        elif pod is not None:
+            name = pod["metadata"]["name"]
+            try:
+                text = self.hook.read_pod_log(name, job["metadata"]["namespace"], log_container(pod, kind),
+                                              tail_lines=self.log_tail_lines)
+            except ApiException as e:
+                self.log.warning("The lead replica's log is gone (%s): %s", name, one_line(e))
+                return
+        else:
+            self.log.warning("No lead replica's log to quote: %s has no lead pod any more", job_ref(job))
             return
-        try:
-            text = self.hook.read_pod_log(pod["metadata"]["name"], job["metadata"]["namespace"],
-                                          log_container(pod, kind), tail_lines=self.log_tail_lines)
-        except ApiException as e:
-            self.log.warning("The lead replica's log is gone (%s): %s", pod["metadata"]["name"], e.reason)
-            return
+        label = next((f"{t}-{i}" for p in pods if p["metadata"]["name"] == name for t, i in [replica_of(p, kind)]), name)
+        self.log.info("Last %d lines of the lead replica's log (%s, pod %s):", self.log_tail_lines, label, name)
         for line in text.splitlines():
-            self.log.info("[lead %s] %s", pod["metadata"]["name"], line)
+            self.log.info("[%s] %s", label, line)
 
     def on_kill(self) -> None:
         """The task was killed (marked failed/success, cleared, or timed out): delete the job."""
+        self._stopped_by_airflow = True
         self._stop_follower()
         self._cleanup("killed")
+
+    def _stop_pods_at_terminal(self, job: dict[str, Any]) -> None:
+        """The job is terminal: stop the pods its user's ``cleanPodPolicy`` has the controller stop at that moment
+        (Pending and Running ones, for ``Running`` and ``All``), which the held policy kept running. Best effort:
+        the cleanup at the end of the task deletes whatever is left."""
+        meta = job["metadata"]
+        try:
+            pods = self.hook.list_job_pods(meta["name"], meta["namespace"])
+            stopping = [p for p in pods_to_stop(pods, user_run_policy(job)) if owned_by(p, meta.get("uid"))]
+            for pod in stopping:
+                self.hook.delete_pod(pod["metadata"]["name"], meta["namespace"], uid=pod["metadata"].get("uid"))
+        except Exception as e:  # noqa: BLE001 - the verdict comes first; the cleanup tries again
+            self.log.warning("Could not stop the running pods of %s now (%s); the cleanup will", job_ref(job), one_line(e))
+            return
+        if stopping:
+            self.log.info("%s is %s: stopped %s, as cleanPodPolicy %s asks", job_ref(job),
+                          conditions.phase(job.get("status")), ", ".join(p["metadata"]["name"] for p in stopping),
+                          user_run_policy(job).clean_pod_policy)
 
     def _create_or_attach(self, manifest: dict[str, Any]) -> dict[str, Any]:
         meta = manifest["metadata"]
@@ -482,62 +538,90 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         raise TrainingJobError(f"{self.kind} {namespace}/{name} of an earlier try was not gone after {REPLACE_TIMEOUT:.0f} s")
 
     def _wait(self, ref: str, manifest: dict[str, Any]) -> dict[str, Any]:
-        """Poll until the job is terminal; log each change; enforce the timeouts."""
+        """Follow the job by a watch until it is terminal; log each change; enforce the timeouts.
+
+        :returns: the job's last state: terminal, also when the job was deleted right after it finished.
+        :raises JobDeletedError: the job vanished while its last state seen was not terminal.
+        :raises TrainingJobStoppedError: ... because this task's own ``on_kill`` deleted it.
+        """
         kind = JOB_KINDS[self.kind]
-        meta = manifest["metadata"]
         desired = {t: s.get("replicas", 1) for t, s in manifest["spec"][kind.replica_specs_key].items()}
         started_at = time.monotonic()
         last_line, last_restarts = None, {}
-        outage_since = None
-        while True:
-            try:
-                job = self.hook.get_job(self.kind, meta["name"], meta["namespace"])
-                pods = self.hook.list_job_pods(meta["name"], meta["namespace"])
-            except ApiException as e:
-                if e.status == 404:
-                    # A terminal status ends this loop the moment it is read, so a 404 here is always
-                    # a job that vanished before its verdict.
-                    raise JobDeletedError(f"{ref} was deleted outside this task before it finished") from e
-                outage_since = self._ride_out_outage(ref, e, outage_since)
-                continue
-            except (HTTPError, OSError) as e:
-                outage_since = self._ride_out_outage(ref, e, outage_since)
-                continue
-            if outage_since is not None:
-                self.log.info("%s: the Kubernetes API answers again after %.0f s", ref, time.monotonic() - outage_since)
-                outage_since = None
-            if job["metadata"].get("uid") != (self._job or {}).get("metadata", {}).get("uid"):
-                raise JobDeletedError(f"{ref} was deleted outside this task and replaced by another object")
-            status = job.get("status")
+        status: Any = None
+
+        def look_within() -> float:
+            # The next deadline, and at least every POD_LOOK_SECONDS a look at the pods: a container restarted in
+            # place (OnFailure) changes nothing in the job's status.
+            left = [limit - (time.monotonic() - started_at) for limit, applies in (
+                (self.timeout, True), (self.startup_timeout, not conditions.has_started(status))) if limit and applies]
+            return min([POD_LOOK_SECONDS, *(max(0.0, t) + 0.05 for t in left)])
+
+        watch = JobWatch(self.hook, self._job, poll_interval=self.poll_interval,
+                         outage_tolerance=API_OUTAGE_TOLERANCE, log=self.log)
+        for seen in watch.follow(look_within):
+            job, status = seen.job, seen.job.get("status")
+            if seen.deleted or self._stopped_by_airflow:
+                job = self._final_state(ref, seen)
+                self.log.info("%s was deleted outside this task right after it finished: %s", ref,
+                              conditions.summary(job.get("status")))
+                return job
             line = f"{ref}: {conditions.summary(status, desired)}"
             if line != last_line:
                 self.log.info("%s", line)
                 last_line = line
-            self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
-            last_restarts = self._warn_on_restarts(pods, last_restarts)
+            pods = self._look_at_pods(manifest)
+            if pods is not None:
+                self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
+                last_restarts = self._warn_on_restarts(pods, last_restarts)
             if conditions.is_terminal(status):
                 return job
             elapsed = time.monotonic() - started_at
             if self.startup_timeout and not conditions.has_started(status) and elapsed > self.startup_timeout:
-                raise self._timeout("startup_timeout", self.startup_timeout, ref, status, pods)
+                raise self._timeout("startup_timeout", self.startup_timeout, ref, status, pods or [])
             if self.timeout and elapsed > self.timeout:
-                raise self._timeout("timeout", self.timeout, ref, status, pods)
-            time.sleep(self.poll_interval)
+                raise self._timeout("timeout", self.timeout, ref, status, pods or [])
+        raise JobDeletedError(f"{ref}: the watch ended before the job did")  # follow() ends only on a deletion
 
-    def _ride_out_outage(self, ref: str, error: Exception, since: float | None) -> float:
-        """A status read failed after its own retries: re-raise unless transient and within
-        :data:`API_OUTAGE_TOLERANCE` seconds of the first failure; else wait a poll interval.
-        :returns: when the outage began (monotonic seconds)."""
-        if not is_transient(error):
-            raise error
-        now = time.monotonic()
-        if since is None:
-            self.log.warning("%s: the Kubernetes API is not answering (%s); still waiting", ref, _reason(error))
-            since = now
-        elif now - since > API_OUTAGE_TOLERANCE:
-            raise error
-        time.sleep(self.poll_interval)
-        return since
+    def _final_state(self, ref: str, seen: Any) -> dict[str, Any]:
+        """The job's last state, once it is gone: the one seen when it was terminal, else the terminal condition
+        the training operator announced in its events (a deletion the watch could not see, e.g. while polling).
+
+        :raises TrainingJobStoppedError: this task's own ``on_kill`` deleted it.
+        :raises JobDeletedError: it was deleted (or replaced) before it finished."""
+        if self._stopped_by_airflow:
+            raise TrainingJobStoppedError(
+                f"{ref}: this task was stopped by Airflow (cleared, marked failed or success, or its worker shut "
+                f"down) while the job was {conditions.phase(seen.job.get('status'))}; it deleted the job and its "
+                "pods on the way out")
+        if seen.replaced:
+            raise JobDeletedError(f"{ref} was deleted outside this task and replaced by another object")
+        if conditions.is_terminal(seen.job.get("status")):
+            return seen.job
+        meta = seen.job["metadata"]
+        try:
+            announced = conditions.status_from_events(self.hook.list_events(meta["namespace"], {meta["name"]}),
+                                                      self.kind, meta.get("uid"))
+        except Exception as e:  # noqa: BLE001 - the events only add to what was seen; without them it is a deletion
+            self.log.warning("Could not read the events of %s (%s)", ref, one_line(e))
+            announced = None
+        if announced is not None:
+            return {**seen.job, "status": {**(seen.job.get("status") or {}), **announced}}
+        raise JobDeletedError(
+            f"{ref} was deleted outside this task before it finished (last seen "
+            f"{conditions.summary(seen.job.get('status'))})")
+
+    def _look_at_pods(self, manifest: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """The job's pods now, or None when the API cannot say right now (the job's watch decides the wait)."""
+        meta = manifest["metadata"]
+        try:
+            return self.hook.list_job_pods(meta["name"], meta["namespace"])
+        except ApiException as e:
+            if is_transient(e):
+                return None
+            raise
+        except (HTTPError, OSError):
+            return None
 
     def _warn_on_restarts(self, pods: list[dict[str, Any]], before: dict[str, int]) -> dict[str, int]:
         kind = JOB_KINDS[self.kind]
@@ -557,6 +641,12 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                         if e.get("type") == "Warning"][-3:]
         except ApiException:
             warnings = []  # the timeout is the news; its explanation is best effort
+        if not conditions.controller_has_acted(status) and not pods:
+            return TrainingJobTimeoutError(
+                f"{ref}: {which} of {seconds:g} s passed and no controller has acted on the job (no status, no "
+                f"pods): the Kubeflow training operator may not be running, or not watching namespace {namespace} "
+                f"(its --namespace flag), or not serving {self.kind} (--enable-scheme); the job was deleted"
+                + (f"; warnings: {' | '.join(warnings)}" if warnings else ""))
         return TrainingJobTimeoutError(
             f"{ref}: {which} of {seconds:g} s passed; last state: {conditions.summary(status)}"
             + (f"; pending: {' | '.join(pending)}" if pending else "")
@@ -598,7 +688,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         except Exception as e:  # noqa: BLE001 - whatever broke the cleanup, the verdict stands
             ref = job_ref(job) if job else "the job"
             self.log.error("Could not clean up %s after the task's verdict (%s): the job and its pods may remain; "
-                           "the verdict below stands", ref, _reason(e))
+                           "the verdict below stands", ref, one_line(e))
 
     def _cleanup(self, outcome: str) -> None:
         """Apply ``cleanPodPolicy`` to the job's pods, then ``on_finish`` to the job. A job that is
@@ -617,12 +707,29 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if current["metadata"].get("uid") != uid or not self._identity.owns(current):
             self.log.warning("Not cleaning up %s/%s: it is no longer the job this task created", namespace, name)
             return
-        policy = ((current.get("spec") or {}).get("runPolicy") or {}).get("cleanPodPolicy", "Running")
-        for pod in pods_to_clean(self.hook.list_job_pods(name, namespace), policy):
-            owners = {o.get("uid") for o in pod["metadata"].get("ownerReferences") or []}
-            if uid in owners:
-                self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
+        policy = user_run_policy(current)
         running = not conditions.is_terminal(current.get("status"))
+        if not running:  # a running job goes whole (its pods by garbage collection): no pod dies before it
+            for pod in pods_to_clean(self.hook.list_job_pods(name, namespace), policy.clean_pod_policy):
+                if owned_by(pod, uid):
+                    self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
         if running or self.on_finish == "delete_job" or (self.on_finish == "delete_succeeded_job" and outcome == "succeeded"):
             self.log.info("Deleting %s %s/%s (%s)", self.kind, namespace, name, "still running" if running else self.on_finish)
             self.hook.delete_job(self.kind, name, namespace, uid=uid)
+            return
+        patch = release_patch(current)
+        if patch is not None:
+            # The runPolicy as the user wrote it: the controller now applies ttlSecondsAfterFinished (counted from
+            # completionTime) and cleanPodPolicy itself. The uid makes the patch a precondition: never a successor.
+            patch["metadata"]["uid"] = uid
+            try:
+                self.hook.patch_job(self.kind, name, namespace, patch)
+            except Exception as e:  # noqa: BLE001 - the job is finished and its pods cleaned: only the TTL is lost
+                self.log.warning("Could not give %s %s/%s back its runPolicy (%s): it keeps cleanPodPolicy None and "
+                                 "no ttlSecondsAfterFinished", self.kind, namespace, name, one_line(e))
+        ttl = policy.ttl_seconds_after_finished
+        fate = (f"the training operator deletes it {ttl} s after it finished (ttlSecondsAfterFinished)" if ttl is not None
+                else f"remove it with: kubectl delete {JOB_KINDS[self.kind].plural}.{GROUP} {name} -n {namespace}")
+        self.log.info("Keeping %s %s %s/%s for inspection (on_finish=%r; its pods follow cleanPodPolicy %s); %s",
+                      conditions.phase(current.get("status")), self.kind, namespace, name, self.on_finish,
+                      policy.clean_pod_policy, fate)

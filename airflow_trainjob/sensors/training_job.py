@@ -27,7 +27,11 @@ TARGET_CONDITIONS = tuple(c.value for c in JobConditionType if c.value != CONDIT
 class TrainingJobSensor(BaseSensorOperator):
     """Succeeds when the job has a target condition; fails, with the operator's message, when it failed.
 
-    Works in ``poke`` and ``reschedule`` modes. A job that does not exist (yet) keeps the sensor waiting.
+    Works in ``poke`` and ``reschedule`` modes. A job that does not exist (yet) keeps the sensor waiting; a
+    kind the cluster does not serve (its CRD is not installed) fails it at the first look, in every mode. A job
+    that the sensor saw and that is then gone (poke and deferrable modes) gets the verdict its last state, or the
+    training operator's ``<Kind>Succeeded``/``<Kind>Failed`` event, gives; without one it was deleted before it
+    finished (:class:`JobDeletedError`). In reschedule mode each poke starts afresh: a gone job is waited for.
 
     :param kind: the job's kind (``PyTorchJob``, ``TFJob``, ...).
     :param job_name: ``metadata.name`` of the job; templated.
@@ -41,8 +45,12 @@ class TrainingJobSensor(BaseSensorOperator):
     :param deferrable: wait in the triggerer (a watch) instead of poking; default: Airflow's
         ``[operators] default_deferrable``. The sensor's ``timeout`` (seconds) still applies.
     :raises InvalidJobSpecError: a parameter is invalid (after rendering), before any API call; not retried.
+    :raises KindNotServedError: the cluster does not serve ``kind`` (the Kubeflow training operator's CRD is
+        missing); not retried.
+    :raises KubernetesAccessError: the API refused the credentials (401) or RBAC forbids reading the job (403,
+        naming verb, resource and namespace); retryable.
     :raises AirflowFailException: the job failed permanently (exit code 1-127).
-    :raises TrainingJobError: the job failed in a retryable way.
+    :raises TrainingJobError: the job failed in a retryable way, or the deferred wait could not read it.
     """
 
     template_fields: Sequence[str] = ("job_name", "namespace")
@@ -68,6 +76,8 @@ class TrainingJobSensor(BaseSensorOperator):
         self.target_conditions = tuple(target_conditions) if isinstance(target_conditions, (list, tuple)) else target_conditions
         self.kubernetes_conn_id = kubernetes_conn_id
         self.log_tail_lines = log_tail_lines
+        #: The job as the previous poke saw it (poke mode keeps the instance between pokes; reschedule does not).
+        self._last_seen: dict[str, Any] | None = None
 
     @cached_property
     def hook(self) -> TrainingJobHook:
@@ -103,7 +113,32 @@ class TrainingJobSensor(BaseSensorOperator):
             raise JobDeletedError(event["message"])
         if event["outcome"] == TIMED_OUT:
             raise TrainingJobTimeoutError(f"sensor timeout of {self.timeout} s: {event['message']}")
+        self._raise_refusal()
         raise TrainingJobError(event["message"])
+
+    def _final_state(self, last_seen: dict[str, Any]) -> dict[str, Any]:
+        """The job this sensor saw in an earlier poke is gone: its verdict is the terminal condition the training
+        operator announced in its events, else it was deleted before it finished.
+
+        :raises JobDeletedError: no terminal condition was announced."""
+        meta = last_seen["metadata"]
+        announced = conditions.status_from_events(self.hook.list_events(meta["namespace"], {meta["name"]}),
+                                                  self.kind, meta.get("uid"))
+        if announced is None:
+            raise JobDeletedError(f"{job_ref(last_seen)} was deleted before it finished (last seen "
+                                  f"{conditions.summary(last_seen.get('status'))})")
+        self.log.info("%s is gone; the training operator's events say it ended: %s", job_ref(last_seen),
+                      conditions.summary(announced))
+        return {**last_seen, "status": {**(last_seen.get("status") or {}), **announced}}
+
+    def _raise_refusal(self) -> None:
+        """The trigger could not watch the job: look once from here, so that a refusal is raised as what it is
+        (a kind the cluster does not serve is not retried) rather than as the event's retryable error.
+        Returns when the look raises no refusal (the job, or its absence, or an answer that says nothing more)."""
+        try:
+            self.hook.get_job(self.kind, self.job_name, self._resolved_namespace())
+        except ApiException:
+            pass  # 404 of the job, spent retries...: the event's message says more
 
     def _check(self) -> None:
         """Refuse invalid parameters (as rendered) before any API call: one error per field, naming what is allowed."""
@@ -155,11 +190,14 @@ class TrainingJobSensor(BaseSensorOperator):
         namespace = self._resolved_namespace()
         try:
             job = self.hook.get_job(self.kind, self.job_name, namespace)
-        except ApiException as e:
-            if e.status == 404:
+        except ApiException as e:  # the hook raises refusals (missing kind, access) as they are, not as this
+            if e.status != 404:
+                raise
+            if self._last_seen is None:  # the job, not its kind: it may be created later
                 self.log.info("%s %s/%s does not exist (yet)", self.kind, namespace, self.job_name)
                 return False
-            raise
+            job = self._final_state(self._last_seen)
+        self._last_seen = job
         status = job.get("status")
         self.log.info("%s: %s", job_ref(job), conditions.summary(status))
         if conditions.is_failed(status):

@@ -55,6 +55,11 @@ LIST_PAGE_SIZE = 500
 #: Client-side bound of one list request (seconds).
 LIST_TIMEOUT = 60.0
 
+#: Seconds a deleted job's final object is kept (:meth:`JobStream.final_state`), for the triggers still to judge it.
+DELETED_KEPT_SECONDS = 600.0
+#: At most this many deleted jobs are kept (the oldest go first).
+DELETED_KEPT_MAX = 20_000
+
 #: Errors that never end a wait: the stream backs off and tries again.
 TRANSIENT_ERRORS = (OSError, asyncio.TimeoutError, aiohttp.ClientError)
 
@@ -116,6 +121,8 @@ class JobStream:
         self.source = source
         self.poll_interval = poll_interval
         self.jobs: dict[str, dict[str, Any]] = {}
+        #: name -> (monotonic time of the deletion, the job's final object), oldest first.
+        self._deleted: dict[str, tuple[float, dict[str, Any]]] = {}
         self.synced = False
         self.error: str | None = None
         self.api: async_client.ApiClient | None = None
@@ -220,6 +227,9 @@ class JobStream:
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 break
+        for name, job in self.jobs.items():
+            if name not in listed:  # deleted while the watch was down: its last state seen is all there is
+                self._keep_deleted(job)
         self.jobs = listed
         self.synced = True
         self._mark(None)
@@ -250,12 +260,32 @@ class JobStream:
                 name = obj["metadata"]["name"]
                 if event["type"] == "DELETED":
                     self.jobs.pop(name, None)
+                    self._keep_deleted(_trimmed(obj))  # the event carries the job's final state: keep it
                 else:
                     self.jobs[name] = _trimmed(obj)
                 self._mark({name})
         finally:
             await watcher.close()
         return resource_version, delivered
+
+    def _keep_deleted(self, job: dict[str, Any]) -> None:
+        now = time.monotonic()
+        name = job["metadata"]["name"]
+        self._deleted.pop(name, None)
+        self._deleted[name] = (now, job)
+        while self._deleted:
+            oldest, (when, _) = next(iter(self._deleted.items()))
+            if now - when <= DELETED_KEPT_SECONDS and len(self._deleted) <= DELETED_KEPT_MAX:
+                break
+            del self._deleted[oldest]
+
+    def final_state(self, name: str, uid: str | None) -> dict[str, Any] | None:
+        """The last state of job ``name`` (of ``uid``, if given) before it was deleted, if this stream saw it
+        within :data:`DELETED_KEPT_SECONDS`: the object its ``DELETED`` event carried, or the last one listed."""
+        kept = self._deleted.get(name)
+        if kept is None or (uid and kept[1]["metadata"].get("uid") != uid):
+            return None
+        return kept[1]
 
     # --- telling readers ----------------------------------------------------------------------------
 
@@ -290,9 +320,11 @@ class _Refused(Exception):
 
 
 def _refusal_message(e: ApiException, source: StreamSource) -> str:
-    if e.status == 404:
-        return f"the cluster does not serve {source} (is the Kubeflow training operator installed?)"
-    return f"Kubernetes API answered {e.status} {e.reason} listing or watching {source}"
+    """One line about a refusal of the stream's list or watch, worded as everywhere (:mod:`airflow_trainjob.api_errors`)."""
+    from airflow_trainjob.api_errors import ApiCall, describe
+
+    call = ApiCall.for_job("list or watch", source.kind, source.namespace, purpose="wait for a training job in the triggerer")
+    return describe(e, call, source.kubernetes_conn_id).message
 
 
 def _trimmed(job: dict[str, Any]) -> dict[str, Any]:

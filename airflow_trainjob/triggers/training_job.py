@@ -25,8 +25,11 @@ from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from airflow_trainjob import conditions
+from airflow_trainjob.api_errors import ApiCall, exception_for, one_line
+from airflow_trainjob.cleanup_hold import pods_to_stop, user_run_policy
 from airflow_trainjob.constants import CONDITION_SUCCEEDED, GROUP, JOB_KINDS, LABEL_JOB_NAME, VERSION
 from airflow_trainjob.hooks.retries import TRANSIENT_STATUS_CODES
+from airflow_trainjob.pods import lead_pod, log_container, owned_by
 from airflow_trainjob.triggers.job_stream import (
     TRANSIENT_ERRORS,
     WATCH_SECONDS,
@@ -55,12 +58,16 @@ class TrainingJobTrigger(BaseEventTrigger):
     :param poll_interval: seconds between lists when watches keep failing (the stream takes it from the
         first trigger of its source).
     :param wait_for_creation: a job that does not exist yet is waited for (sensor), not "deleted".
-    :param owner_labels: labels the job must carry for :meth:`on_kill` to delete it.
+    :param owner_labels: labels the job must carry for :meth:`on_kill` to delete it, and for the trigger to stop
+        its running pods when it turns terminal (a job whose cleanup the operator holds).
+    :param log_tail_lines: lines of the lead replica's log read before its pod is stopped that way (count; 0: none).
 
     Event payload: ``outcome`` (finished, deleted, timeout, error), ``message``, ``job`` (the
-    last object read, with its status, conditions and replica statuses; or None), ``pods`` (for a
-    ``Failed`` job, its pods as JSON dicts, so the exit codes do not depend on the pods still existing
-    at resume; else empty), ``which`` (for a timeout: ``timeout`` or ``startup_timeout``).
+    last object read, with its status, conditions and replica statuses; for a job deleted after it finished, its
+    final object; or None), ``pods`` (for a ``Failed`` job, its pods as JSON dicts without their spec but for
+    container names, so the exit codes do not depend on the pods still existing at resume; else empty), ``lead_log`` (when the trigger
+    stopped the lead replica's pod: ``{"pod", "container", "text"}`` of its log's last ``log_tail_lines`` lines),
+    ``which`` (for a timeout: ``timeout`` or ``startup_timeout``).
     """
 
     def __init__(
@@ -80,6 +87,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         poll_interval: float = 10.0,
         wait_for_creation: bool = False,
         owner_labels: dict[str, str] | None = None,
+        log_tail_lines: int = 0,
     ):
         super().__init__()
         self.kind = kind
@@ -96,6 +104,8 @@ class TrainingJobTrigger(BaseEventTrigger):
         self.poll_interval = poll_interval
         self.wait_for_creation = wait_for_creation
         self.owner_labels = dict(owner_labels or {})
+        self.log_tail_lines = log_tail_lines
+        self._seen_uid: str | None = None  # the job's uid once seen (a sensor's wait starts without one)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -115,12 +125,16 @@ class TrainingJobTrigger(BaseEventTrigger):
                 "poll_interval": self.poll_interval,
                 "wait_for_creation": self.wait_for_creation,
                 "owner_labels": self.owner_labels,
+                "log_tail_lines": self.log_tail_lines,
             },
         )
 
     @property
     def _plural(self) -> str:
         return JOB_KINDS[self.kind].plural
+
+    def _call(self, verb: str) -> ApiCall:
+        return ApiCall.for_job(verb, self.kind, self.namespace, self.name)
 
     @property
     def _ref(self) -> str:
@@ -181,7 +195,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                 if _readable(stream):
                     event = await self._judge(stream)
         except Exception as e:  # noqa: BLE001 - the task must hear of any failure, with its cause
-            event = self._event(ERROR, f"waiting for {self._ref} failed: {type(e).__name__}: {e}")
+            event = self._event(ERROR, f"waiting for {self._ref} failed: {one_line(e, self._call('get'))}")
         finally:
             sifter.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -194,6 +208,9 @@ class TrainingJobTrigger(BaseEventTrigger):
             return self._event(ERROR, f"waiting for {self._ref}: {stream.error}")
         job = stream.jobs.get(self.name)
         if job is None or (self.uid and job["metadata"].get("uid") != self.uid):
+            final = stream.final_state(self.name, self.uid or self._seen_uid)
+            if final is not None and not self.wait_for_creation:  # (a sensor's first look: an old namesake's)
+                return self._judge_deleted(final)
             if job is None and self.wait_for_creation:
                 which = self._deadline_passed()
                 return self._event(TIMED_OUT, f"{self._ref} was not created before the deadline",
@@ -208,21 +225,97 @@ class TrainingJobTrigger(BaseEventTrigger):
                     return None
                 raise
             if job is None:
+                announced = await self._announced_end(stream)
+                if announced is not None:  # gone before this trigger saw it end: the operator's events say how
+                    return self._judge_deleted(announced)
                 return self._event(DELETED, f"{self._ref} was deleted outside this task before it finished")
             if self.uid and job["metadata"].get("uid") != self.uid:
                 return self._event(DELETED, f"{self._ref} was deleted outside this task and replaced by another object")
         self.wait_for_creation = False  # it exists: from now on, its absence is a deletion
+        self._seen_uid = job["metadata"].get("uid")
         status = job.get("status")
-        if conditions.is_failed(status):
-            return self._event(FINISHED, f"{self._ref}: {conditions.summary(status)}", job,
-                               pods=await self._pods(stream))
-        if any(conditions.has_condition(status, t) for t in self.target_conditions):
-            return self._event(FINISHED, f"{self._ref}: {conditions.summary(status)}", job)
+        if conditions.is_failed(status) or self._reached_target(status):
+            held = user_run_policy(job).held
+            # The failed job's pods, read before anything stops or deletes them: their exit codes must not
+            # depend on the pods outliving the resume (someone may delete the job meanwhile).
+            stops = held and bool(self.owner_labels)
+            listed = await self._pods(stream) if conditions.is_failed(status) or stops else []
+            pods = [_pod_summary(p) for p in listed] if conditions.is_failed(status) else []
+            lead_log = await self._stop_pods_at_terminal(stream, job, listed) if stops else None
+            return self._event(FINISHED, f"{self._ref}: {conditions.summary(status)}", job, pods=pods,
+                               **({"lead_log": lead_log} if lead_log else {}))
         which = self._deadline_passed(status)
         if which is not None:
             return self._event(TIMED_OUT, f"{self._ref}: {which} passed; last state: {conditions.summary(status)}",
                                job, which=which)
         return None
+
+    def _reached_target(self, status: Any) -> bool:
+        return any(conditions.has_condition(status, t) for t in self.target_conditions)
+
+    def _judge_deleted(self, final: dict[str, Any]) -> TriggerEvent:
+        """The job is gone; the stream kept its last state: a finished job gets its verdict from it."""
+        status = final.get("status")
+        if conditions.is_failed(status) or self._reached_target(status):
+            return self._event(FINISHED, f"{self._ref}: {conditions.summary(status)} (then deleted outside this "
+                                         "task)", final)
+        return self._event(DELETED, f"{self._ref} was deleted outside this task before it finished (last seen "
+                                    f"{conditions.summary(status)})", final)
+
+    async def _stop_pods_at_terminal(self, stream: JobStream, job: dict[str, Any],
+                                     pods: list[dict[str, Any]]) -> dict[str, str] | None:
+        """Stop the pods the user's ``cleanPodPolicy`` has stopped at the terminal transition (the controller was
+        sent ``None``: see :mod:`~airflow_trainjob.cleanup_hold`), now rather than when the task resumes; first
+        read the lead replica's log tail if its pod is among them.
+
+        :returns: ``{"pod", "container", "text"}`` of the lead's tail, or None. Best effort: the task's cleanup
+            deletes whatever is left."""
+        if stream.api is None:
+            return None
+        kind = JOB_KINDS[self.kind]
+        core = async_client.CoreV1Api(stream.api)
+        uid = job["metadata"].get("uid")
+        tail = None
+        try:
+            stopping = [p for p in pods_to_stop(pods, user_run_policy(job)) if owned_by(p, uid)]
+            lead = lead_pod(pods, kind)
+            if lead is not None and self.log_tail_lines and any(p is lead for p in stopping):
+                container = log_container(lead, kind)
+                text = await core.read_namespaced_pod_log(lead["metadata"]["name"], self.namespace,
+                                                          container=container, tail_lines=self.log_tail_lines)
+                tail = {"pod": lead["metadata"]["name"], "container": container, "text": text}
+            for pod in stopping:
+                with contextlib.suppress(ApiException):  # 404: gone already; 409: a successor's (uid precondition)
+                    await core.delete_namespaced_pod(
+                        pod["metadata"]["name"], self.namespace,
+                        body=async_client.V1DeleteOptions(preconditions=async_client.V1Preconditions(
+                            uid=pod["metadata"]["uid"])))
+        except (ApiException, *TRANSIENT_ERRORS) as e:
+            self.log.warning("Could not stop the running pods of %s now (%s); the task's cleanup will", self._ref,
+                             one_line(e))
+            return tail
+        if stopping:
+            self.log.info("%s is %s: stopped %s", self._ref, conditions.phase(job.get("status")),
+                          ", ".join(p["metadata"]["name"] for p in stopping))
+        return tail
+
+    async def _announced_end(self, stream: JobStream) -> dict[str, Any] | None:
+        """For a job that is gone: a stand-in object with the terminal condition the training operator announced
+        in its events (see :func:`conditions.status_from_events`), or None."""
+        uid = self.uid or self._seen_uid
+        if stream.api is None or not uid:
+            return None
+        try:
+            events = await async_client.CoreV1Api(stream.api).list_namespaced_event(
+                self.namespace, field_selector=f"involvedObject.name={self.name}")
+        except (ApiException, *TRANSIENT_ERRORS):
+            return None
+        status = conditions.status_from_events([stream.api.sanitize_for_serialization(e) for e in events.items],
+                                               self.kind, uid)
+        if status is None:
+            return None
+        return {"apiVersion": f"{GROUP}/{VERSION}", "kind": self.kind, "status": status,
+                "metadata": {"name": self.name, "namespace": self.namespace, "uid": uid}}
 
     async def _read(self, stream: JobStream) -> dict[str, Any] | None:
         """GET the job on the stream's connection; None if it does not exist."""
@@ -278,7 +371,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             except ApiException as e:
                 if e.status == 404:
                     return
-                raise
+                raise exception_for(e, self._call("get"), self.kubernetes_conn_id) from None
             labels = job["metadata"].get("labels") or {}
             if (self.uid and job["metadata"].get("uid") != self.uid) or any(
                 labels.get(k) != v for k, v in self.owner_labels.items()
@@ -293,8 +386,19 @@ class TrainingJobTrigger(BaseEventTrigger):
                 )
             except ApiException as e:
                 if e.status != 404:
-                    raise
+                    raise exception_for(e, self._call("delete"), self.kubernetes_conn_id) from None
             self.log.info("Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name)
+
+
+def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
+    """What a verdict reads of a pod (name, labels, owners, container names, status), without its spec: an event
+    stays small however large the pod template (an embedded training script, many env vars)."""
+    meta = pod.get("metadata") or {}
+    return {
+        "metadata": {k: meta[k] for k in ("name", "uid", "labels", "ownerReferences") if k in meta},
+        "spec": {"containers": [{"name": c.get("name")} for c in (pod.get("spec") or {}).get("containers") or []]},
+        "status": pod.get("status") or {},
+    }
 
 
 def _readable(stream: JobStream | None) -> bool:

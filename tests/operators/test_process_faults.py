@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -91,17 +90,10 @@ def succeeded(summary) -> bool:
 
 @pytest.fixture(scope="module")
 def private_cluster(tmp_path_factory):
-    from airflow_trainjob.local.cluster import DEFAULT_PORT_BASE, LocalCluster, Ports
-    from tests.conftest import ports_from_env
+    from tests.conftest import private_cluster as started
 
-    ports = ports_from_env(offset=10) or Ports.from_base(DEFAULT_PORT_BASE + 10)
-    cluster = LocalCluster(tmp_path_factory.mktemp("process-faults") / "cluster", ports, workloads=True)
-    try:
-        cluster.up()
+    with started(tmp_path_factory.mktemp("process-faults") / "cluster", workloads=True) as cluster:
         yield cluster
-    finally:
-        cluster.down()
-        shutil.rmtree(cluster.state_dir / "etcd", ignore_errors=True)
 
 
 @pytest.fixture

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
 import pytest
 from airflow.providers.common.compat.sdk import AirflowFailException
 
+from airflow_trainjob.cleanup_hold import ANNOTATION_HELD_RUN_POLICY
 from airflow_trainjob.constants import GROUP, LABEL_JOB_NAME, LABEL_TRY_NUMBER, VERSION
 from airflow_trainjob.exceptions import (
     InvalidJobSpecError,
     JobDeletedError,
     JobNotOwnedError,
     TrainingJobError,
+    TrainingJobStoppedError,
     TrainingJobTimeoutError,
 )
 from airflow_trainjob.operators.training_job import TrainingJobOperator
@@ -198,7 +201,11 @@ def test_on_kill_deletes_the_running_job(ti, namespace, custom_objects, core_v1)
     operator.on_kill()
     wait_for(lambda: jobs(custom_objects, namespace) == [], what="job deleted by on_kill")
     thread.join(30)
-    assert isinstance(outcome.get("error"), JobDeletedError)
+    # The try ends saying Airflow stopped it and that it deleted its job, not that someone else did.
+    error = outcome.get("error")
+    assert isinstance(error, TrainingJobStoppedError) and not isinstance(error, JobDeletedError)
+    assert "stopped by Airflow" in str(error) and "deleted the job" in str(error)
+    assert "deleted outside this task" not in str(error)
 
 
 def test_job_deleted_outside_the_task(ti, namespace, custom_objects):
@@ -217,13 +224,11 @@ def test_retry_after_a_lost_worker_leaves_one_job(namespace, custom_objects, rea
     """Try 1's worker dies mid-job (its job keeps running); try 2 attaches to it, or replaces it."""
     first = TaskInstanceStandIn(try_number=1)
     abandoned = make(pytorch_specs("import time; time.sleep(4); print('done')", workers=0), get_logs=False)
-    thread, _ = run_in_thread(abandoned, {"ti": first})
+    # Try 1 creates its job, then its worker is gone: nothing of it runs any more (a SIGKILLed worker does no
+    # cleanup). The real SIGKILL is in test_process_faults.py.
+    abandoned.submit_job({"ti": first})
     wait_for(lambda: _running(custom_objects, namespace), what="try 1's job running")
     original = jobs(custom_objects, namespace)[0]
-    # Try 1's worker is gone: nothing of it runs any more (no cleanup: a SIGKILLed worker does none).
-    abandoned._job = None
-    abandoned.hook.get_job = lambda *a, **k: (_ for _ in ()).throw(SystemExit)  # its poll loop ends here
-    thread.join(10)
 
     second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
     summary = make(pytorch_specs("import time; time.sleep(4); print('done')", workers=0), reattach_on_restart=reattach, durable=reattach).execute({"ti": second})
@@ -255,7 +260,12 @@ def test_templated_specs_render_into_the_created_job(ti, namespace, custom_objec
     assert job["spec"]["runPolicy"]["activeDeadlineSeconds"] == 600
     assert job["metadata"]["labels"]["dataset-date"] == "2026-11-29"
     assert job["metadata"]["labels"][LABEL_TRY_NUMBER] == "1"
-    assert job["spec"] == shown["spec"] and job["metadata"]["labels"] == shown["metadata"]["labels"]
+    # Sent held (cleanPodPolicy None, the user's choice on the job); kept, the job gets the user's runPolicy back.
+    assert shown["spec"]["runPolicy"]["cleanPodPolicy"] == "None"
+    assert json.loads(shown["metadata"]["annotations"][ANNOTATION_HELD_RUN_POLICY]) == {"cleanPodPolicy": "Running"}
+    released = {**shown["spec"], "runPolicy": {**shown["spec"]["runPolicy"], "cleanPodPolicy": "Running"}}
+    assert job["spec"] == released and job["metadata"]["labels"] == shown["metadata"]["labels"]
+    assert ANNOTATION_HELD_RUN_POLICY not in (job["metadata"].get("annotations") or {})
 
 
 def test_namespace_comes_from_the_connection(ti, namespace, custom_objects):
@@ -304,13 +314,11 @@ def test_retry_after_a_worker_crash_reconnects_through_task_state_store(namespac
     first = TaskInstanceStandIn(try_number=1)
     code = "import time; time.sleep(4); print('done')"
     abandoned = make(pytorch_specs(code, workers=0), get_logs=False)
-    thread, _ = run_in_thread(abandoned, {"ti": first, "task_state_store": store})
+    # Try 1 submits and stores its job's identity as ResumableJobMixin does, then its worker is gone (no cleanup).
+    store.set(TrainingJobOperator.external_id_key, abandoned.submit_job({"ti": first, "task_state_store": store}))
     wait_for(lambda: _running(custom_objects, namespace), what="try 1's job running")
     stored = store[TrainingJobOperator.external_id_key]
     assert stored["name"] == first.xcom["job_name"] and stored["uid"]
-    abandoned._job = None  # the worker is gone: it does no cleanup
-    abandoned.hook.get_job = lambda *a, **k: (_ for _ in ()).throw(SystemExit)
-    thread.join(10)
 
     second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
     summary = make(pytorch_specs(code, workers=0)).execute({"ti": second, "task_state_store": store})

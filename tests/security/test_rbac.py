@@ -16,7 +16,7 @@ from airflow.providers.common.compat.sdk import AirflowFailException, TaskDeferr
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, VERSION
-from airflow_trainjob.exceptions import JobDeletedError, JobNotOwnedError, KubernetesAccessError
+from airflow_trainjob.exceptions import JobDeletedError, JobNotOwnedError, KubernetesAccessError, TrainingJobStoppedError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import TrainingJobSpec
@@ -49,6 +49,7 @@ NEEDED = {
     **{("kubeflow.org", kind.plural, "list"): "the trigger's list before its watch" for kind in JOB_KINDS.values()},
     **{("kubeflow.org", kind.plural, "watch"): "the trigger's watch" for kind in JOB_KINDS.values()},
     **{("kubeflow.org", kind.plural, "delete"): "on_finish, timeouts, on_kill" for kind in JOB_KINDS.values()},
+    **{("kubeflow.org", kind.plural, "patch"): "a kept job's held runPolicy given back" for kind in JOB_KINDS.values()},
     ("", "pods", "list"): "replica states, exit codes, the lead replica",
     ("", "pods", "delete"): "cleanPodPolicy",
     ("", "pods/log", "get"): "the lead replica's log, failed replicas' tails",
@@ -217,7 +218,7 @@ def test_synchronous_on_kill_deletes_the_running_job(ti, namespace, custom_objec
     operator.on_kill()
     wait_for(lambda: jobs(custom_objects, namespace) == [], what="job deleted by on_kill")
     thread.join(30)
-    assert isinstance(outcome.get("error"), JobDeletedError)
+    assert isinstance(outcome.get("error"), TrainingJobStoppedError)
     record("rbac", mode="sync", step="on_kill deletes the running job", passed=True)
 
 
@@ -400,6 +401,9 @@ def _probe(verb_key, namespace, custom_objects):
         call = lambda: hook.get_job("PyTorchJob", "absent", namespace)  # noqa: E731
     elif (resource, verb) == ("pytorchjobs", "delete"):
         call = lambda: hook.delete_job("PyTorchJob", "absent", namespace)  # noqa: E731
+    elif (resource, verb) == ("pytorchjobs", "patch"):
+        # A kept job's runPolicy given back at the end of the task.
+        call = lambda: hook.patch_job("PyTorchJob", "absent", namespace, {"spec": {"runPolicy": {}}})  # noqa: E731
     elif (resource, verb) in (("pytorchjobs", "list"), ("pytorchjobs", "watch")):
         # The deferred wait: its stream lists the kind, then watches it; either refused ends the wait with an error.
         event = first_event(TrainingJobTrigger(kind="PyTorchJob", name="absent", namespace=namespace, wait_for_creation=True,

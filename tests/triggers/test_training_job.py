@@ -48,7 +48,7 @@ def rebuild(trigger: TrainingJobTrigger) -> TrainingJobTrigger:
 
 def test_serialize_is_exact():
     trigger = TrainingJobTrigger(kind="PyTorchJob", name="train", namespace="ml", uid="u-1", timeout_at=1.5,
-                                 owner_labels={"a": "b"})
+                                 owner_labels={"a": "b"}, log_tail_lines=7)
     assert trigger.serialize() == (
         "airflow_trainjob.triggers.training_job.TrainingJobTrigger",
         {
@@ -66,6 +66,7 @@ def test_serialize_is_exact():
             "poll_interval": 10.0,
             "wait_for_creation": False,
             "owner_labels": {"a": "b"},
+            "log_tail_lines": 7,
         },
     )
 
@@ -121,14 +122,17 @@ def test_deadline_survives_a_restart_and_is_judged_after_reading_state(ti, names
     wait_for(lambda: jobs(custom_objects, namespace) == [], what="the timed-out job deleted")
 
 
-def test_job_removed_by_ttl_before_resume_still_gets_its_verdict(ti, namespace, custom_objects):
+def test_a_short_ttl_waits_for_the_resumed_task_then_applies(ti, namespace, custom_objects):
     operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(EXIT_1, workers=0),
                                    run_policy={"ttlSecondsAfterFinished": 1}, deferrable=True)
     event = first_event(defer(operator, ti))
-    wait_for(lambda: jobs(custom_objects, namespace) == [], what="TTL deletion")
+    time.sleep(3)  # longer than the TTL: the provider holds it, so the job and its pods wait for the resume
+    assert len(jobs(custom_objects, namespace)) == 1
     with pytest.raises(AirflowFailException) as raised:
         operator.execute_complete({"ti": ti}, event)
-    assert "exit code 1" in str(raised.value)  # from the pods carried in the event
+    assert "exit code 1" in str(raised.value) and "| bad input" in str(raised.value)  # the tail, from the pod
+    # The failed job is kept (on_finish) with its runPolicy given back: the controller's TTL removes it now.
+    wait_for(lambda: jobs(custom_objects, namespace) == [], timeout=30, what="TTL deletion after the task ended")
 
 
 def test_killed_deferred_task_deletes_the_job(ti, namespace, custom_objects):

@@ -1,0 +1,366 @@
+"""What an error answer of the Kubernetes API means, in one line, and how a task fails on it.
+
+The one place that reads a refused request: the hook, the sensor, the operator and the trigger's stream all
+describe API errors here, for the official ``kubernetes`` client's ``ApiException`` and for
+``kubernetes_asyncio``'s alike (both have ``status``, ``reason``, ``body`` and ``headers``).
+:func:`describe` reads the answer's ``Status`` object (``reason``, ``message``, ``details.name``,
+``details.kind``, ``details.causes``) into an :class:`ApiError`: which :class:`Refusal` it is, one line a user
+can act on, and whether another try may help. :func:`exception_for` turns it into the exception to raise.
+
+No line made here carries the response's headers or body: a message is built from the Status' fields (and
+the apiserver's own one-line message when nothing better can be said), flattened to one line and capped.
+The exceptions are meant to be raised ``from None``: Airflow's task log prints ``str()`` of every exception
+in a ``__cause__`` chain, and ``str()`` of an ``ApiException`` is its headers and body.
+
+The cases, and what each is raised as (:func:`exception_for`):
+
+- ``KIND_NOT_SERVED``: 404 without a Status naming an object (the apiserver's plain ``404 page not found``) on a
+  resource of a non-core group: its CustomResourceDefinition is missing. :class:`KindNotServedError`, not retried.
+- ``NAMESPACE_MISSING``: 404 whose Status has ``details.kind`` ``namespaces`` (a create in a namespace that does
+  not exist). :class:`NamespaceNotFoundError`, not retried.
+- ``INVALID`` (422, the fields of ``details.causes``), ``DENIED`` (an admission webhook's ``admission webhook
+  "..." denied the request``, whatever its code: 400 by default, 422 with causes, ...), ``BAD_REQUEST`` (another
+  400). :class:`JobRejectedError`, not retried.
+- ``QUOTA``: 403 ``exceeded quota`` (which quota, what was requested, used and limited), or ``status unknown for
+  quota``. :class:`QuotaExceededError`, retried: a later try may fit.
+- ``FORBIDDEN``: 403 of RBAC (``User "..." cannot <verb> resource ...``: who lacks which verb on which resource
+  where), or another 403. ``UNAUTHORIZED``: 401. :class:`KubernetesAccessError`, retried (tokens rotate,
+  Roles get fixed).
+- ``NOT_FOUND`` (404 naming the object), ``CONFLICT`` (409), ``TRANSIENT`` (429, 5xx: spent retries), ``OTHER``:
+  answers the caller decides on. :class:`QuietApiException`.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
+
+from airflow_trainjob.constants import GROUP, JOB_KINDS, VERSION
+from airflow_trainjob.exceptions import (
+    JobRejectedError,
+    KindNotServedError,
+    KubernetesAccessError,
+    NamespaceNotFoundError,
+    QuotaExceededError,
+)
+from airflow_trainjob.hooks.retries import TRANSIENT_STATUS_CODES
+
+#: The error answers this module reads: the sync and the async client's.
+API_EXCEPTIONS = (ApiException, AsyncApiException)
+#: The longest line :func:`describe` makes (characters); a longer one is cut, with "...".
+MAX_LINE = 1000
+#: The longest quote of one thing the server said (a cause, a webhook's message), characters.
+MAX_QUOTE = 300
+
+_WEBHOOK_DENIAL = re.compile(r'admission webhook "(?P<webhook>[^"]*)" denied the request(?::\s*(?P<message>.*))?', re.S)
+_QUOTA_EXCEEDED = re.compile(
+    r"exceeded quota: (?P<quota>[^,]+), requested: (?P<requested>.*?), used: (?P<used>.*?), limited: (?P<limited>.*)$", re.S
+)
+_QUOTA_UNKNOWN = re.compile(r"status unknown for quota: (?P<quota>[^,]+)(?:, resources?: (?P<resources>.*))?$", re.S)
+_RBAC = re.compile(
+    r'(?:User|ServiceAccount) "(?P<user>[^"]*)" cannot (?P<verb>\S+) resource "(?P<resource>[^"]*)"'
+    r'(?: in API group "(?P<group>[^"]*)")?(?: in the namespace "(?P<namespace>[^"]*)"| at the cluster scope)?'
+)
+
+
+class Refusal(str, enum.Enum):
+    """What an error answer means (see the module's list)."""
+
+    KIND_NOT_SERVED = "kind not served"
+    NAMESPACE_MISSING = "namespace missing"
+    NOT_FOUND = "not found"
+    CONFLICT = "conflict"
+    INVALID = "invalid"
+    DENIED = "denied by admission"
+    BAD_REQUEST = "bad request"
+    QUOTA = "quota"
+    FORBIDDEN = "forbidden"
+    UNAUTHORIZED = "unauthorized"
+    TRANSIENT = "transient"
+    OTHER = "other"
+
+
+#: Refusals that the same request meets again on every try.
+NOT_RETRIED = frozenset({Refusal.KIND_NOT_SERVED, Refusal.NAMESPACE_MISSING, Refusal.INVALID, Refusal.DENIED,
+                         Refusal.BAD_REQUEST})
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    """One request, as its caller knows it: the words of every message about its failure.
+
+    :param verb: the Kubernetes verb (``create``, ``get``, ``list``, ``watch``, ``patch``, ``delete``), or
+        words like ``list or watch``.
+    :param resource: the resource's plural (``pytorchjobs``), with a subresource (``pods/log``).
+    :param group: its API group; ``""``: the core group (pods, events).
+    :param version: its API version.
+    :param namespace: the namespace of the request, if any.
+    :param name: the object's name, if the request names one.
+    :param kind: the object's kind (``PyTorchJob``), for "PyTorchJob ns/name".
+    :param purpose: why the provider makes the request (``create a training job``), said when RBAC forbids it.
+    """
+
+    verb: str
+    resource: str
+    group: str = ""
+    version: str = "v1"
+    namespace: str | None = None
+    name: str | None = None
+    kind: str | None = None
+    purpose: str | None = None
+
+    @classmethod
+    def for_job(cls, verb: str, kind: str, namespace: str | None, name: str | None = None,
+                purpose: str | None = None) -> ApiCall:
+        """A request about the training jobs of ``kind`` (a key of ``JOB_KINDS``; another string is kept as a plural)."""
+        plural = JOB_KINDS[kind].plural if kind in JOB_KINDS else kind
+        return cls(verb, plural, GROUP, VERSION, namespace, name, kind if kind in JOB_KINDS else None, purpose)
+
+    @property
+    def resource_ref(self) -> str:
+        """``pytorchjobs.kubeflow.org/v1``, or ``pods`` for the core group."""
+        return f"{self.resource}.{self.group}/{self.version}" if self.group else self.resource
+
+    @property
+    def target(self) -> str:
+        """What the request was about: ``PyTorchJob ns/name``, or ``pytorchjobs.kubeflow.org in namespace ns``."""
+        if self.name and self.namespace:
+            return f"{self.kind or self.resource} {self.namespace}/{self.name}"
+        what = f"{self.resource}.{self.group}" if self.group else self.resource
+        if self.name:
+            what = f"{what} {self.name}"
+        return f"{what} in namespace {self.namespace}" if self.namespace else what
+
+
+@dataclass(frozen=True)
+class ApiError:
+    """An error answer, read.
+
+    :param refusal: what it means.
+    :param status: the HTTP status code (None when the error had none).
+    :param reason: the Status' ``reason`` (``NotFound``, ``Invalid``, ...), else the HTTP reason phrase.
+    :param message: one line for a user: what was refused, why, what to do. No headers, no body.
+    :param retryable: whether another try of the task may succeed.
+    :param causes: ``(field, message)`` of each of the Status' ``details.causes``.
+    """
+
+    refusal: Refusal
+    status: int | None
+    reason: str
+    message: str
+    retryable: bool
+    causes: tuple[tuple[str, str], ...] = ()
+
+
+class QuietApiException(ApiException):
+    """An ``ApiException`` that the caller handles (404 of an object, 409, a transient failure whose retries
+    are spent): the same ``status`` and ``reason``, but ``str()`` is :attr:`api_error`'s one line and it keeps
+    neither the response's headers nor its body."""
+
+    def __init__(self, api_error: ApiError) -> None:
+        super().__init__(status=api_error.status, reason=api_error.reason)
+        Exception.__init__(self, api_error.message)  # args: the line alone (repr shows nothing else)
+        self.api_error = api_error
+
+    def __str__(self) -> str:
+        return self.api_error.message
+
+    def __reduce__(self):
+        return type(self), (self.api_error,)
+
+
+def is_api_exception(error: BaseException) -> bool:
+    """An error answer of either client (``status`` set by the server's response)."""
+    return isinstance(error, API_EXCEPTIONS)
+
+
+def read_status(error: BaseException) -> dict[str, Any]:
+    """The Kubernetes ``Status`` object the answer's body holds, or ``{}`` (no body, or not a Status)."""
+    body = getattr(error, "body", None)
+    if isinstance(body, (bytes, bytearray)):
+        body = body.decode("utf-8", errors="replace")
+    if not isinstance(body, str) or not body.lstrip().startswith("{"):
+        return {}
+    try:
+        status = json.loads(body)
+    except ValueError:
+        return {}
+    return status if isinstance(status, dict) and status.get("kind") == "Status" else {}
+
+
+def kind_not_served_message(resource_ref: str) -> str:
+    """The one wording of "this cluster has no such kind", e.g. for ``pytorchjobs.kubeflow.org/v1``."""
+    return f"the cluster does not serve {resource_ref} — is the Kubeflow training operator installed?"
+
+
+def describe(error: BaseException, call: ApiCall | None = None, conn_id: str | None = None) -> ApiError:
+    """Read an error answer of the Kubernetes API (either client's ``ApiException``) for ``call``.
+
+    :param error: the exception; one that is not an ``ApiException`` is described by its type and first line
+        (``OTHER``, or ``TRANSIENT`` for connection errors and timeouts).
+    :param call: what the request was; None: said from the answer alone.
+    :param conn_id: the Airflow connection the request went through, named in access errors.
+    :returns: the :class:`ApiError`; its ``message`` is one line, at most :data:`MAX_LINE` characters.
+    """
+    known = getattr(error, "api_error", None)
+    if isinstance(known, ApiError):
+        return known  # raised by exception_for, which read it for its own call
+    if not is_api_exception(error):
+        transient = isinstance(error, (OSError, TimeoutError)) or type(error).__module__.startswith(("urllib3", "aiohttp"))
+        return ApiError(Refusal.TRANSIENT if transient else Refusal.OTHER, None, type(error).__name__,
+                        _line(f"{type(error).__name__}: {error}"), True)
+    status_code = getattr(error, "status", None)
+    status = read_status(error)
+    details = status.get("details") if isinstance(status.get("details"), dict) else {}
+    reason = str(status.get("reason") or getattr(error, "reason", None) or "")
+    said = " ".join(str(status.get("message") or "").split())  # whole, for parsing; server_says: capped, to quote
+    server_says = _line(said)
+    causes = tuple((str(c.get("field") or ""), str(c.get("message") or c.get("reason") or ""))
+                   for c in details.get("causes") or [] if isinstance(c, dict))
+    answered = f"{status_code} {reason}".strip()
+    doing = f"{call.verb} {call.target}" if call else "serve the request"
+    to = f"{answered} to {doing}"
+
+    def made(refusal: Refusal, message: str) -> ApiError:
+        retryable = refusal not in NOT_RETRIED
+        return ApiError(refusal, status_code, reason, _line(message), retryable, causes)
+
+    denial = _WEBHOOK_DENIAL.search(said) if status_code not in TRANSIENT_STATUS_CODES else None
+    if denial is not None:  # whatever code the webhook chose (400 by default, 403, 422 with causes, ...)
+        said = _quote(denial.group("message") or "")
+        fields = _causes_text(causes)
+        why = "; ".join(part for part in (said if not fields or said not in fields else "", fields) if part)
+        to_do = f" to {doing}" if call else ""
+        return made(Refusal.DENIED, f'admission webhook "{denial.group("webhook")}" denied the request{to_do} '
+                                    f"({answered}): {why or 'without explanation'}")
+    if status_code == 404:
+        if details.get("kind") == "namespaces" and (call is None or call.resource != "namespaces"):
+            name = details.get("name") or (call.namespace if call else "?")
+            return made(Refusal.NAMESPACE_MISSING,
+                        f'namespace "{name}" does not exist ({to}): create it, or set the task\'s namespace '
+                        f"(or the connection's namespace extra) to an existing one")
+        if call is not None and call.group and not details.get("name"):
+            return made(Refusal.KIND_NOT_SERVED, f"{kind_not_served_message(call.resource_ref)} ({to})")
+        if call is None:
+            return made(Refusal.NOT_FOUND, f"{answered}: {server_says or 'no such object or path'}")
+        return made(Refusal.NOT_FOUND, f"{call.target} does not exist ({answered})")
+    if status_code in (400, 422):
+        why = _causes_text(causes) or server_says or "no reason given"
+        invalid = status_code == 422
+        return made(Refusal.INVALID if invalid else Refusal.BAD_REQUEST,
+                    f"the API server refused to {doing} as {'invalid' if invalid else 'a bad request'} ({answered}): {why}")
+    if status_code == 403:
+        return made(*_forbidden(said, call, doing, answered, conn_id))
+    if status_code == 401:
+        via = f" of connection {conn_id!r}" if conn_id else ""
+        return made(Refusal.UNAUTHORIZED,
+                    f"{to}: the API server did not accept the credentials{via} (an expired or rotated token, or the "
+                    f"wrong kubeconfig, context or user); a new try reads them again")
+    refusal = (Refusal.CONFLICT if status_code == 409
+               else Refusal.TRANSIENT if status_code in TRANSIENT_STATUS_CODES else Refusal.OTHER)
+    return made(refusal, to + (f": {server_says}" if server_says else ""))
+
+
+def one_line(error: BaseException, call: ApiCall | None = None) -> str:
+    """:func:`describe`'s message: one line about any error of an API call (never headers or a body)."""
+    return describe(error, call).message
+
+
+def exception_for(error: BaseException, call: ApiCall | None = None, conn_id: str | None = None) -> Exception:
+    """The exception to raise (``from None``) for an API error of ``call``.
+
+    :returns: for a refusal, this provider's Airflow exception (see the module's table), with ``status``,
+        ``reason`` and ``api_error`` attributes; for an answer the caller handles (404 of an object, 409, a
+        spent transient failure, other codes), a :class:`QuietApiException`; an error that is not an
+        ``ApiException`` is returned unchanged.
+    """
+    if not is_api_exception(error):
+        return error  # type: ignore[return-value]
+    described = describe(error, call, conn_id)
+    exception_class = _RAISED_AS.get(described.refusal)
+    if exception_class is None:
+        return QuietApiException(described)
+    raised = exception_class(described.message)
+    raised.status, raised.reason = described.status, described.reason  # type: ignore[attr-defined]
+    raised.api_error = described  # type: ignore[attr-defined]
+    return raised
+
+
+_RAISED_AS: dict[Refusal, type[Exception]] = {
+    Refusal.KIND_NOT_SERVED: KindNotServedError,
+    Refusal.NAMESPACE_MISSING: NamespaceNotFoundError,
+    Refusal.INVALID: JobRejectedError,
+    Refusal.DENIED: JobRejectedError,
+    Refusal.BAD_REQUEST: JobRejectedError,
+    Refusal.QUOTA: QuotaExceededError,
+    Refusal.FORBIDDEN: KubernetesAccessError,
+    Refusal.UNAUTHORIZED: KubernetesAccessError,
+}
+
+
+# --- the pieces -----------------------------------------------------------------------------------
+
+
+def _forbidden(said: str, call: ApiCall | None, doing: str, answered: str,
+               conn_id: str | None) -> tuple[Refusal, str]:
+    """A 403: a quota (exceeded, or not computed yet), RBAC, or another refusal (e.g. a namespace being deleted).
+
+    :param said: the Status' whole message, on one line."""
+    to = f"{answered} to {doing}"
+    namespace = call.namespace if call else None
+    exceeded = _QUOTA_EXCEEDED.search(said)
+    if exceeded:
+        requested, used, limited = (_quantities(exceeded.group(g)) for g in ("requested", "used", "limited"))
+        usage = "; ".join(
+            f"{resource}: requested {amount}, used {used.get(resource, '?')}, limited to {limited.get(resource, '?')}"
+            for resource, amount in requested.items()
+        ) or _quote(said)
+        where = f" in namespace {namespace}" if namespace else ""
+        return Refusal.QUOTA, (f'ResourceQuota "{exceeded.group("quota").strip()}"{where} has no room to {doing} '
+                               f"({answered}, exceeded quota): {usage}; a later try may fit once usage drops or the "
+                               f"quota is raised")
+    unknown = _QUOTA_UNKNOWN.search(said)
+    if unknown:
+        resources = f" ({unknown.group('resources').strip()})" if unknown.group("resources") else ""
+        return Refusal.QUOTA, (f'ResourceQuota "{unknown.group("quota").strip()}"{resources} has no computed usage yet, '
+                               f"so the API server refuses to {doing} ({answered}, status unknown for quota): is "
+                               f"kube-controller-manager's resourcequota controller running?")
+    via = f" through connection {conn_id!r}" if conn_id else ""
+    why = f", needed to {call.purpose}" if call and call.purpose else ""
+    rbac = _RBAC.search(said)
+    if rbac:
+        group = rbac.group("group") if rbac.group("group") is not None else (call.group if call else "")
+        resource, verb = rbac.group("resource"), rbac.group("verb")
+        scope = f'in namespace "{rbac.group("namespace")}"' if rbac.group("namespace") else "at the cluster scope"
+        qualified = f"{resource}.{group}" if group else resource
+        in_group = f'API group "{group}"' if group else "the core API group"
+        return Refusal.FORBIDDEN, (f'RBAC does not allow user "{rbac.group("user")}" to {verb} {qualified} {scope} '
+                                   f'({to}{via}{why}): bind it to a Role that allows verb "{verb}" on resource '
+                                   f'"{resource}" in {in_group}')
+    return Refusal.FORBIDDEN, f"{to}{via}: {_quote(said) or 'no reason given'}"
+
+
+def _quantities(text: str) -> dict[str, str]:
+    """``count/pytorchjobs.kubeflow.org=1,pods=2`` as a dict (the quota admission plugin's pretty-print)."""
+    pairs = (item.split("=", 1) for item in text.split(",") if "=" in item)
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+def _causes_text(causes: tuple[tuple[str, str], ...]) -> str:
+    return "; ".join(_quote(f"{field}: {message}" if field else message) for field, message in causes if field or message)
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_QUOTE else text[: MAX_QUOTE - 3] + "..."
+
+
+def _line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_LINE else text[: MAX_LINE - 3] + "..."

@@ -1,0 +1,112 @@
+"""Holding a job's pods and object until the task has read what it needs, then cleaning up as the user asked.
+
+The training operator applies ``runPolicy.cleanPodPolicy`` and ``ttlSecondsAfterFinished`` the moment a job
+turns terminal: with ``All`` or ``Running`` it deletes pods, and their logs, before a deferred task resumes (or
+before a synchronous one reads the failed replicas' tails); with a short TTL the job goes too, and its final
+status with it. So the provider sends the controller ``cleanPodPolicy: None`` and no TTL, records what the user
+asked for on the job (annotation :data:`ANNOTATION_HELD_RUN_POLICY`), and applies it itself:
+
+1. At the terminal transition, whoever observes it (the synchronous wait, or the trigger) stops the pods the
+   user's policy would have had the controller stop — those still Pending or Running, for ``Running`` and
+   ``All`` — after the lead replica's log was read (:func:`pods_to_stop`).
+2. When the task ends, the rest of the policy (finished pods too, for ``All``: :func:`pods.pods_to_clean`) and
+   ``on_finish``; a job that is kept gets its ``runPolicy`` back as the user wrote it (:func:`release_patch`),
+   so the controller applies the TTL from the job's ``completionTime``, as it would have.
+
+Pure functions over API JSON dicts; the operator and the trigger do the calls.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_trainjob.constants import (
+    CLEAN_POD_POLICY_ALL,
+    CLEAN_POD_POLICY_NONE,
+    CLEAN_POD_POLICY_RUNNING,
+    LABEL_PREFIX,
+)
+from airflow_trainjob.pods import Pod, phase_of
+
+#: The user's ``cleanPodPolicy`` and ``ttlSecondsAfterFinished`` while the provider holds them, as JSON.
+ANNOTATION_HELD_RUN_POLICY = f"{LABEL_PREFIX}/held-run-policy"
+_CLEAN, _TTL = "cleanPodPolicy", "ttlSecondsAfterFinished"
+
+
+@dataclass(frozen=True)
+class UserRunPolicy:
+    """What the user asked of the job's cleanup.
+
+    :param clean_pod_policy: ``All``, ``Running`` or ``None``.
+    :param ttl_seconds_after_finished: seconds after completion before the job is deleted, or None (kept).
+    :param held: True while the provider holds them (the controller was sent ``None`` and no TTL).
+    """
+
+    clean_pod_policy: str
+    ttl_seconds_after_finished: int | None
+    held: bool
+
+
+def hold(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest to send: ``cleanPodPolicy: None`` and no TTL, the user's values in the annotation.
+
+    A manifest that asks for neither cleanup (``None``, no TTL) is sent as it is."""
+    sent = copy.deepcopy(dict(manifest))
+    run_policy = sent.setdefault("spec", {}).setdefault("runPolicy", {})
+    clean = run_policy.get(_CLEAN) or CLEAN_POD_POLICY_NONE
+    ttl = run_policy.get(_TTL)
+    if clean == CLEAN_POD_POLICY_NONE and ttl is None:
+        return sent
+    asked: dict[str, Any] = {_CLEAN: clean}
+    if ttl is not None:
+        asked[_TTL] = ttl
+    run_policy[_CLEAN] = CLEAN_POD_POLICY_NONE
+    run_policy.pop(_TTL, None)
+    metadata = sent.setdefault("metadata", {})
+    metadata["annotations"] = {**(metadata.get("annotations") or {}), ANNOTATION_HELD_RUN_POLICY: json.dumps(asked)}
+    return sent
+
+
+def user_run_policy(job: Mapping[str, Any]) -> UserRunPolicy:
+    """The user's cleanup for ``job``: from the annotation while held, else from ``spec.runPolicy`` (a job made
+    by an earlier version, or one already released). An annotation that does not parse counts as absent."""
+    run_policy = ((job.get("spec") or {}).get("runPolicy")) or {}
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    raw = annotations.get(ANNOTATION_HELD_RUN_POLICY)
+    if raw is not None:
+        try:
+            asked = json.loads(raw)
+            clean = asked.get(_CLEAN)
+            ttl = asked.get(_TTL)
+            if clean in (CLEAN_POD_POLICY_ALL, CLEAN_POD_POLICY_RUNNING, CLEAN_POD_POLICY_NONE) and (
+                ttl is None or (isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0)
+            ):
+                return UserRunPolicy(clean, ttl, held=True)
+        except (ValueError, AttributeError):
+            pass
+    return UserRunPolicy(run_policy.get(_CLEAN) or CLEAN_POD_POLICY_NONE, run_policy.get(_TTL), held=False)
+
+
+def pods_to_stop(pods: Iterable[Pod], policy: UserRunPolicy) -> list[Pod]:
+    """The pods to stop when the job turns terminal: what the controller would have deleted at that moment had
+    it been sent the user's policy and nothing was held — Pending and Running pods, for ``Running`` and ``All``
+    (finished pods keep their logs until the task ends). Empty when nothing is held: the controller does it."""
+    if not policy.held or policy.clean_pod_policy not in (CLEAN_POD_POLICY_RUNNING, CLEAN_POD_POLICY_ALL):
+        return []
+    return [p for p in pods if phase_of(p) in ("Pending", "Running")]
+
+
+def release_patch(job: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A JSON merge patch that gives a kept job its ``runPolicy`` back as the user wrote it and drops the
+    annotation (the spec speaks for itself again); None when nothing is held."""
+    policy = user_run_policy(job)
+    if not policy.held:
+        return None
+    return {
+        "metadata": {"annotations": {ANNOTATION_HELD_RUN_POLICY: None}},
+        "spec": {"runPolicy": {_CLEAN: policy.clean_pod_policy, _TTL: policy.ttl_seconds_after_finished}},
+    }

@@ -1,0 +1,73 @@
+"""The cleanup hold: what is sent, what the user asked for, which pods stop at the terminal transition."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from airflow_trainjob.cleanup_hold import (
+    ANNOTATION_HELD_RUN_POLICY,
+    UserRunPolicy,
+    hold,
+    pods_to_stop,
+    release_patch,
+    user_run_policy,
+)
+
+
+def manifest(**run_policy) -> dict:
+    return {"kind": "PyTorchJob", "metadata": {"name": "j", "annotations": {"team": "ml"}},
+            "spec": {"runPolicy": run_policy, "pytorchReplicaSpecs": {}}}
+
+
+def pod(name: str, phase: str) -> dict:
+    return {"metadata": {"name": name}, "status": {"phase": phase}}
+
+
+@pytest.mark.parametrize(("asked", "recorded"), [
+    ({"cleanPodPolicy": "All"}, {"cleanPodPolicy": "All"}),
+    ({"cleanPodPolicy": "Running", "ttlSecondsAfterFinished": 0}, {"cleanPodPolicy": "Running", "ttlSecondsAfterFinished": 0}),
+    ({"cleanPodPolicy": "None", "ttlSecondsAfterFinished": 30}, {"cleanPodPolicy": "None", "ttlSecondsAfterFinished": 30}),
+])
+def test_hold_sends_none_and_no_ttl_and_records_the_choice(asked, recorded):
+    original = manifest(**asked, backoffLimit=2)
+    sent = hold(original)
+    assert sent["spec"]["runPolicy"] == {"cleanPodPolicy": "None", "backoffLimit": 2}
+    assert json.loads(sent["metadata"]["annotations"][ANNOTATION_HELD_RUN_POLICY]) == recorded
+    assert sent["metadata"]["annotations"]["team"] == "ml"
+    assert original["spec"]["runPolicy"] == {**asked, "backoffLimit": 2}  # the caller's manifest is untouched
+    assert user_run_policy(sent) == UserRunPolicy(recorded["cleanPodPolicy"],
+                                                  recorded.get("ttlSecondsAfterFinished"), held=True)
+
+
+def test_nothing_to_hold_is_sent_as_it_is():
+    sent = hold(manifest(cleanPodPolicy="None"))
+    assert ANNOTATION_HELD_RUN_POLICY not in sent["metadata"]["annotations"]
+    assert user_run_policy(sent) == UserRunPolicy("None", None, held=False)
+    assert release_patch(sent) is None and pods_to_stop([pod("a", "Running")], user_run_policy(sent)) == []
+
+
+@pytest.mark.parametrize("raw", ["not json", '{"cleanPodPolicy": "Sometimes"}', '{"cleanPodPolicy": "All", '
+                                 '"ttlSecondsAfterFinished": -1}', "[]"])
+def test_an_annotation_that_does_not_parse_falls_back_to_the_spec(raw):
+    job = manifest(cleanPodPolicy="Running")
+    job["metadata"]["annotations"][ANNOTATION_HELD_RUN_POLICY] = raw
+    assert user_run_policy(job) == UserRunPolicy("Running", None, held=False)
+
+
+@pytest.mark.parametrize(("policy", "stopped"), [("All", {"p", "r"}), ("Running", {"p", "r"}), ("None", set())])
+def test_pods_to_stop_are_the_unfinished_ones(policy, stopped):
+    pods = [pod("p", "Pending"), pod("r", "Running"), pod("s", "Succeeded"), pod("f", "Failed")]
+    chosen = pods_to_stop(pods, user_run_policy(hold(manifest(cleanPodPolicy=policy, ttlSecondsAfterFinished=5))))
+    assert {p["metadata"]["name"] for p in chosen} == stopped
+
+
+def test_release_gives_the_run_policy_back_and_drops_the_annotation():
+    sent = hold(manifest(cleanPodPolicy="All", ttlSecondsAfterFinished=0))
+    assert release_patch(sent) == {
+        "metadata": {"annotations": {ANNOTATION_HELD_RUN_POLICY: None}},
+        "spec": {"runPolicy": {"cleanPodPolicy": "All", "ttlSecondsAfterFinished": 0}},
+    }
+    no_ttl = release_patch(hold(manifest(cleanPodPolicy="Running")))
+    assert no_ttl["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "ttlSecondsAfterFinished": None}
