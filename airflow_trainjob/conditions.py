@@ -154,6 +154,13 @@ def status_from_events(events: Any, kind: str, uid: str | None) -> dict[str, Any
     return {"conditions": [condition], "completionTime": when}
 
 
+def with_announced_end(seen: Any, announced: Mapping[str, Any]) -> dict[str, Any]:
+    """The status of a gone job: the last one seen, with the terminal condition of :func:`status_from_events` and
+    without the replica counts seen then (they predate the end; the end's are unknown)."""
+    kept = {k: v for k, v in _as_dict(seen).items() if k == "startTime"}
+    return {**kept, **announced}
+
+
 def controller_has_acted(status: Any) -> bool:
     """True when a controller has written any condition (true or not) or replica status to the job."""
     status = _as_dict(status)

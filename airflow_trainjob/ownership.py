@@ -13,12 +13,16 @@ from typing import Any
 
 from airflow_trainjob.constants import (
     LABEL_DAG_ID,
+    LABEL_PREFIX,
     LABEL_MAP_INDEX,
     LABEL_RUN_ID,
     LABEL_TASK_ID,
     LABEL_TRY_NUMBER,
 )
 from airflow_trainjob.names import sanitize_label_value
+
+#: The try that follows the job now, when it is not the one that created it (a retry attached or reconnected to it).
+ANNOTATION_FOLLOWED_BY_TRY = f"{LABEL_PREFIX}/followed-by-try"
 
 #: The labels that identify the task instance, whatever its try.
 _INSTANCE_KEYS = (LABEL_DAG_ID, LABEL_TASK_ID, LABEL_RUN_ID, LABEL_MAP_INDEX)
@@ -78,3 +82,16 @@ class TaskInstanceIdentity:
         """True when ``job`` is this task instance's and was created by this very try."""
         job_labels = (job.get("metadata") or {}).get("labels") or {}
         return self.owns(job) and job_labels.get(LABEL_TRY_NUMBER) == str(self.try_number)
+
+    def follows(self, job: Mapping[str, Any]) -> bool:
+        """True when ``job`` is this task instance's and this try follows it now (it created it, or attached or
+        reconnected to it since): what a killed try may delete. An older try killed late (a clear races the
+        next try) leaves a job that a newer try follows."""
+        return self.owns(job) and following_try(job) == str(self.try_number)
+
+
+def following_try(job: Mapping[str, Any]) -> str | None:
+    """The try number that follows ``job`` now: the one that attached last, else the one that created it."""
+    meta = job.get("metadata") or {}
+    return ((meta.get("annotations") or {}).get(ANNOTATION_FOLLOWED_BY_TRY)
+            or (meta.get("labels") or {}).get(LABEL_TRY_NUMBER))

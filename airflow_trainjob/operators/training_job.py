@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import cached_property
 from typing import Any
 
@@ -34,7 +34,12 @@ from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models.job import TrainingJobSpec
 from airflow_trainjob.names import generate_job_name, max_job_name_length
-from airflow_trainjob.ownership import RESERVED_LABELS, TaskInstanceIdentity
+from airflow_trainjob.ownership import (
+    ANNOTATION_FOLLOWED_BY_TRY,
+    RESERVED_LABELS,
+    TaskInstanceIdentity,
+    following_try,
+)
 from airflow_trainjob.pods import (
     container_ends,
     lead_pod,
@@ -72,6 +77,16 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def _seconds_until_ttl(job: Mapping[str, Any], ttl: int) -> float | None:
+    """Seconds until ``completionTime + ttl`` (negative once passed); None without a completionTime."""
+    done = ((job.get("status") or {}).get("completionTime")) or ""
+    try:
+        finished = datetime.fromisoformat(done.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (finished - datetime.now(timezone.utc)).total_seconds() + ttl
 
 
 class TrainingJobOperator(ResumableJobMixin, BaseOperator):
@@ -337,6 +352,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         ref = f"{self.kind} {namespace}/{name}"
         outcome = "killed"
         try:
+            self._job = self._follow(self._job)  # reconnected through task_state_store: this try follows it now
             if self.get_logs:
                 self._follower = LeadLogFollower(self.hook, JOB_KINDS[self.kind], name, namespace, self.log)
                 self._follower.start()
@@ -381,6 +397,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 startup_timeout_at=now + self.startup_timeout if self.startup_timeout else None,
                 poll_interval=self.poll_interval,
                 owner_labels={k: v for k, v in self._identity.labels().items() if k != LABEL_TRY_NUMBER},
+                try_number=self._identity.try_number,
                 log_tail_lines=self.log_tail_lines if self.get_logs else 0,
             ),
             method_name="execute_complete",
@@ -490,7 +507,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             self.log.warning("Could not stop the running pods of %s now (%s); the cleanup will", job_ref(job), one_line(e))
             return
         if stopping:
-            self.log.info("%s is %s: stopped %s, as cleanPodPolicy %s asks", job_ref(job),
+            self.log.info("%s is %s: stopping %s (pods deleted), as cleanPodPolicy %s asks", job_ref(job),
                           conditions.phase(job.get("status")), ", ".join(p["metadata"]["name"] for p in stopping),
                           user_run_policy(job).clean_pod_policy)
 
@@ -519,23 +536,42 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             )
         finished = conditions.is_terminal(existing.get("status"))
         same_try = identity.created_by_this_try(existing)
-        if not finished and (same_try or self.reattach_on_restart):
+        deleting = bool(existing["metadata"].get("deletionTimestamp"))  # e.g. by the killed try before this one
+        if not finished and not deleting and (same_try or self.reattach_on_restart):
             self.log.info("Attaching to %s %s/%s, still %s, created by try %s", self.kind, namespace, name,
                           conditions.phase(existing.get("status")), existing["metadata"]["labels"].get(LABEL_TRY_NUMBER))
-            return existing
-        self.log.info("Replacing %s %s/%s left by an earlier try (%s)", self.kind, namespace, name,
-                      conditions.phase(existing.get("status")))
-        self.hook.delete_job(self.kind, name, namespace, uid=existing["metadata"]["uid"], propagation="Foreground")
+            return self._follow(existing)
+        self.log.info("Replacing %s %s/%s left by an earlier try (%s%s)", self.kind, namespace, name,
+                      conditions.phase(existing.get("status")), ", being deleted" if deleting else "")
+        if not deleting:
+            self.hook.delete_job(self.kind, name, namespace, uid=existing["metadata"]["uid"], propagation="Foreground")
         deadline = time.monotonic() + REPLACE_TIMEOUT
         while time.monotonic() < deadline:
             try:
                 self.hook.get_job(self.kind, name, namespace)
             except ApiException as e:
                 if e.status == 404:
-                    return self.hook.create_job(manifest)
+                    job = self.hook.create_job(manifest)
+                    self.log.info("Created %s %s/%s", self.kind, namespace, name)
+                    return job
                 raise
             time.sleep(1.0)
         raise TrainingJobError(f"{self.kind} {namespace}/{name} of an earlier try was not gone after {REPLACE_TIMEOUT:.0f} s")
+
+    def _follow(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Record on ``job`` that this try follows it now, so that an earlier try killed late (a clear that races
+        this try) leaves it alone (see :meth:`TaskInstanceIdentity.follows`). Returns the job as it is now."""
+        if self._identity.follows(job):
+            return job
+        meta = job["metadata"]
+        patch = {"metadata": {"uid": meta.get("uid"),
+                              "annotations": {ANNOTATION_FOLLOWED_BY_TRY: str(self._identity.try_number)}}}
+        try:
+            return self.hook.patch_job(self.kind, meta["name"], meta["namespace"], patch)
+        except Exception as e:  # noqa: BLE001 - following it matters more; only a late kill of an older try is unguarded
+            self.log.warning("Could not record on %s that try %d follows it (%s)", job_ref(job),
+                             self._identity.try_number, one_line(e))
+            return job
 
     def _wait(self, ref: str, manifest: dict[str, Any]) -> dict[str, Any]:
         """Follow the job by a watch until it is terminal; log each change; enforce the timeouts.
@@ -606,7 +642,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             self.log.warning("Could not read the events of %s (%s)", ref, one_line(e))
             announced = None
         if announced is not None:
-            return {**seen.job, "status": {**(seen.job.get("status") or {}), **announced}}
+            return {**seen.job, "status": conditions.with_announced_end(seen.job.get("status"), announced)}
         raise JobDeletedError(
             f"{ref} was deleted outside this task before it finished (last seen "
             f"{conditions.summary(seen.job.get('status'))})")
@@ -707,6 +743,10 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if current["metadata"].get("uid") != uid or not self._identity.owns(current):
             self.log.warning("Not cleaning up %s/%s: it is no longer the job this task created", namespace, name)
             return
+        if outcome == "killed" and not self._identity.follows(current):
+            self.log.warning("Not deleting %s %s/%s: try %s of this task follows it now", self.kind, namespace, name,
+                             following_try(current))
+            return
         policy = user_run_policy(current)
         running = not conditions.is_terminal(current.get("status"))
         if not running:  # a running job goes whole (its pods by garbage collection): no pod dies before it
@@ -728,8 +768,11 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 self.log.warning("Could not give %s %s/%s back its runPolicy (%s): it keeps cleanPodPolicy None and "
                                  "no ttlSecondsAfterFinished", self.kind, namespace, name, one_line(e))
         ttl = policy.ttl_seconds_after_finished
-        fate = (f"the training operator deletes it {ttl} s after it finished (ttlSecondsAfterFinished)" if ttl is not None
-                else f"remove it with: kubectl delete {JOB_KINDS[self.kind].plural}.{GROUP} {name} -n {namespace}")
+        fate = f"remove it with: kubectl delete {JOB_KINDS[self.kind].plural}.{GROUP} {name} -n {namespace}"
+        if ttl is not None:
+            left = _seconds_until_ttl(current, ttl)
+            fate = (f"the training operator deletes it {ttl} s after it finished (ttlSecondsAfterFinished)"
+                    + (f", in about {left:.0f} s" if left and left > 0 else ", now: that time has passed"))
         self.log.info("Keeping %s %s %s/%s for inspection (on_finish=%r; its pods follow cleanPodPolicy %s); %s",
                       conditions.phase(current.get("status")), self.kind, namespace, name, self.on_finish,
                       policy.clean_pod_policy, fate)

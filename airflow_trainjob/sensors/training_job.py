@@ -129,7 +129,7 @@ class TrainingJobSensor(BaseSensorOperator):
                                   f"{conditions.summary(last_seen.get('status'))})")
         self.log.info("%s is gone; the training operator's events say it ended: %s", job_ref(last_seen),
                       conditions.summary(announced))
-        return {**last_seen, "status": {**(last_seen.get("status") or {}), **announced}}
+        return {**last_seen, "status": conditions.with_announced_end(last_seen.get("status"), announced)}
 
     def _raise_refusal(self) -> None:
         """The trigger could not watch the job: look once from here, so that a refusal is raised as what it is

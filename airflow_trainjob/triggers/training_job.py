@@ -27,8 +27,9 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from airflow_trainjob import conditions
 from airflow_trainjob.api_errors import ApiCall, exception_for, one_line
 from airflow_trainjob.cleanup_hold import pods_to_stop, user_run_policy
-from airflow_trainjob.constants import CONDITION_SUCCEEDED, GROUP, JOB_KINDS, LABEL_JOB_NAME, VERSION
+from airflow_trainjob.constants import CONDITION_SUCCEEDED, GROUP, JOB_KINDS, LABEL_JOB_NAME, LABEL_PREFIX, VERSION
 from airflow_trainjob.hooks.retries import TRANSIENT_STATUS_CODES
+from airflow_trainjob.ownership import following_try
 from airflow_trainjob.pods import lead_pod, log_container, owned_by
 from airflow_trainjob.triggers.job_stream import (
     TRANSIENT_ERRORS,
@@ -60,11 +61,13 @@ class TrainingJobTrigger(BaseEventTrigger):
     :param wait_for_creation: a job that does not exist yet is waited for (sensor), not "deleted".
     :param owner_labels: labels the job must carry for :meth:`on_kill` to delete it, and for the trigger to stop
         its running pods when it turns terminal (a job whose cleanup the operator holds).
+    :param try_number: the task try that deferred: :meth:`on_kill` leaves a job that a later try follows now
+        (a clear that raced the next try); None: any try's.
     :param log_tail_lines: lines of the lead replica's log read before its pod is stopped that way (count; 0: none).
 
     Event payload: ``outcome`` (finished, deleted, timeout, error), ``message``, ``job`` (the
-    last object read, with its status, conditions and replica statuses; for a job deleted after it finished, its
-    final object; or None), ``pods`` (for a ``Failed`` job, its pods as JSON dicts without their spec but for
+    last object read, with its status, conditions and replica statuses — for a job deleted after it finished, its
+    final object — summarised: no pod templates, whose environment may hold secrets; or None), ``pods`` (for a ``Failed`` job, its pods as JSON dicts without their spec but for
     container names, so the exit codes do not depend on the pods still existing at resume; else empty), ``lead_log`` (when the trigger
     stopped the lead replica's pod: ``{"pod", "container", "text"}`` of its log's last ``log_tail_lines`` lines),
     ``which`` (for a timeout: ``timeout`` or ``startup_timeout``).
@@ -87,6 +90,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         poll_interval: float = 10.0,
         wait_for_creation: bool = False,
         owner_labels: dict[str, str] | None = None,
+        try_number: int | None = None,
         log_tail_lines: int = 0,
     ):
         super().__init__()
@@ -104,6 +108,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         self.poll_interval = poll_interval
         self.wait_for_creation = wait_for_creation
         self.owner_labels = dict(owner_labels or {})
+        self.try_number = try_number
         self.log_tail_lines = log_tail_lines
         self._seen_uid: str | None = None  # the job's uid once seen (a sensor's wait starts without one)
 
@@ -125,6 +130,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                 "poll_interval": self.poll_interval,
                 "wait_for_creation": self.wait_for_creation,
                 "owner_labels": self.owner_labels,
+                "try_number": self.try_number,
                 "log_tail_lines": self.log_tail_lines,
             },
         )
@@ -141,7 +147,8 @@ class TrainingJobTrigger(BaseEventTrigger):
         return f"{self.kind} {self.namespace}/{self.name}"
 
     def _event(self, outcome: str, message: str, job: dict | None = None, **extra: Any) -> TriggerEvent:
-        return TriggerEvent({"outcome": outcome, "message": message, "job": job, "pods": [], **extra})
+        return TriggerEvent({"outcome": outcome, "message": message, "job": _job_summary(job) if job else None,
+                             "pods": [], **extra})
 
     # --- the shared stream ---------------------------------------------------------------------------
 
@@ -295,8 +302,9 @@ class TrainingJobTrigger(BaseEventTrigger):
                              one_line(e))
             return tail
         if stopping:
-            self.log.info("%s is %s: stopped %s", self._ref, conditions.phase(job.get("status")),
-                          ", ".join(p["metadata"]["name"] for p in stopping))
+            self.log.info("%s is %s: stopping %s (pods deleted), as cleanPodPolicy %s asks", self._ref,
+                          conditions.phase(job.get("status")),
+                          ", ".join(p["metadata"]["name"] for p in stopping), user_run_policy(job).clean_pod_policy)
         return tail
 
     async def _announced_end(self, stream: JobStream) -> dict[str, Any] | None:
@@ -378,6 +386,10 @@ class TrainingJobTrigger(BaseEventTrigger):
             ):
                 self.log.warning("Not deleting %s/%s: not the job this task created", self.namespace, self.name)
                 return
+            if self.try_number is not None and following_try(job) != str(self.try_number):
+                self.log.warning("Not deleting %s/%s: try %s of this task follows it now, not try %s", self.namespace,
+                                 self.name, following_try(job), self.try_number)
+                return
             try:
                 await custom.delete_namespaced_custom_object(
                     GROUP, VERSION, self.namespace, self._plural, self.name,
@@ -388,6 +400,32 @@ class TrainingJobTrigger(BaseEventTrigger):
                 if e.status != 404:
                     raise exception_for(e, self._call("delete"), self.kubernetes_conn_id) from None
             self.log.info("Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name)
+
+
+def _job_summary(job: dict[str, Any]) -> dict[str, Any]:
+    """What the resumed task reads of the job: its identity, labels, the provider's own annotations, its status,
+    ``runPolicy`` and each replica type's ``replicas`` and container names. The event is stored by Airflow and
+    printed in the task log: never the pod templates (environment values, embedded scripts, secrets)."""
+    meta = job.get("metadata") or {}
+    spec = job.get("spec") or {}
+    kind = JOB_KINDS.get(job.get("kind", ""))
+    summary_spec: dict[str, Any] = {"runPolicy": spec.get("runPolicy") or {}}
+    if kind is not None and isinstance(spec.get(kind.replica_specs_key), dict):
+        summary_spec[kind.replica_specs_key] = {
+            rtype: {"replicas": (rspec or {}).get("replicas"), "template": {"spec": {"containers": [
+                {"name": c.get("name")} for c in (((rspec or {}).get("template") or {}).get("spec") or {}).get(
+                    "containers") or []]}}}
+            for rtype, rspec in spec[kind.replica_specs_key].items()
+        }
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(f"{LABEL_PREFIX}/")}
+    return {
+        "apiVersion": job.get("apiVersion"),
+        "kind": job.get("kind"),
+        "metadata": {**{k: meta[k] for k in ("name", "namespace", "uid", "labels") if k in meta},
+                     **({"annotations": annotations} if annotations else {})},
+        "spec": summary_spec,
+        "status": job.get("status") or {},
+    }
 
 
 def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:

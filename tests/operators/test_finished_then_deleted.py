@@ -86,7 +86,8 @@ def test_ttl_zero_with_a_poll_interval_far_longer_is_a_success(mode, ti, namespa
     out = capfd.readouterr().out
     assert "hello from rank 0 of 2" in out  # the lead replica's log survived cleanPodPolicy All and TTL 0
     assert "deleted outside this task" not in out
-    assert "the training operator deletes it 0 s after it finished (ttlSecondsAfterFinished)" in out
+    assert "the training operator deletes it 0 s after it finished (ttlSecondsAfterFinished), now: that time has " \
+           "passed" in out
     # Kept (on_finish), the job got its runPolicy back: the controller now applies the TTL of 0.
     wait_for(lambda: jobs(custom_objects, namespace), done=lambda j: j == [], timeout=30,
              what="the kept job deleted by its ttlSecondsAfterFinished once the task gave it back")

@@ -338,3 +338,18 @@ def test_stored_job_that_already_succeeded_is_not_run_again(namespace, custom_ob
     (still,) = jobs(custom_objects, namespace)
     assert still["metadata"]["uid"] == job["metadata"]["uid"]  # not resubmitted
     assert summary["conditions"][-1]["type"] == "Succeeded"
+
+
+def test_a_late_on_kill_of_an_earlier_try_leaves_the_job_the_next_try_follows(namespace, custom_objects):
+    code = "import time; time.sleep(3); print('done')"
+    first = TaskInstanceStandIn(try_number=1)
+    old = make(pytorch_specs(code, workers=0), get_logs=False)
+    old.submit_job({"ti": first})
+    wait_for(lambda: _running(custom_objects, namespace), what="try 1's job running")
+    second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
+    thread, outcome = run_in_thread(make(pytorch_specs(code, workers=0)), {"ti": second})
+    wait_for(lambda: jobs(custom_objects, namespace)[0]["metadata"].get("annotations", {}).get(
+        "airflow-trainjob.apache.org/followed-by-try"), what="try 2 attached")
+    old.on_kill()  # try 1's kill arrives after try 2 attached: it must leave the job
+    thread.join(60)
+    assert outcome.get("result", {}).get("conditions", [{}])[-1].get("type") == "Succeeded", outcome

@@ -48,7 +48,7 @@ def rebuild(trigger: TrainingJobTrigger) -> TrainingJobTrigger:
 
 def test_serialize_is_exact():
     trigger = TrainingJobTrigger(kind="PyTorchJob", name="train", namespace="ml", uid="u-1", timeout_at=1.5,
-                                 owner_labels={"a": "b"}, log_tail_lines=7)
+                                 owner_labels={"a": "b"}, try_number=3, log_tail_lines=7)
     assert trigger.serialize() == (
         "airflow_trainjob.triggers.training_job.TrainingJobTrigger",
         {
@@ -66,6 +66,7 @@ def test_serialize_is_exact():
             "poll_interval": 10.0,
             "wait_for_creation": False,
             "owner_labels": {"a": "b"},
+            "try_number": 3,
             "log_tail_lines": 7,
         },
     )
@@ -185,3 +186,48 @@ def test_deferrable_sensor_waits_for_creation_then_success(namespace, custom_obj
     event = asyncio.run(run_then_create())
     assert event["outcome"] == FINISHED
     assert sensor.execute_complete({}, event) is None
+
+
+def test_the_event_carries_no_pod_template(ti, namespace):
+    """Airflow stores the event and prints it in the task log: no environment value, no embedded script."""
+    import json
+
+    secret = "FAKESECRET-wandb-7c3e9d"
+    script = "# " + "x" * 5000 + "\n" + OK
+    specs = pytorch_specs(script, workers=1)
+    for replica in specs.values():
+        replica["template"]["spec"]["containers"][0]["env"] = [{"name": "WANDB_API_KEY", "value": secret}]
+    for code, outcome in ((script, "Succeeded"), (script + "\nraise SystemExit(1)", "Failed")):
+        specs["Master"]["template"]["spec"]["containers"][0]["command"][-1] = code
+        operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=specs, deferrable=True,
+                                       on_finish="delete_job")
+        event = first_event(defer(operator, type(ti)()))
+        text = json.dumps(event)
+        assert event["outcome"] == FINISHED and outcome in event["message"]
+        assert secret not in text and "x" * 100 not in text
+        assert event["job"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"] == {
+            "spec": {"containers": [{"name": "pytorch"}]}}
+        assert len(text) < 6000, len(text)
+
+
+def test_a_clear_that_races_the_next_try_leaves_the_job_to_that_try(namespace, custom_objects):
+    """Cleared while deferred: the next try may attach to the job before the old trigger's on_kill runs. The
+    late on_kill leaves the job the new try follows, which then finishes normally."""
+    from tests.operators.conftest import TaskInstanceStandIn
+
+    code = "import time; time.sleep(3); print('done')"
+    first = TaskInstanceStandIn(try_number=1)
+    old = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0),
+                              deferrable=True)
+    old_trigger = rebuild(defer(old, first))
+    second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
+    new = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0),
+                              deferrable=True)
+    new_trigger = rebuild(defer(new, second))  # attaches to the running job, and says so on it
+    (job,) = jobs(custom_objects, namespace)
+    assert job["metadata"]["annotations"]["airflow-trainjob.apache.org/followed-by-try"] == "2"
+    asyncio.run(old_trigger.on_kill())  # the old try's kill arrives late
+    (still,) = jobs(custom_objects, namespace)
+    assert still["metadata"]["uid"] == job["metadata"]["uid"] and "deletionTimestamp" not in still["metadata"]
+    summary = new.execute_complete({"ti": second}, first_event(new_trigger))
+    assert summary["conditions"][-1]["type"] == "Succeeded"
