@@ -16,6 +16,7 @@ from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from airflow_trainjob.triggers.training_job import FINISHED, TIMED_OUT, TrainingJobTrigger
 from tests.operators.conftest import pytorch_specs
 from tests.operators.test_training_job import EXIT_1, OK, SLEEP, jobs
+from tests.report import record
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
@@ -208,6 +209,7 @@ def test_the_event_carries_no_pod_template(ti, namespace):
         assert event["job"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"] == {
             "spec": {"containers": [{"name": "pytorch"}]}}
         assert len(text) < 6000, len(text)
+        record("trigger_event", outcome=outcome, template_bytes=len(json.dumps(specs)), event_bytes=len(text))
 
 
 def test_a_clear_that_races_the_next_try_leaves_the_job_to_that_try(namespace, custom_objects):
