@@ -46,6 +46,7 @@ from airflow_trainjob.pods import (
     log_container,
     owned_by,
     pending_reasons,
+    phase_of,
     pods_to_clean,
     replica_of,
     restart_counts,
@@ -749,12 +750,18 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             return
         policy = user_run_policy(current)
         running = not conditions.is_terminal(current.get("status"))
+        left_running: list[str] = []
         if not running:  # a running job goes whole (its pods by garbage collection): no pod dies before it
-            for pod in pods_to_clean(self.hook.list_job_pods(name, namespace), policy.clean_pod_policy):
-                if owned_by(pod, uid):
-                    self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
+            pods = [p for p in self.hook.list_job_pods(name, namespace) if owned_by(p, uid)]
+            cleaned = pods_to_clean(pods, policy.clean_pod_policy)
+            for pod in cleaned:
+                self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
+            left_running = [p["metadata"]["name"] for p in pods
+                            if p not in cleaned and phase_of(p) in ("Pending", "Running")]
         if running or self.on_finish == "delete_job" or (self.on_finish == "delete_succeeded_job" and outcome == "succeeded"):
-            self.log.info("Deleting %s %s/%s (%s)", self.kind, namespace, name, "still running" if running else self.on_finish)
+            self.log.info("Deleting %s %s/%s (%s)%s", self.kind, namespace, name,
+                          "still running" if running else self.on_finish,
+                          f"; its pods still running stop with it: {', '.join(left_running)}" if left_running else "")
             self.hook.delete_job(self.kind, name, namespace, uid=uid)
             return
         patch = release_patch(current)

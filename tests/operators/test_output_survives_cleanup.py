@@ -96,3 +96,14 @@ def test_succeeded_job_with_clean_pod_policy_all_quotes_the_lead_log(mode, ti, n
     out = capfd.readouterr().out
     assert "[Master-0] epoch 1/1 done on rank 0" in out
     assert live_pods(core_v1, namespace, summary["name"]) == {}  # All: no pod left once the task ended
+
+
+def test_deleting_a_succeeded_job_names_the_pods_that_stop_with_it(ti, namespace, capfd):
+    """cleanPodPolicy None keeps a still-running Worker; deleting the succeeded job (on_finish) stops it: said."""
+    operator = operator_for("sync", pytorch_specs("print('master done')", MASTER_WAITS, workers=1), poll_interval=60,
+                            run_policy={"cleanPodPolicy": "None"})
+    summary = operator.execute({"ti": ti})
+    assert summary["conditions"][-1]["type"] == "Succeeded"
+    name = summary["name"]
+    assert (f"Deleting PyTorchJob {namespace}/{name} (delete_succeeded_job); its pods still running stop with it: "
+            f"{name}-worker-0") in capfd.readouterr().out
