@@ -7,13 +7,14 @@ events — before any cleanup deletes the pods. Shared by the operator and the s
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from airflow.providers.common.compat.sdk import AirflowFailException
 from kubernetes.client.exceptions import ApiException
 
+from airflow_trainjob import conditions
 from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.exceptions import TrainingJobError
 from airflow_trainjob.failures import failure_message, is_permanent
@@ -28,6 +29,18 @@ log = logging.getLogger(__name__)
 def job_ref(job: dict[str, Any]) -> str:
     """``"<Kind> <namespace>/<name>"``."""
     return f"{job['kind']} {job['metadata']['namespace']}/{job['metadata']['name']}"
+
+
+def announced_end(hook: Any, job: dict[str, Any]) -> dict[str, Any] | None:
+    """``job`` as last seen, now gone, with the terminal condition the training operator announced for it in its
+    events (:func:`conditions.status_from_events`); None when no such event is there.
+
+    :param hook: a :class:`TrainingJobHook`.
+    """
+    meta = job["metadata"]
+    status = conditions.status_from_events(hook.list_events(meta["namespace"], {meta["name"]}), job["kind"],
+                                           meta.get("uid"))
+    return None if status is None else {**job, "status": conditions.with_announced_end(job.get("status"), status)}
 
 
 def _template_container(job: dict[str, Any], kind: Any, replica: str) -> str:

@@ -52,7 +52,7 @@ from airflow_trainjob.pods import (
     restart_counts,
 )
 from airflow_trainjob.triggers.training_job import DELETED, ERROR, FINISHED, TIMED_OUT, TrainingJobTrigger
-from airflow_trainjob.verdict import failure_exception, job_ref
+from airflow_trainjob.verdict import announced_end, failure_exception, job_ref
 
 #: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
 ON_FINISH_OPTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
@@ -499,9 +499,10 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         (Pending and Running ones, for ``Running`` and ``All``), which the held policy kept running. Best effort:
         the cleanup at the end of the task deletes whatever is left."""
         meta = job["metadata"]
+        policy = user_run_policy(job)
         try:
             pods = self.hook.list_job_pods(meta["name"], meta["namespace"])
-            stopping = [p for p in pods_to_stop(pods, user_run_policy(job)) if owned_by(p, meta.get("uid"))]
+            stopping = [p for p in pods_to_stop(pods, policy) if owned_by(p, meta.get("uid"))]
             for pod in stopping:
                 self.hook.delete_pod(pod["metadata"]["name"], meta["namespace"], uid=pod["metadata"].get("uid"))
         except Exception as e:  # noqa: BLE001 - the verdict comes first; the cleanup tries again
@@ -510,7 +511,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if stopping:
             self.log.info("%s is %s: stopping %s (pods deleted), as cleanPodPolicy %s asks", job_ref(job),
                           conditions.phase(job.get("status")), ", ".join(p["metadata"]["name"] for p in stopping),
-                          user_run_policy(job).clean_pod_policy)
+                          policy.clean_pod_policy)
 
     def _create_or_attach(self, manifest: dict[str, Any]) -> dict[str, Any]:
         meta = manifest["metadata"]
@@ -635,15 +636,13 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             raise JobDeletedError(f"{ref} was deleted outside this task and replaced by another object")
         if conditions.is_terminal(seen.job.get("status")):
             return seen.job
-        meta = seen.job["metadata"]
         try:
-            announced = conditions.status_from_events(self.hook.list_events(meta["namespace"], {meta["name"]}),
-                                                      self.kind, meta.get("uid"))
+            announced = announced_end(self.hook, seen.job)
         except Exception as e:  # noqa: BLE001 - the events only add to what was seen; without them it is a deletion
             self.log.warning("Could not read the events of %s (%s)", ref, one_line(e))
             announced = None
         if announced is not None:
-            return {**seen.job, "status": conditions.with_announced_end(seen.job.get("status"), announced)}
+            return announced
         raise JobDeletedError(
             f"{ref} was deleted outside this task before it finished (last seen "
             f"{conditions.summary(seen.job.get('status'))})")

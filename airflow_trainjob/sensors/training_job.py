@@ -18,7 +18,7 @@ from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.models.common import JobConditionType
 from airflow_trainjob.names import job_name_problem, namespace_problem
 from airflow_trainjob.triggers.training_job import DELETED, FINISHED, TIMED_OUT, TrainingJobTrigger
-from airflow_trainjob.verdict import failure_exception, job_ref
+from airflow_trainjob.verdict import announced_end, failure_exception, job_ref
 
 #: Condition types a sensor may wait for (``Failed`` always fails it instead).
 TARGET_CONDITIONS = tuple(c.value for c in JobConditionType if c.value != CONDITION_FAILED)
@@ -121,15 +121,13 @@ class TrainingJobSensor(BaseSensorOperator):
         operator announced in its events, else it was deleted before it finished.
 
         :raises JobDeletedError: no terminal condition was announced."""
-        meta = last_seen["metadata"]
-        announced = conditions.status_from_events(self.hook.list_events(meta["namespace"], {meta["name"]}),
-                                                  self.kind, meta.get("uid"))
-        if announced is None:
+        job = announced_end(self.hook, last_seen)
+        if job is None:
             raise JobDeletedError(f"{job_ref(last_seen)} was deleted before it finished (last seen "
                                   f"{conditions.summary(last_seen.get('status'))})")
         self.log.info("%s is gone; the training operator's events say it ended: %s", job_ref(last_seen),
-                      conditions.summary(announced))
-        return {**last_seen, "status": conditions.with_announced_end(last_seen.get("status"), announced)}
+                      conditions.summary(job.get("status")))
+        return job
 
     def _raise_refusal(self) -> None:
         """The trigger could not watch the job: look once from here, so that a refusal is raised as what it is

@@ -282,9 +282,10 @@ class TrainingJobTrigger(BaseEventTrigger):
         kind = JOB_KINDS[self.kind]
         core = async_client.CoreV1Api(stream.api)
         uid = job["metadata"].get("uid")
+        policy = user_run_policy(job)
         tail = None
         try:
-            stopping = [p for p in pods_to_stop(pods, user_run_policy(job)) if owned_by(p, uid)]
+            stopping = [p for p in pods_to_stop(pods, policy) if owned_by(p, uid)]
             lead = lead_pod(pods, kind)
             if lead is not None and self.log_tail_lines and any(p is lead for p in stopping):
                 container = log_container(lead, kind)
@@ -304,7 +305,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         if stopping:
             self.log.info("%s is %s: stopping %s (pods deleted), as cleanPodPolicy %s asks", self._ref,
                           conditions.phase(job.get("status")),
-                          ", ".join(p["metadata"]["name"] for p in stopping), user_run_policy(job).clean_pod_policy)
+                          ", ".join(p["metadata"]["name"] for p in stopping), policy.clean_pod_policy)
         return tail
 
     async def _announced_end(self, stream: JobStream) -> dict[str, Any] | None:
