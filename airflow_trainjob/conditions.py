@@ -21,6 +21,7 @@ from airflow_trainjob.constants import (
     CONDITION_RUNNING,
     CONDITION_SCALING,
     CONDITION_SUCCEEDED,
+    CONDITION_SUSPENDED,
     CONDITION_TRUE,
 )
 
@@ -28,10 +29,12 @@ from airflow_trainjob.constants import (
 NOT_STARTED = "NotStarted"
 
 # When several conditions are true at once, the first of these decides. Failed outranks
-# Succeeded unless Succeeded is the later transition (see ``phase``).
+# Succeeded unless Succeeded is the later transition (see ``phase``). A suspended job is suspended, whatever it
+# did before (the operator turns Running False on suspension; a stale true one must not say it runs).
 _PRECEDENCE = (
     CONDITION_FAILED,
     CONDITION_SUCCEEDED,
+    CONDITION_SUSPENDED,
     CONDITION_RESTARTING,
     CONDITION_RUNNING,
     CONDITION_SCALING,
@@ -69,7 +72,7 @@ def _deciding(status: Any) -> Mapping[str, Any] | None:
     for condition_type in _PRECEDENCE:
         if condition_type in by_type:
             return by_type[condition_type]
-    # A type this provider does not know (e.g. "Suspended") says more than "Created": the latest speaks.
+    # A type this provider does not know says more than "Created": the latest speaks.
     unknown = [c for c in true if c.get("type") != CONDITION_CREATED]
     if unknown:
         return unknown[-1]
@@ -77,11 +80,11 @@ def _deciding(status: Any) -> Mapping[str, Any] | None:
 
 
 def phase(status: Any) -> str:
-    """One word for where the job is: ``Succeeded``, ``Failed``, ``Restarting``, ``Running``,
+    """One word for where the job is: ``Succeeded``, ``Failed``, ``Suspended``, ``Restarting``, ``Running``,
     ``Scaling``, ``Pending``, ``Created``, a condition type this provider does not know, or
     :data:`NOT_STARTED`.
 
-    Several true conditions: the first in ``Failed, Succeeded, Restarting, Running, Scaling,
+    Several true conditions: the first in ``Failed, Succeeded, Suspended, Restarting, Running, Scaling,
     Pending``, then the latest of unknown types, then ``Created`` decides, except that a ``Succeeded`` whose ``lastTransitionTime`` is later
     than ``Failed``'s wins (RFC 3339 UTC timestamps compare as strings).
     """
@@ -112,6 +115,13 @@ def is_terminal(status: Any) -> bool:
 def is_running(status: Any) -> bool:
     """The job's replicas are running (``Running`` decides the phase)."""
     return phase(status) == CONDITION_RUNNING
+
+
+def is_suspended(status: Any) -> bool:
+    """The operator reports the job suspended (``Suspended`` decides the phase): it has no pods and waits for
+    ``runPolicy.suspend`` to turn false. Whether a job is *queued* also depends on its spec: see
+    :func:`airflow_trainjob.admission.queue_state`."""
+    return phase(status) == CONDITION_SUSPENDED
 
 
 def is_restarting(status: Any) -> bool:

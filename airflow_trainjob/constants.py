@@ -29,7 +29,7 @@ LABEL_RUN_ID = f"{LABEL_PREFIX}/run-id"
 LABEL_MAP_INDEX = f"{LABEL_PREFIX}/map-index"
 LABEL_TRY_NUMBER = f"{LABEL_PREFIX}/try-number"
 
-# JobConditionType values (kubeflow/common v1). A controller may write others (e.g. "Suspended").
+# JobConditionType values (kubeflow/common v1; Suspended since training-operator v1.7). A controller may write others.
 CONDITION_CREATED = "Created"
 CONDITION_PENDING = "Pending"
 CONDITION_RUNNING = "Running"
@@ -37,7 +37,13 @@ CONDITION_RESTARTING = "Restarting"
 CONDITION_SUCCEEDED = "Succeeded"
 CONDITION_FAILED = "Failed"
 CONDITION_SCALING = "Scaling"
+#: v1.9: the job's ``runPolicy.suspend`` is true (Kueue holds it in a queue); it turns ``False`` on resumption.
+CONDITION_SUSPENDED = "Suspended"
 CONDITION_TRUE = "True"
+CONDITION_FALSE = "False"
+
+#: Kueue's label naming the LocalQueue a job waits in (Kueue's webhook then creates it suspended).
+LABEL_KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
 
 # Pod-level reasons and exit codes that the ExitCode restart policy and our retry mapping read.
 REASON_OOM_KILLED = "OOMKilled"

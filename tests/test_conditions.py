@@ -66,11 +66,23 @@ def test_position_in_the_list_does_not_matter():
 
 
 def test_unknown_condition_types_are_tolerated():
-    status = {"conditions": [cond("Created"), cond("Suspended", reason="JobSuspended")]}
-    assert conditions.phase(status) == "Suspended"
+    status = {"conditions": [cond("Created"), cond("QuotaReserved", reason="Kueue")]}
+    assert conditions.phase(status) == "QuotaReserved"
     assert not conditions.is_terminal(status)
     status["conditions"].append(cond("Running"))
     assert conditions.phase(status) == "Running"
+
+
+def test_suspended_outranks_running_but_not_an_end():
+    status = {"conditions": [cond("Created"), cond("Suspended", reason="PyTorchJobSuspended")]}
+    assert conditions.phase(status) == "Suspended" and conditions.is_suspended(status)
+    assert not conditions.is_terminal(status)
+    status["conditions"].append(cond("Running"))  # stale: the operator turns Running False on suspension
+    assert conditions.phase(status) == "Suspended"
+    status["conditions"].append(cond("Failed"))
+    assert conditions.phase(status) == "Failed" and not conditions.is_suspended(status)
+    resumed = {"conditions": [cond("Created"), cond("Suspended", "False", reason="PyTorchJobResumed")]}
+    assert conditions.phase(resumed) == "Created"
 
 
 def test_failed_outranks_succeeded_unless_succeeded_came_later():

@@ -2,19 +2,23 @@
 
 Like the training operator's own CRDs (``manifests/base/crds/kubeflow.org_<plural>.yaml``): namespaced, one
 served and stored version ``v1``, the ``status`` subresource, and the printer columns ``State``
-(``.status.conditions[-1:].type``) and ``Age``. The schema is structural but checks only the top-level shape —
-``spec`` an object that requires the kind's replica-specs map (each replica spec an object), ``runPolicy`` an
-object, ``status`` an object — and keeps every other field (``x-kubernetes-preserve-unknown-fields``). It is
-therefore more lenient than the real one: it does not type the fields inside replica specs, run policy or
-status (the real CRD requires ``status.conditions`` and ``status.replicaStatuses``), and it has no ``scale``
-subresource.
+(``.status.conditions[-1:].type``) and ``Age``. The schema (:mod:`.crd_schema`) is structural and types every
+field of the v1 API — replica specs with the full pod template, run policy, the kind's own fields, status — so
+the apiserver refuses a wrongly typed field (422) and prunes unknown ones, as a real cluster does. Differences
+from the real CRDs are listed in :mod:`.crd_schema`; among them, there is no ``scale`` subresource.
 """
 
 from __future__ import annotations
 
-from airflow_trainjob.constants import GROUP, JOB_KINDS, VERSION, JobKind
+import hashlib
+import json
 
-_OBJECT_ANY = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+from airflow_trainjob.constants import GROUP, JOB_KINDS, VERSION, JobKind
+from airflow_trainjob.local import crd_schema
+
+#: Annotation holding the SHA-256 of the CRD's ``spec`` as built here: ``install_crds`` replaces an installed CRD
+#: only when it differs (a state dir made by an older version gets the current schema on its next ``up``).
+SPEC_HASH_ANNOTATION = "airflow-trainjob.apache.org/crd-spec-sha256"
 
 
 def crd_name(kind: JobKind) -> str:
@@ -24,58 +28,44 @@ def crd_name(kind: JobKind) -> str:
 
 def crd_manifest(kind: JobKind) -> dict:
     """The ``apiextensions.k8s.io/v1`` CustomResourceDefinition of one job kind, as a plain dict."""
-    spec_schema = {
-        "type": "object",
-        "x-kubernetes-preserve-unknown-fields": True,
-        "required": [kind.replica_specs_key],
-        "properties": {
-            kind.replica_specs_key: {
-                "type": "object",
-                "description": f"A map of {kind.kind} replica type ({', '.join(kind.replica_types)}) to ReplicaSpec.",
-                "additionalProperties": dict(_OBJECT_ANY),
-            },
-            "runPolicy": dict(_OBJECT_ANY),
-        },
-    }
+    spec = _crd_spec(kind)
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": crd_name(kind), "labels": {"app.kubernetes.io/managed-by": "airflow-trainjob-local"}},
-        "spec": {
-            "group": GROUP,
-            "names": {
-                "kind": kind.kind,
-                "listKind": f"{kind.kind}List",
-                "plural": kind.plural,
-                "singular": kind.singular,
-            },
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "additionalPrinterColumns": [
-                        {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string"},
-                        {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
-                    ],
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "description": f"{kind.kind} represents a {kind.kind} resource.",
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": spec_schema,
-                                "status": dict(_OBJECT_ANY),
-                            },
-                        }
-                    },
-                    "subresources": {"status": {}},
-                }
-            ],
+        "metadata": {
+            "name": crd_name(kind),
+            "labels": {"app.kubernetes.io/managed-by": "airflow-trainjob-local"},
+            "annotations": {SPEC_HASH_ANNOTATION: digest},
         },
+        "spec": spec,
+    }
+
+
+def _crd_spec(kind: JobKind) -> dict:
+    """The CRD's ``spec``: names, scope, the one version with its schema, printer columns and subresources."""
+    return {
+        "group": GROUP,
+        "names": {
+            "kind": kind.kind,
+            "listKind": f"{kind.kind}List",
+            "plural": kind.plural,
+            "singular": kind.singular,
+        },
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": VERSION,
+                "served": True,
+                "storage": True,
+                "additionalPrinterColumns": [
+                    {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string"},
+                    {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
+                ],
+                "schema": {"openAPIV3Schema": crd_schema.job_schema(kind.kind, kind.replica_specs_key)},
+                "subresources": {"status": {}},
+            }
+        ],
     }
 
 

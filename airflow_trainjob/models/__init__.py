@@ -3,6 +3,7 @@
 Models of what we write (``ReplicaSpec``, ``RunPolicy``, ``SchedulingPolicy`` and the kind fields)
 refuse unknown fields; models of what we read (``JobStatus`` and its parts) keep them.
 Attributes are snake_case; JSON uses the API's camelCase (``model_dump(by_alias=True)``).
+:func:`parse_whole_job` reads a whole job document (dict, YAML/JSON, Kubeflow SDK object).
 """
 
 from airflow_trainjob.models.common import (
@@ -10,6 +11,7 @@ from airflow_trainjob.models.common import (
     JobCondition,
     JobConditionType,
     JobStatus,
+    ManagedBy,
     ReplicaSpec,
     ReplicaStatus,
     RestartPolicy,
@@ -28,6 +30,7 @@ from airflow_trainjob.models.kinds import (
     RDZVConf,
     TFJobFields,
 )
+from airflow_trainjob.models.whole_job import WholeJob, parse_whole_job
 
 __all__ = [
     "CleanPodPolicy",
@@ -36,6 +39,7 @@ __all__ = [
     "JobConditionType",
     "JobStatus",
     "MPIJobFields",
+    "ManagedBy",
     "PaddleElasticPolicy",
     "PaddleJobFields",
     "PyTorchJobFields",
@@ -47,6 +51,8 @@ __all__ = [
     "SchedulingPolicy",
     "TFJobFields",
     "TrainingJobSpec",
+    "WholeJob",
     "is_permanent_exit_code",
     "is_retryable_exit_code",
+    "parse_whole_job",
 ]

@@ -14,13 +14,14 @@ from airflow_trainjob.models.base import (
     ReadModel,
     WriteModel,
 )
-from airflow_trainjob.models.pod_template import normalize_pod_template
+from airflow_trainjob.models.pod_template import normalize_pod_template, quantities_as_text
 
 __all__ = [
     "CleanPodPolicy",
     "JobCondition",
     "JobConditionType",
     "JobStatus",
+    "ManagedBy",
     "ReplicaSpec",
     "ReplicaStatus",
     "RestartPolicy",
@@ -50,6 +51,13 @@ class CleanPodPolicy(str, Enum):
     NONE = "None"
 
 
+class ManagedBy(str, Enum):
+    """``RunPolicy.managedBy``: the controller that reconciles the job (the operator's webhook allows these two)."""
+
+    TRAINING_OPERATOR = "kubeflow.org/training-operator"
+    MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+
+
 class JobConditionType(str, Enum):
     """Known ``JobCondition.type`` values. Conditions of other types are read and kept as strings."""
 
@@ -60,6 +68,8 @@ class JobConditionType(str, Enum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     SCALING = "Scaling"
+    #: v1.9: ``runPolicy.suspend`` is true (e.g. Kueue holds the job); ``False`` once resumed.
+    SUSPENDED = "Suspended"
 
 
 def is_retryable_exit_code(exit_code: int) -> bool:
@@ -91,19 +101,39 @@ class SchedulingPolicy(WriteModel):
     priority_class: Optional[str] = None
     schedule_timeout_seconds: Optional[NonNegativeInt32] = None
 
+    @field_validator("min_resources", mode="after")
+    @classmethod
+    def _quantities_as_text(cls, value: Any) -> Any:
+        quantities_as_text(value)  # 0.5 -> "0.5": the CRD takes an integer or a string, not a float
+        return value
+
 
 class RunPolicy(WriteModel):
     """``spec.runPolicy``: how the job is run, limited and cleaned up.
 
-    :param clean_pod_policy: ``cleanPodPolicy``, pods deleted when the job finishes; ``Running``
-        (the API's documented default) deletes those still running, ``All`` all, ``None`` none.
-        Always written explicitly so the behaviour does not depend on the operator's version.
+    :param clean_pod_policy: ``cleanPodPolicy``, pods deleted when the job finishes: ``Running`` those
+        still running, ``All`` all, ``None`` none. When none is given the provider writes ``Running``,
+        the default the kubeflow/common API documents; training-operator v1.9 would default ``None``
+        for every kind instead (an MPIJob takes its deprecated ``spec.cleanPodPolicy`` first, see
+        :class:`~airflow_trainjob.models.kinds.MPIJobFields`). Always written explicitly so the
+        behaviour does not depend on the operator's version; the provider sends the controller
+        ``None`` and applies this value itself once it has read the pods (``cleanup_hold``).
     :param ttl_seconds_after_finished: ``ttlSecondsAfterFinished``, seconds after completion before
         the operator deletes the job; unset keeps it.
     :param active_deadline_seconds: ``activeDeadlineSeconds``, seconds from ``startTime`` before the
         operator fails the job; positive.
     :param backoff_limit: ``backoffLimit``, pod restarts allowed before the job fails; not negative.
     :param scheduling_policy: ``schedulingPolicy``, see :class:`SchedulingPolicy`.
+    :param suspend: ``suspend``, True to create the job without pods: the operator creates none (and
+        deletes those running if it is set later) until it is False again, and a resumed job gets a
+        new ``startTime``. Kueue's webhook sets it for a job labelled ``kueue.x-k8s.io/queue-name``,
+        and Kueue unsets it when it admits the job. Unset is written as nothing (the CRD defaults it
+        to False).
+    :param managed_by: ``managedBy``, the controller that reconciles the job, see :class:`ManagedBy`:
+        ``kubeflow.org/training-operator`` (the same as unset) or ``kueue.x-k8s.io/multikueue``, with
+        which the training operator leaves the job to Kueue (MultiKueue runs it on a worker cluster
+        and copies its status back). Immutable once the job exists. An empty string is refused: the
+        operator's webhook refuses it, and its controllers would treat it as some other manager's.
     """
 
     clean_pod_policy: CleanPodPolicy = CleanPodPolicy.RUNNING
@@ -111,16 +141,36 @@ class RunPolicy(WriteModel):
     active_deadline_seconds: Optional[PositiveInt64] = None
     backoff_limit: Optional[NonNegativeInt32] = None
     scheduling_policy: Optional[SchedulingPolicy] = None
+    suspend: Optional[bool] = None
+    managed_by: Optional[ManagedBy] = None
+
+    @field_validator("managed_by", mode="before")
+    @classmethod
+    def _managed_by_not_empty(cls, value: Any) -> Any:
+        if value == "":
+            allowed = " or ".join(repr(m.value) for m in ManagedBy)
+            raise ValueError(
+                f"must be {allowed}, not empty: the operator's webhook refuses an empty managedBy, "
+                "and its controllers would leave such a job to a manager that does not exist"
+            )
+        return value
 
 
 class ReplicaSpec(WriteModel):
     """One entry of a job's replica specs (``pytorchReplicaSpecs.Worker`` etc.).
 
-    :param replicas: ``replicas``, number of pods of this type; not negative, default 1.
+    :param replicas: ``replicas``, number of pods of this type; not negative. When none is given the
+        provider writes 1, as training-operator v1.9 defaults for every kind except an MPIJob's
+        ``Worker`` (0). Written explicitly because v1.9's PyTorchJob and XGBoostJob webhooks check a
+        ``Master`` before any defaulting and refuse one without ``replicas: 1``.
     :param template: ``template``, the pod template: a dict in the API's camelCase form or a
         ``kubernetes.client.V1PodTemplateSpec``; normalised to a plain dict. It needs at least one
-        container, each with a ``name`` and an ``image``.
-    :param restart_policy: ``restartPolicy``, see :class:`RestartPolicy`; default ``Never``.
+        container, each with a ``name`` and an ``image``. (:meth:`TrainingJobSpec.parse` also drops a
+        template's ``apiVersion``/``kind`` with a warning; this model refuses them.)
+    :param restart_policy: ``restartPolicy``, see :class:`RestartPolicy`. When none is given the
+        provider writes ``Never``, the default the kubeflow/common API documents; training-operator
+        v1.9 would default ``OnFailure`` for PyTorchJob and PaddleJob and ``Never`` for TFJob, MPIJob,
+        XGBoostJob and JAXJob (``<Kind>DefaultRestartPolicy``).
     """
 
     replicas: NonNegativeInt32 = 1

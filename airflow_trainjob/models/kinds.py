@@ -12,6 +12,7 @@ from typing import Any, Optional
 from pydantic import model_validator
 
 from airflow_trainjob.models.base import NonNegativeInt32, Port, PositiveInt32, WriteModel
+from airflow_trainjob.models.common import CleanPodPolicy
 
 
 class RDZVBackend(str, Enum):
@@ -50,7 +51,9 @@ class ElasticPolicy(_ElasticBounds):
     """PyTorchJob ``spec.elasticPolicy``: elastic training with torchrun.
 
     :param min_replicas: ``minReplicas``, fewest workers the job may scale down to (count).
-    :param max_replicas: ``maxReplicas``, most workers the job may scale up to (count).
+    :param max_replicas: ``maxReplicas``, most workers the job may scale up to (count). Either unset
+        is written as nothing; training-operator v1.9 gives it the other's value, or both the
+        ``Worker`` replica count when neither is set.
     :param rdzv_backend: ``rdzvBackend``, ``c10d``, ``etcd`` or ``etcd-v2``.
     :param rdzv_port: ``rdzvPort``; ``rdzv_host``: ``rdzvHost``; ``rdzv_id``: ``rdzvId``.
     :param rdzv_conf: ``rdzvConf``, extra rendezvous options.
@@ -70,7 +73,11 @@ class ElasticPolicy(_ElasticBounds):
 
 
 class PaddleElasticPolicy(_ElasticBounds):
-    """PaddleJob ``spec.elasticPolicy``: ``minReplicas``, ``maxReplicas``, ``maxRestarts``, ``metrics``."""
+    """PaddleJob ``spec.elasticPolicy``: ``minReplicas``, ``maxReplicas``, ``maxRestarts``, ``metrics``.
+
+    An unset ``minReplicas``/``maxReplicas`` is defaulted by training-operator v1.9 as for
+    :class:`ElasticPolicy`.
+    """
 
 
 class PyTorchJobFields(WriteModel):
@@ -78,7 +85,8 @@ class PyTorchJobFields(WriteModel):
 
     :param elastic_policy: ``elasticPolicy``, see :class:`ElasticPolicy`.
     :param nproc_per_node: ``nprocPerNode``, processes per pod: ``auto``, ``cpu``, ``gpu`` or a
-        positive integer (given as int or string).
+        positive integer (given as int or string). Unset is written as nothing; training-operator v1.9
+        defaults it to ``auto`` unless ``elasticPolicy.nProcPerNode`` is set.
     """
 
     elastic_policy: Optional[ElasticPolicy] = None
@@ -118,7 +126,13 @@ class SuccessPolicy(str, Enum):
 
 
 class TFJobFields(WriteModel):
-    """TFJob's own spec fields: ``successPolicy`` and ``enableDynamicWorker``."""
+    """TFJob's own spec fields.
+
+    :param success_policy: ``successPolicy``, see :class:`SuccessPolicy`. Unset is written as nothing;
+        training-operator v1.9 defaults it to ``""``.
+    :param enable_dynamic_worker: ``enableDynamicWorker``, True lets workers join and leave while the
+        job runs (the operator then gives each pod only the chief and PS addresses).
+    """
 
     success_policy: Optional[SuccessPolicy] = None
     enable_dynamic_worker: Optional[bool] = None
@@ -127,12 +141,27 @@ class TFJobFields(WriteModel):
 class MPIJobFields(WriteModel):
     """MPIJob's own spec fields.
 
-    :param slots_per_worker: ``slotsPerWorker``, MPI slots per worker in the hostfile (count, >= 1).
+    :param slots_per_worker: ``slotsPerWorker``, MPI slots per worker in the hostfile (count, >= 1);
+        unset, training-operator v1.9 writes 1 slot per worker.
     :param main_container: ``mainContainer``, the container that runs the MPI program.
+
+    The deprecated ``spec.cleanPodPolicy`` is read by :class:`MPIJobDeprecatedFields`, not here.
     """
 
     slots_per_worker: Optional[PositiveInt32] = None
     main_container: Optional[str] = None
+
+
+class MPIJobDeprecatedFields(WriteModel):
+    """MPIJob spec fields the API deprecates but training-operator v1.9 still honours; read, never written.
+
+    :param clean_pod_policy: ``spec.cleanPodPolicy``, deprecated in favour of ``runPolicy.cleanPodPolicy``.
+        The v1.9 MPIJob controller uses it when ``runPolicy.cleanPodPolicy`` is unset and ignores it
+        when that is set; :meth:`TrainingJobSpec.parse` moves it there the same way, with a warning,
+        so that the provider's cleanup hold covers it.
+    """
+
+    clean_pod_policy: Optional[CleanPodPolicy] = None
 
 
 class PaddleJobFields(WriteModel):
@@ -152,4 +181,10 @@ KIND_FIELDS_MODELS: dict[str, type[WriteModel]] = {
     "XGBoostJob": NoFields,
     "PaddleJob": PaddleJobFields,
     "JAXJob": NoFields,
+}
+
+#: Per kind: the model of its deprecated ``spec`` fields, taken out of the kind fields before they are
+#: validated and moved to where the operator reads them now.
+DEPRECATED_FIELDS_MODELS: dict[str, type[WriteModel]] = {
+    "MPIJob": MPIJobDeprecatedFields,
 }

@@ -7,6 +7,7 @@ plain JSON-safe dict. Only what no job can run without is checked.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from kubernetes.client import ApiClient, V1PodTemplateSpec
@@ -52,4 +53,28 @@ def normalize_pod_template(value: Any) -> dict[str, Any]:
         image = container.get("image")
         if not isinstance(image, str) or not image:
             raise ValueError(f"'{where}.image' is required (a non-empty string) in container {name!r}")
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for container in spec.get(key) or []:
+            resources = container.get("resources") if isinstance(container, dict) else None
+            for amounts in ((resources or {}).get("limits"), (resources or {}).get("requests")):
+                quantities_as_text(amounts)
+    quantities_as_text(spec.get("overhead"))
     return template
+
+
+def quantity_as_text(value: Any) -> Any:
+    """A float quantity (``cpu: 0.5`` from YAML or Python) as the string ``"0.5"``; anything else as it is.
+
+    A job's CRD types quantities as integer-or-string, so a real API server refuses a JSON float with 422
+    (a Pod's own API would parse it): the string is what the user meant, and what every cluster takes."""
+    if isinstance(value, float) and value == value and value not in (float("inf"), float("-inf")):
+        text = format(Decimal(repr(value)), "f")
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    return value
+
+
+def quantities_as_text(amounts: Any) -> None:
+    """Turn the float quantities of a resource map (``limits``, ``requests``, ``minResources``) into text, in place."""
+    if isinstance(amounts, dict):
+        for resource, value in amounts.items():
+            amounts[resource] = quantity_as_text(value)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from functools import cached_property
 from typing import Any
+
+import jinja2
 
 from airflow.providers.common.compat.sdk import BaseOperator, ResumableJobMixin, conf
 from kubernetes.client import ApiClient
@@ -15,8 +18,16 @@ from pydantic import BaseModel
 from urllib3.exceptions import HTTPError
 
 from airflow_trainjob import conditions
+from airflow_trainjob.admission import QUEUE_TIMEOUT, Deadlines, queue_line
 from airflow_trainjob.api_errors import one_line
-from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, GROUP, JOB_KINDS, LABEL_TRY_NUMBER
+from airflow_trainjob.constants import (
+    CONDITION_FAILED,
+    CONDITION_SUCCEEDED,
+    GROUP,
+    JOB_KINDS,
+    LABEL_KUEUE_QUEUE_NAME,
+    LABEL_TRY_NUMBER,
+)
 from airflow_trainjob.cleanup_hold import hold, pods_to_stop, release_patch, user_run_policy
 from airflow_trainjob.exceptions import (
     InvalidJobSpecError,
@@ -33,6 +44,7 @@ from airflow_trainjob.job_watch import JobWatch
 from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models.job import TrainingJobSpec
+from airflow_trainjob.models.whole_job import WholeJob, parse_whole_job
 from airflow_trainjob.names import generate_job_name, max_job_name_length
 from airflow_trainjob.ownership import (
     ANNOTATION_FOLLOWED_BY_TRY,
@@ -62,6 +74,8 @@ JOB_GONE = "Gone"
 REPLACE_TIMEOUT = 120.0
 #: Longest time between two looks at a waiting job's pods (seconds): the job's watch wakes the wait at least this often.
 POD_LOOK_SECONDS = 60.0
+#: Seconds between two "still waiting in its queue" lines while a job is queued.
+QUEUE_LOG_SECONDS = 300.0
 #: Seconds the status polling rides out an API that keeps failing transiently (an apiserver restart, a long
 #: run of 5xx/resets) after each call's own retries are spent, before the task fails with the last error.
 API_OUTAGE_TOLERANCE = 300.0
@@ -93,16 +107,33 @@ def _seconds_until_ttl(job: Mapping[str, Any], ttl: int) -> float | None:
 class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     """Create a Kubeflow training job, follow it to ``Succeeded`` or ``Failed``, and clean up.
 
-    :param kind: ``PyTorchJob``, ``TFJob``, ``MPIJob``, ``XGBoostJob``, ``PaddleJob`` or ``JAXJob``.
+    Give the job in parts (``kind``, ``replica_specs``, ``run_policy``, ``kind_fields``) or whole (``job`` or
+    ``job_template_file``), not both.
+
+    :param kind: ``PyTorchJob``, ``TFJob``, ``MPIJob``, ``XGBoostJob``, ``PaddleJob`` or ``JAXJob``; with a whole
+        job, taken from it (if given too, it must match).
     :param replica_specs: replica type -> ``ReplicaSpec`` or dict (``replicas``, ``template``,
-        ``restartPolicy``), or that mapping as a YAML/JSON string. ``spec.<kind>ReplicaSpecs``.
+        ``restartPolicy``), or that mapping as a YAML/JSON string; the Kubeflow SDK's ``KubeflowOrgV1ReplicaSpec``
+        too. ``spec.<kind>ReplicaSpecs``. Replica types in lower case (``master``) are read as the operator does.
+    :param job: a whole ``kubeflow.org/v1`` job: a dict, its YAML/JSON text, or a Kubeflow SDK model
+        (``KubeflowOrgV1PyTorchJob`` ...); templated. Validated as the parts are; the provider still names it
+        (``job_name``, else its ``metadata.name``, else the generated name), sets the namespace (``namespace``,
+        else its ``metadata.namespace``, else the connection's), adds its ownership labels and holds the cleanup
+        (see below), and logs each field it overrides or drops (``status``, server-set metadata).
+    :param job_template_file: path of a YAML/JSON file holding a whole job, rendered with Jinja like any
+        Airflow template file: absolute, or relative to the DAG's folder / ``template_searchpath``; templated.
     :param job_name: ``metadata.name``; default: generated from dag_id and task_id plus a hash of
         the task instance, the same on every try.
     :param namespace: default: the connection's ``namespace`` extra, else the worker pod's
         namespace when in-cluster, else ``default``.
-    :param run_policy: ``RunPolicy``, dict or YAML/JSON string (``spec.runPolicy``).
+    :param run_policy: ``RunPolicy``, dict or YAML/JSON string (``spec.runPolicy``); the SDK's
+        ``KubeflowOrgV1RunPolicy`` too.
     :param kind_fields: the kind's own spec fields (e.g. ``{"nprocPerNode": "auto"}``).
     :param labels: extra ``metadata.labels``; ``annotations``: ``metadata.annotations``.
+    :param queue_name: the Kueue ``LocalQueue`` to submit to: sets the label ``kueue.x-k8s.io/queue-name``; Kueue's
+        webhook then creates the job suspended (``runPolicy.suspend``) until the queue admits it. Templated.
+    :param queue_timeout: seconds the job may wait in its queue (suspended) each time it enters it, counted
+        from then; then the task fails (retryable) and the job is deleted. None: no limit.
     :param kubernetes_conn_id: the cncf.kubernetes connection; an id that names no connection is refused
         before any API call (``kubernetes_default`` may be undefined: in-cluster or default kubeconfig).
     :param poll_interval: seconds between status reads when watching the job keeps failing (or is not
@@ -110,8 +141,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     :param timeout: seconds the whole job may take, counted from when this try created (or
         attached to) it; then the task fails and the job is deleted. None: no limit
         (``runPolicy.activeDeadlineSeconds`` still applies).
-    :param startup_timeout: seconds, counted the same way, until the job must reach ``Running``;
-        None: no limit.
+    :param startup_timeout: seconds from admission (from creation, for a job no queue holds) until the job
+        must reach ``Running``; time spent queued (suspended) does not count. None: no limit.
     :param get_logs: follow the lead replica's log into the task log (deferred: quote its last
         ``log_tail_lines`` lines at the end).
     :param log_tail_lines: lines quoted from each failed replica's log on failure, and from the lead
@@ -135,8 +166,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     :raises JobNotOwnedError: a job of that name belongs to something else (not retried).
     :raises AirflowFailException: the job failed permanently (first failure exit code 1-127).
     :raises TrainingJobError: the job failed in a retryable way (128-255, OOMKilled, evicted).
-    :raises TrainingJobTimeoutError: ``timeout`` or ``startup_timeout`` passed (saying so when no
-        controller ever acted on the job).
+    :raises TrainingJobTimeoutError: ``timeout``, ``startup_timeout`` or ``queue_timeout`` passed (saying so
+        when no controller ever acted on the job, and which queue a queued job waited in).
     :raises JobDeletedError: the job was deleted (or replaced) outside this task before it finished.
     :raises TrainingJobStoppedError: Airflow stopped the task (cleared, marked, worker shutdown); its
         ``on_kill`` deleted the job.
@@ -157,12 +188,16 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         "replica_specs",
         "run_policy",
         "kind_fields",
+        "job",
+        "job_template_file",
+        "queue_name",
         "labels",
         "annotations",
         "manifest",
     )
     template_fields_renderers = {
         "manifest": "yaml",
+        "job": "yaml",
         "replica_specs": "json",
         "run_policy": "json",
         "kind_fields": "json",
@@ -175,14 +210,18 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     def __init__(
         self,
         *,
-        kind: str,
-        replica_specs: Any,
+        kind: str | None = None,
+        replica_specs: Any = None,
+        job: Any = None,
+        job_template_file: str | None = None,
         job_name: str | None = None,
         namespace: str | None = None,
         run_policy: Any = None,
         kind_fields: Any = None,
         labels: dict[str, str] | None = None,
         annotations: dict[str, str] | None = None,
+        queue_name: str | None = None,
+        queue_timeout: float | None = None,
         kubernetes_conn_id: str = "kubernetes_default",
         poll_interval: float = 10.0,
         timeout: float | None = None,
@@ -197,12 +236,17 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         super().__init__(**kwargs)
         self.kind = kind
         self.replica_specs = _plain(replica_specs)
+        self.job = _plain(job)
+        self.job_template_file = job_template_file
+        self._job_from_file = False  # self.job was read from job_template_file
         self.job_name = job_name
         self.namespace = namespace
         self.run_policy = _plain(run_policy)
         self.kind_fields = _plain(kind_fields)
         self.labels = labels
         self.annotations = annotations
+        self.queue_name = queue_name
+        self.queue_timeout = queue_timeout
         self.kubernetes_conn_id = kubernetes_conn_id
         self.poll_interval = poll_interval
         self.timeout = timeout
@@ -222,6 +266,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         self._manifest_for: TaskInstanceIdentity | None = None  # whose try self.manifest was rendered for
         self._result: dict[str, Any] | None = None
         self._stopped_by_airflow = False  # on_kill ran: a deletion seen after it is this task's own
+        self._input_notes: list[str] = []  # what the provider normalised, dropped or overrode in the input
 
     @cached_property
     def hook(self) -> TrainingJobHook:
@@ -246,7 +291,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                             "the running job it stored; allowed: reattach_on_restart=True, or durable=False with it")
         if not isinstance(self.on_finish, str) or self.on_finish not in ON_FINISH_OPTIONS:
             problems.append(f"on_finish: {self.on_finish!r} is not one of {', '.join(ON_FINISH_OPTIONS)}")
-        for field in ("poll_interval", "timeout", "startup_timeout"):
+        for field in ("poll_interval", "timeout", "startup_timeout", "queue_timeout"):
             value = getattr(self, field)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
                 problems.append(f"{field}: must be a positive number of seconds, got {value!r}")
@@ -257,40 +302,141 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         reserved = sorted(set(self.labels or {}) & set(RESERVED_LABELS)) if isinstance(self.labels, Mapping) else []
         if reserved:
             problems.append(f"labels: {', '.join(reserved)} are set by this provider to identify the task instance")
+        problems += self._input_problems()
         if problems:
             raise InvalidJobSpecError(problems)
         self.hook.require_connection()
 
+    def _input_problems(self) -> list[str]:
+        """The job given in parts or whole, not both; a queue named once."""
+        problems = []
+        whole = [f for f in ("job", "job_template_file") if getattr(self, f) is not None]
+        if self._job_from_file:
+            whole = ["job_template_file"]  # self.job holds its rendered text
+        parts = [f for f in ("replica_specs", "run_policy", "kind_fields") if getattr(self, f) is not None]
+        if len(whole) > 1:
+            problems.append("job, job_template_file: give one whole job, not both")
+        if whole and parts:
+            problems.append(f"{', '.join(parts)}: not allowed with {whole[0]}, which holds the whole job (its "
+                            f"spec.<kind>ReplicaSpecs, spec.runPolicy and the kind's fields); give one or the other")
+        if not whole and self.replica_specs is None:
+            problems.append("replica_specs: required (or a whole job in job or job_template_file)")
+        if not whole and self.kind is None:
+            problems.append("kind: required with replica_specs (a whole job carries its own)")
+        if self.job_template_file is not None and not isinstance(self.job_template_file, str):
+            problems.append(f"job_template_file: must be a path (a string), got {type(self.job_template_file).__name__}")
+        if self.queue_name is not None and (not isinstance(self.queue_name, str) or not self.queue_name):
+            problems.append(f"queue_name: must be the name of a Kueue LocalQueue (a non-empty string), or None; "
+                            f"got {self.queue_name!r}")
+        if isinstance(self.labels, Mapping) and self.queue_name and LABEL_KUEUE_QUEUE_NAME in self.labels \
+                and self.labels[LABEL_KUEUE_QUEUE_NAME] != self.queue_name:
+            problems.append(f"labels: {LABEL_KUEUE_QUEUE_NAME}={self.labels[LABEL_KUEUE_QUEUE_NAME]!r} conflicts with "
+                            f"queue_name={self.queue_name!r}; set the queue in one of them")
+        return problems
+
+    def _parse_input(self) -> tuple[TrainingJobSpec, WholeJob | None]:
+        """The validated spec, and the whole job it came from (if given whole). :raises InvalidJobSpecError:"""
+        if self.job is None:
+            return TrainingJobSpec.parse(self.kind, self.replica_specs, self.run_policy, self.kind_fields), None
+        path = "job_template_file" if self._job_from_file else "job"
+        whole = parse_whole_job(self.job, path=path)
+        if self.kind is not None and self.kind != whole.spec.kind.kind:
+            raise InvalidJobSpecError([f"kind: {self.kind!r} differs from the {path}'s kind "
+                                       f"{whole.spec.kind.kind!r}; leave kind unset with a whole job"])
+        self.kind = whole.spec.kind.kind  # every API call below addresses the job's own kind
+        return whole.spec, whole
+
+    def _resolve_namespace(self) -> str:
+        """``namespace``, else the whole job's ``metadata.namespace``, else the connection's."""
+        if self.namespace is None and self.job is not None:
+            _, whole = self._parse_input()
+            if whole is not None and whole.namespace:
+                return whole.namespace
+        return self.hook.resolve_namespace(self.namespace)
+
     def build_job(self, context: Mapping[str, Any], namespace: str) -> dict[str, Any]:
         """The manifest for this task instance (validated; raises :class:`InvalidJobSpecError`)."""
         self._check_parameters()
-        spec = TrainingJobSpec.parse(self.kind, self.replica_specs, self.run_policy, self.kind_fields)
+        spec, whole = self._parse_input()
         identity = TaskInstanceIdentity.from_context(context)
-        name = self.job_name or generate_job_name(
+        name = self.job_name or (whole.name if whole else None) or generate_job_name(
             identity.dag_id,
             identity.task_id,
             identity.run_id,
             identity.map_index,
             max_job_name_length(spec.highest_indexes()),
         )
-        labels = {**(self.labels or {}), **identity.labels()}
+        given_labels = {**(whole.labels if whole else {}), **(self.labels or {})}
+        queue = {LABEL_KUEUE_QUEUE_NAME: self.queue_name} if self.queue_name else {}
+        labels = {**given_labels, **queue, **identity.labels()}
+        annotations = self.annotations  # anything but a mapping is refused, by name, in build_manifest
+        if whole is not None and isinstance(annotations, (Mapping, type(None))):
+            annotations = {**whole.annotations, **(annotations or {})} or None
+        self._input_notes = [*spec.warnings, *(self._whole_job_notes(whole, name, namespace, given_labels)
+                                               if whole else [])]
         # Sent with the cleanup held (cleanPodPolicy None, no TTL): see cleanup_hold. The user's policy is applied
         # by the task once the logs and the verdict have been read.
         return hold(build_manifest(spec=spec, name=name, namespace=namespace, labels=labels,
-                                   annotations=self.annotations))
+                                   annotations=annotations))
+
+    def _whole_job_notes(self, whole: WholeJob, name: str, namespace: str, labels: Mapping[str, str]) -> list[str]:
+        """What the provider does to a whole job it was given, field by field, for the task log."""
+        path = "job_template_file" if self._job_from_file else "job"
+        notes = []
+        if whole.name != name:
+            why = "job_name" if self.job_name else "the generated name (the same on every try)"
+            notes.append(f"metadata.name: {name!r} from {why}" + (f", not {whole.name!r}" if whole.name else ""))
+        if whole.namespace and whole.namespace != namespace:
+            notes.append(f"metadata.namespace: {namespace!r} from the namespace parameter, not {whole.namespace!r}")
+        overridden = sorted(k for k in RESERVED_LABELS if k in labels)
+        if overridden:
+            notes.append(f"metadata.labels: {', '.join(overridden)} replaced by this task instance's")
+        notes.append(f"metadata.labels: {', '.join(RESERVED_LABELS)} added (this task instance's ownership)")
+        notes.append("spec.runPolicy.cleanPodPolicy, ttlSecondsAfterFinished: held until the task has read the logs "
+                     "and the verdict, then applied as written")
+        if whole.ignored:
+            notes.append(f"dropped: {', '.join(whole.ignored)} (written by the server, kubectl or this provider)")
+        return [f"{path}: {n}" for n in notes]
 
     def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
-        """Render as usual, then build the manifest so the rendered template view shows the exact
-        object sent. Invalid input leaves it empty here; ``execute`` raises the error."""
+        """Render as usual (and the file of ``job_template_file``), then build the manifest so the rendered template
+        view shows the exact object sent. Invalid input leaves it empty here; ``execute`` raises the error."""
         super().render_template_fields(context, jinja_env)
+        if self.job_template_file is not None and self.job is None:
+            self.job = self._render_job_template_file(context, jinja_env)
+            self._job_from_file = True
         if "ti" not in context:
             return
         try:
             self._check_parameters()  # before the connection is read for the namespace
-            self.manifest = self.build_job(context, self.hook.resolve_namespace(self.namespace))
+            self.manifest = self.build_job(context, self._resolve_namespace())
             self._manifest_for = TaskInstanceIdentity.from_context(context)  # execute uses it: built once per try
         except InvalidJobSpecError:
             self.manifest = None
+
+    def _render_job_template_file(self, context: Any, jinja_env: Any = None) -> str:
+        """The text of ``job_template_file``, rendered with the task's context as Airflow renders template files.
+
+        :raises InvalidJobSpecError: no such file, or its Jinja does not render."""
+        path = self.job_template_file
+        if not isinstance(path, str) or not path:
+            raise InvalidJobSpecError([f"job_template_file: must be a path (a string), got {path!r}"])
+        env = jinja_env or self.get_template_env()
+        try:
+            if os.path.isabs(path):
+                with open(path, encoding="utf-8") as f:
+                    template = env.from_string(f.read())
+            elif env.loader is None:
+                raise jinja2.TemplateNotFound(f"{path} (a relative path is searched beside a DAG; this task has none)")
+            else:
+                template = env.get_template(path)  # the DAG's folder and template_searchpath
+            return template.render(**context)
+        except (OSError, jinja2.TemplateNotFound) as e:
+            raise InvalidJobSpecError([f"job_template_file: cannot read {path!r} ({type(e).__name__}: {e}); give "
+                                       "an absolute path, or one relative to the DAG's folder or template_searchpath"]
+                                      ) from None
+        except jinja2.TemplateError as e:
+            raise InvalidJobSpecError([f"job_template_file: {path!r} does not render: {e}"]) from None
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -309,8 +455,10 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             manifest, namespace = self.manifest, self.manifest["metadata"]["namespace"]  # built by render_template_fields
         else:
             self._check_parameters()  # before the connection is read for the namespace
-            namespace = self.hook.resolve_namespace(self.namespace)
+            namespace = self._resolve_namespace()
             manifest = self.manifest = self.build_job(context, namespace)
+        for note in self._input_notes:
+            self.log.info("Input: %s", note)
         context["ti"].xcom_push(key="job_name", value=manifest["metadata"]["name"])
         context["ti"].xcom_push(key="job_namespace", value=namespace)
         self._prepared = True
@@ -384,9 +532,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             self._cleanup("succeeded")
 
     def _defer_to_trigger(self) -> None:
-        """Hand the wait to :class:`TrainingJobTrigger`, with deadlines as absolute times."""
+        """Hand the wait to :class:`TrainingJobTrigger`, with the deadlines counted from now (see :mod:`admission`)."""
         meta = self._job["metadata"]
-        now = time.time()
         self.defer(
             trigger=TrainingJobTrigger(
                 kind=self.kind,
@@ -394,8 +541,10 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 namespace=meta["namespace"],
                 uid=meta.get("uid"),
                 kubernetes_conn_id=self.kubernetes_conn_id,
-                timeout_at=now + self.timeout if self.timeout else None,
-                startup_timeout_at=now + self.startup_timeout if self.startup_timeout else None,
+                started_at=time.time(),
+                timeout=self.timeout,
+                startup_timeout=self.startup_timeout,
+                queue_timeout=self.queue_timeout,
                 poll_interval=self.poll_interval,
                 owner_labels={k: v for k, v in self._identity.labels().items() if k != LABEL_TRY_NUMBER},
                 try_number=self._identity.try_number,
@@ -423,7 +572,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
                 which = event.get("which", "timeout")
                 pods = self.hook.list_job_pods(name, namespace)
-                raise self._timeout(which, getattr(self, which) or 0, job_ref(job), job.get("status"), pods)
+                seen = Deadlines(started_at=time.time())
+                seen.observe(job, time.time())  # where the job waited, for a queue_timeout
+                raise self._timeout(which, getattr(self, which) or 0, job_ref(job), job.get("status"), pods, seen)
             if event["outcome"] != FINISHED:
                 raise TrainingJobError(event["message"])
             ref = job_ref(job)
@@ -584,16 +735,15 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         """
         kind = JOB_KINDS[self.kind]
         desired = {t: s.get("replicas", 1) for t, s in manifest["spec"][kind.replica_specs_key].items()}
-        started_at = time.monotonic()
-        last_line, last_restarts = None, {}
-        status: Any = None
+        deadlines = Deadlines(started_at=time.time(), timeout=self.timeout, startup_timeout=self.startup_timeout,
+                              queue_timeout=self.queue_timeout)
+        last_line, last_restarts, last_queue_line = None, {}, 0.0
 
         def look_within() -> float:
             # The next deadline, and at least every POD_LOOK_SECONDS a look at the pods: a container restarted in
             # place (OnFailure) changes nothing in the job's status.
-            left = [limit - (time.monotonic() - started_at) for limit, applies in (
-                (self.timeout, True), (self.startup_timeout, not conditions.has_started(status))) if limit and applies]
-            return min([POD_LOOK_SECONDS, *(max(0.0, t) + 0.05 for t in left)])
+            left = deadlines.seconds_left(time.time())
+            return min(POD_LOOK_SECONDS, left + 0.05) if left is not None else POD_LOOK_SECONDS
 
         watch = JobWatch(self.hook, self._job, poll_interval=self.poll_interval,
                          outage_tolerance=API_OUTAGE_TOLERANCE, log=self.log)
@@ -604,21 +754,24 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 self.log.info("%s was deleted outside this task right after it finished: %s", ref,
                               conditions.summary(job.get("status")))
                 return job
+            now = time.time()
+            turn = deadlines.observe(job, now)
             line = f"{ref}: {conditions.summary(status, desired)}"
             if line != last_line:
                 self.log.info("%s", line)
                 last_line = line
+            if turn is not None or (deadlines.state.queued and now - last_queue_line >= QUEUE_LOG_SECONDS):
+                self.log.info("%s", queue_line(ref, deadlines, turn, now))
+                last_queue_line = now
             pods = self._look_at_pods(manifest)
             if pods is not None:
                 self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
                 last_restarts = self._warn_on_restarts(pods, last_restarts)
             if conditions.is_terminal(status):
                 return job
-            elapsed = time.monotonic() - started_at
-            if self.startup_timeout and not conditions.has_started(status) and elapsed > self.startup_timeout:
-                raise self._timeout("startup_timeout", self.startup_timeout, ref, status, pods or [])
-            if self.timeout and elapsed > self.timeout:
-                raise self._timeout("timeout", self.timeout, ref, status, pods or [])
+            passed = deadlines.passed(now)
+            if passed is not None:
+                raise self._timeout(*passed, ref, status, pods or [], deadlines)
         raise JobDeletedError(f"{ref}: the watch ended before the job did")  # follow() ends only on a deletion
 
     def _final_state(self, ref: str, seen: Any) -> dict[str, Any]:
@@ -669,7 +822,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 self.log.warning("Replica restarted (restart %d): %s", count, why)
         return now
 
-    def _timeout(self, which: str, seconds: float, ref: str, status: Any, pods: list) -> TrainingJobTimeoutError:
+    def _timeout(self, which: str, seconds: float, ref: str, status: Any, pods: list,
+                 deadlines: Deadlines | None = None) -> TrainingJobTimeoutError:
         pending = pending_reasons(pods, JOB_KINDS[self.kind])
         name, namespace = self._job["metadata"]["name"], self._job["metadata"]["namespace"]
         try:
@@ -677,6 +831,12 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                         if e.get("type") == "Warning"][-3:]
         except ApiException:
             warnings = []  # the timeout is the news; its explanation is best effort
+        if which == QUEUE_TIMEOUT:
+            where = deadlines.state.where() if deadlines and deadlines.state else "its queue"
+            return TrainingJobTimeoutError(
+                f"{ref}: queue_timeout of {seconds:g} s passed while the job waited in {where}, suspended and not "
+                f"admitted (for Kueue's reason: kubectl get workloads.kueue.x-k8s.io -n {namespace}); the job was "
+                "deleted" + (f"; warnings: {' | '.join(warnings)}" if warnings else ""))
         if not conditions.controller_has_acted(status) and not pods:
             return TrainingJobTimeoutError(
                 f"{ref}: {which} of {seconds:g} s passed and no controller has acted on the job (no status, no "

@@ -12,6 +12,7 @@ from airflow.providers.common.compat.sdk import BaseSensorOperator, conf
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob import conditions
+from airflow_trainjob.admission import queue_state
 from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, JOB_KINDS, MAX_NAME_LENGTH
 from airflow_trainjob.exceptions import InvalidJobSpecError, JobDeletedError, TrainingJobError, TrainingJobTimeoutError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
@@ -32,13 +33,14 @@ class TrainingJobSensor(BaseSensorOperator):
     that the sensor saw and that is then gone (poke and deferrable modes) gets the verdict its last state, or the
     training operator's ``<Kind>Succeeded``/``<Kind>Failed`` event, gives; without one it was deleted before it
     finished (:class:`JobDeletedError`). In reschedule mode each poke starts afresh: a gone job is waited for.
+    A job suspended in a queue (Kueue; ``runPolicy.suspend``) keeps the sensor waiting, and says so.
 
     :param kind: the job's kind (``PyTorchJob``, ``TFJob``, ...).
     :param job_name: ``metadata.name`` of the job; templated.
     :param namespace: default: the connection's namespace, else in-cluster, else ``default``; templated.
     :param target_conditions: condition types, any of which (status ``"True"``) ends the wait
         successfully: a list of ``Created``, ``Pending``, ``Running``, ``Restarting``, ``Succeeded``,
-        ``Scaling``; default ``("Succeeded",)``. ``Failed`` always fails the sensor.
+        ``Scaling``, ``Suspended``; default ``("Succeeded",)``. ``Failed`` always fails the sensor.
     :param kubernetes_conn_id: the cncf.kubernetes connection; an id that names no connection is refused
         before any API call (``kubernetes_default`` may be undefined: in-cluster or default kubeconfig).
     :param log_tail_lines: on failure, lines quoted from each failed replica's log (count).
@@ -94,7 +96,8 @@ class TrainingJobSensor(BaseSensorOperator):
                 namespace=self._resolved_namespace(),
                 kubernetes_conn_id=self.kubernetes_conn_id,
                 target_conditions=self.target_conditions,
-                timeout_at=time.time() + self.timeout if self.timeout else None,
+                started_at=time.time(),
+                timeout=self.timeout or None,
                 poll_interval=self.poke_interval,
                 wait_for_creation=True,
             ),
@@ -198,6 +201,9 @@ class TrainingJobSensor(BaseSensorOperator):
         self._last_seen = job
         status = job.get("status")
         self.log.info("%s: %s", job_ref(job), conditions.summary(status))
+        queue = queue_state(job)
+        if queue.queued and not conditions.is_terminal(status):  # Kueue holds it: waiting, not failed
+            self.log.info("%s is waiting in %s (suspended: not admitted yet)", job_ref(job), queue.where())
         if conditions.is_failed(status):
             raise failure_exception(self.hook, job, self.log_tail_lines)
         return any(conditions.has_condition(status, t) for t in self.target_conditions)

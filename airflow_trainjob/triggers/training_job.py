@@ -7,8 +7,9 @@ reads its own job from the stream's cache when the stream says the job changed. 
 LIST and one WATCH per namespace and kind, not one per job; how the stream reconnects, re-lists on 410 and
 falls back to polling is described in :mod:`~airflow_trainjob.triggers.job_stream`.
 
-Deadlines are absolute epoch seconds in the kwargs, so a triggerer restart neither resets nor falsely
-trips them, and they are judged only on a cache that is in sync with the server. What the status means
+Deadlines count from ``started_at`` (epoch seconds in the kwargs) and from the job's own queue transitions (see
+:mod:`airflow_trainjob.admission`), so a triggerer restart neither resets nor falsely trips them; they are judged
+only on a cache that is in sync with the server. What the status means
 is decided by :mod:`airflow_trainjob.conditions`, as on the synchronous path.
 """
 
@@ -25,6 +26,7 @@ from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from airflow_trainjob import conditions
+from airflow_trainjob.admission import Deadlines, queue_line
 from airflow_trainjob.api_errors import ApiCall, exception_for, one_line
 from airflow_trainjob.cleanup_hold import pods_to_stop, user_run_policy
 from airflow_trainjob.constants import CONDITION_SUCCEEDED, GROUP, JOB_KINDS, LABEL_JOB_NAME, LABEL_PREFIX, VERSION
@@ -54,8 +56,11 @@ class TrainingJobTrigger(BaseEventTrigger):
     :param kubernetes_conn_id, cluster_context, config_file, in_cluster: the connection, resolved
         exactly as the synchronous hook resolves it.
     :param target_conditions: condition types that end the wait successfully (``Succeeded``).
-    :param timeout_at: epoch seconds after which the wait ends with a ``timeout`` event (or None).
-    :param startup_timeout_at: epoch seconds by which the job must have reached ``Running``.
+    :param started_at: epoch seconds the deadlines count from (when the task created or attached to the job);
+        None: when the trigger is made.
+    :param timeout: seconds after ``started_at`` when the wait ends with a ``timeout`` event (or None).
+    :param startup_timeout: seconds from admission (``started_at`` for a job no queue holds) until ``Running``.
+    :param queue_timeout: seconds the job may stay suspended in its queue each time it enters it (or None).
     :param poll_interval: seconds between lists when watches keep failing (the stream takes it from the
         first trigger of its source).
     :param wait_for_creation: a job that does not exist yet is waited for (sensor), not "deleted".
@@ -70,7 +75,7 @@ class TrainingJobTrigger(BaseEventTrigger):
     final object — summarised: no pod templates, whose environment may hold secrets; or None), ``pods`` (for a ``Failed`` job, its pods as JSON dicts without their spec but for
     container names, so the exit codes do not depend on the pods still existing at resume; else empty), ``lead_log`` (when the trigger
     stopped the lead replica's pod: ``{"pod", "container", "text"}`` of its log's last ``log_tail_lines`` lines),
-    ``which`` (for a timeout: ``timeout`` or ``startup_timeout``).
+    ``which`` (for a timeout: ``timeout``, ``startup_timeout`` or ``queue_timeout``).
     """
 
     def __init__(
@@ -85,8 +90,10 @@ class TrainingJobTrigger(BaseEventTrigger):
         config_file: str | None = None,
         in_cluster: bool | None = None,
         target_conditions: Sequence[str] = (CONDITION_SUCCEEDED,),
-        timeout_at: float | None = None,
-        startup_timeout_at: float | None = None,
+        started_at: float | None = None,
+        timeout: float | None = None,
+        startup_timeout: float | None = None,
+        queue_timeout: float | None = None,
         poll_interval: float = 10.0,
         wait_for_creation: bool = False,
         owner_labels: dict[str, str] | None = None,
@@ -103,8 +110,12 @@ class TrainingJobTrigger(BaseEventTrigger):
         self.config_file = config_file
         self.in_cluster = in_cluster
         self.target_conditions = list(target_conditions)
-        self.timeout_at = timeout_at
-        self.startup_timeout_at = startup_timeout_at
+        self.started_at = started_at if started_at is not None else time.time()
+        self.timeout = timeout
+        self.startup_timeout = startup_timeout
+        self.queue_timeout = queue_timeout
+        self._deadlines = Deadlines(started_at=self.started_at, timeout=timeout, startup_timeout=startup_timeout,
+                                    queue_timeout=queue_timeout)
         self.poll_interval = poll_interval
         self.wait_for_creation = wait_for_creation
         self.owner_labels = dict(owner_labels or {})
@@ -125,8 +136,10 @@ class TrainingJobTrigger(BaseEventTrigger):
                 "config_file": self.config_file,
                 "in_cluster": self.in_cluster,
                 "target_conditions": self.target_conditions,
-                "timeout_at": self.timeout_at,
-                "startup_timeout_at": self.startup_timeout_at,
+                "started_at": self.started_at,
+                "timeout": self.timeout,
+                "startup_timeout": self.startup_timeout,
+                "queue_timeout": self.queue_timeout,
                 "poll_interval": self.poll_interval,
                 "wait_for_creation": self.wait_for_creation,
                 "owner_labels": self.owner_labels,
@@ -219,7 +232,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             if final is not None and not self.wait_for_creation:  # (a sensor's first look: an old namesake's)
                 return self._judge_deleted(final)
             if job is None and self.wait_for_creation:
-                which = self._deadline_passed()
+                which = self._deadline_passed(None)
                 return self._event(TIMED_OUT, f"{self._ref} was not created before the deadline",
                                    which=which) if which else None
             # The cache may not have seen the job's creation yet (or its predecessor's deletion): ask.
@@ -251,7 +264,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             lead_log = await self._stop_pods_at_terminal(stream, job, listed) if stops else None
             return self._event(FINISHED, f"{self._ref}: {conditions.summary(status)}", job, pods=pods,
                                **({"lead_log": lead_log} if lead_log else {}))
-        which = self._deadline_passed(status)
+        which = self._deadline_passed(job)
         if which is not None:
             return self._event(TIMED_OUT, f"{self._ref}: {which} passed; last state: {conditions.summary(status)}",
                                job, which=which)
@@ -349,22 +362,26 @@ class TrainingJobTrigger(BaseEventTrigger):
             return []  # the verdict still has the job's status and its events
         return [stream.api.sanitize_for_serialization(p) for p in pods.items]
 
-    def _deadline_passed(self, status: Any = None) -> str | None:
+    def _deadline_passed(self, job: dict[str, Any] | None) -> str | None:
+        """The deadline that has passed for ``job`` as the cache has it now (None: not created yet), or None; logs
+        the job's entering and leaving its queue on the way."""
         now = time.time()
-        if self.timeout_at is not None and now >= self.timeout_at:
-            return "timeout"
-        if self.startup_timeout_at is not None and now >= self.startup_timeout_at and not conditions.has_started(status):
-            return "startup_timeout"
-        return None
+        if job is not None:
+            turn = self._deadlines.observe(job, now)
+            if turn is not None:
+                self.log.info("%s", queue_line(self._ref, self._deadlines, turn, now))
+        passed = self._deadlines.passed(now)
+        return passed[0] if passed else None
 
     def _seconds_to_deadline(self) -> float:
-        """Seconds until just after the nearest deadline, at most WATCH_SECONDS; once it has passed (and
+        """Seconds until just after the nearest deadline, at most WATCH_SECONDS; once one has passed (and
         the cache could not be trusted to judge it), ``poll_interval``: a resync wakes the trigger anyway."""
-        deadlines = [d - time.time() for d in (self.timeout_at, self.startup_timeout_at) if d is not None]
-        upcoming = [d for d in deadlines if d > 0]
-        if upcoming:
-            return min(float(WATCH_SECONDS), min(upcoming) + 0.05)
-        return float(WATCH_SECONDS) if not deadlines else max(1.0, self.poll_interval)
+        left = self._deadlines.seconds_left(time.time())
+        if left is None:
+            return float(WATCH_SECONDS)
+        if left > 0:
+            return min(float(WATCH_SECONDS), left + 0.05)
+        return max(1.0, self.poll_interval)
 
     async def on_kill(self) -> None:
         """The user killed the deferred task: delete the job, if it is still the one this task owns.

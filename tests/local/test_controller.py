@@ -239,7 +239,8 @@ def test_pytorch_job_gets_pods_and_headless_services_as_the_real_operator_makes_
         assert env["WORLD_SIZE"] == "3"
         assert env["RANK"] == rank and env["PET_NODE_RANK"] == rank
         assert env["PET_NNODES"] == "3" and env["PET_NPROC_PER_NODE"] == "auto"
-        assert env["PYTHONUNBUFFERED"] == "0"
+        assert env["PYTHONUNBUFFERED"] == "1"  # pytorch/envvar.go
+        assert (env["PET_MASTER_ADDR"], env["PET_MASTER_PORT"]) == ("127.0.0.1", str(ports["master-0"]))
 
     wait_for(lambda: [e.reason for e in events(core, ns, "pt")],
              lambda r: r.count("SuccessfulCreatePod") == 3 and r.count("SuccessfulCreateService") == 3,
@@ -303,9 +304,10 @@ def test_each_kind_gets_its_pods_roles_and_environment(
         assert config["environment"] == "cloud"
         assert config["cluster"] == {
             "chief": [f"127.0.0.1:{ports['chief-0']}"],
+            "evaluator": [f"127.0.0.1:{ports['evaluator-0']}"],
             "ps": [f"127.0.0.1:{ports['ps-0']}"],
             "worker": [f"127.0.0.1:{ports['worker-0']}", f"127.0.0.1:{ports['worker-1']}"],
-        }  # evaluators are not part of the cluster spec
+        }  # tensorflow.go genClusterSpec: every replica type, the evaluator too
         assert json.loads(env_of(found["j-evaluator-0"])["TF_CONFIG"])["task"] == {"type": "evaluator", "index": 0}
     elif check == "jax":
         assert roles == {"j-worker-0"}
@@ -366,7 +368,10 @@ def test_pytorch_conditions_follow_the_real_order_and_master_success_finishes_th
     assert condition(job, "Succeeded")["reason"] == "PyTorchJobSucceeded"
     assert condition(job, "Succeeded")["message"] == "PyTorchJob life is successfully completed."
     assert job["status"]["completionTime"] and job["status"]["lastReconcileTime"]
-    # a succeeded job's still-active replicas are reported as succeeded
+    # a succeeded job's still-active replicas are reported as succeeded (by the next reconcile, the finished
+    # branch of ReconcileJobs: the one that set Succeeded may have written them as active)
+    job = wait_for(job_reader(custom, ns, "PyTorchJob", "life"),
+                   lambda j: not j["status"]["replicaStatuses"]["Worker"].get("active"), what="no active worker")
     assert job["status"]["replicaStatuses"]["Worker"] == {
         "succeeded": 2, "selector": job["status"]["replicaStatuses"]["Worker"]["selector"]}
     reasons = wait_for(lambda: event_reasons(core, ns, "life"), lambda r: "PyTorchJobSucceeded" in r, what="event")
@@ -554,8 +559,11 @@ def test_a_bad_job_is_reported_and_does_not_stop_the_controller(controller, core
     create_job(custom, ns, bad)
     create_job(custom, ns, pytorch_job("good", workers=1))
     wait_pods(core, ns, "good", {"good-master-0", "good-worker-0"})
-    failed = wait_for(lambda: [e for e in events(core, ns, "bad") if e.reason == "FailedCreatePod"], bool, what="event")
-    assert failed[0].type == "Warning" and "no containers" in failed[0].message
+    failed = wait_for(lambda: [e for e in events(core, ns, "bad") if e.reason == "PyTorchJobFailedValidation"], bool,
+                      what="event")
+    assert failed[0].type == "Warning" and "containers: Required value: must be specified" in failed[0].message
+    job = wait_for(job_reader(custom, ns, "PyTorchJob", "bad"), lambda j: is_true(j, "Failed"), what="Failed")
+    assert condition(job, "Failed")["reason"] == "PyTorchJobFailedValidation"
     assert pods(core, ns, "bad") == {}
 
 

@@ -156,7 +156,7 @@ def test_pytorch_job_master_and_two_workers_rendezvous_and_succeed(core_v1, cust
         env = json.loads(env_line[4:])
         assert env == {
             "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(ports["master-0"]), "WORLD_SIZE": "3", "RANK": rank,
-            "PET_NNODES": "3", "PET_NODE_RANK": rank, "PYTHONUNBUFFERED": "0",
+            "PET_NNODES": "3", "PET_NODE_RANK": rank, "PYTHONUNBUFFERED": "1",
         }
     # The workers really reached the master on its loopback port.
     assert "GOT [1, 2]" in logs["rdv-master-0"]

@@ -24,7 +24,7 @@ def test_enums_mirror_the_api():
     assert [p.value for p in RestartPolicy] == ["Always", "OnFailure", "Never", "ExitCode"]
     assert [p.value for p in CleanPodPolicy] == ["", "All", "Running", "None"]
     assert [t.value for t in JobConditionType] == [
-        "Created", "Pending", "Running", "Restarting", "Succeeded", "Failed", "Scaling"
+        "Created", "Pending", "Running", "Restarting", "Succeeded", "Failed", "Scaling", "Suspended"
     ]
 
 
@@ -122,3 +122,20 @@ def test_status_from_a_newer_controller_parses_and_keeps_what_it_does_not_know()
 def test_empty_status_parses_as_nothing_yet(raw):
     status = JobStatus.model_validate(raw)
     assert status.conditions == [] and status.replica_statuses == {}
+
+
+def test_float_quantities_are_sent_as_text():
+    """A job's CRD types quantities as integer-or-string: a float (``cpu: 0.5`` in YAML) is refused with 422 by a
+    real API server, so the provider sends what the user meant, as text; integers and strings stay."""
+    template = {"spec": {"containers": [{"name": "pytorch", "image": "x", "resources": {
+        "limits": {"cpu": 0.5, "memory": "1Gi", "nvidia.com/gpu": 1}, "requests": {"cpu": 0.25, "memory": 1e-05}}}],
+        "initContainers": [{"name": "fetch", "image": "x", "resources": {"requests": {"cpu": 2.0}}}],
+        "overhead": {"cpu": 0.1}}}
+    spec = ReplicaSpec(template=template).to_api()["template"]["spec"]
+    assert spec["containers"][0]["resources"] == {"limits": {"cpu": "0.5", "memory": "1Gi", "nvidia.com/gpu": 1},
+                                                  "requests": {"cpu": "0.25", "memory": "0.00001"}}
+    assert spec["initContainers"][0]["resources"]["requests"]["cpu"] == "2" and spec["overhead"]["cpu"] == "0.1"
+    from airflow_trainjob.models import SchedulingPolicy
+
+    policy = SchedulingPolicy(min_resources={"cpu": 1.5, "memory": "4Gi", "pods": 4}).to_api()
+    assert policy["minResources"] == {"cpu": "1.5", "memory": "4Gi", "pods": 4}

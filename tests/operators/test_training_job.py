@@ -263,7 +263,9 @@ def test_templated_specs_render_into_the_created_job(ti, namespace, custom_objec
     # Sent held (cleanPodPolicy None, the user's choice on the job); kept, the job gets the user's runPolicy back.
     assert shown["spec"]["runPolicy"]["cleanPodPolicy"] == "None"
     assert json.loads(shown["metadata"]["annotations"][ANNOTATION_HELD_RUN_POLICY]) == {"cleanPodPolicy": "Running"}
-    released = {**shown["spec"], "runPolicy": {**shown["spec"]["runPolicy"], "cleanPodPolicy": "Running"}}
+    # (suspend: false is the CRD's default, written by the API server as on a real cluster.)
+    released = {**shown["spec"], "runPolicy": {**shown["spec"]["runPolicy"], "cleanPodPolicy": "Running",
+                                               "suspend": False}}
     assert job["spec"] == released and job["metadata"]["labels"] == shown["metadata"]["labels"]
     assert ANNOTATION_HELD_RUN_POLICY not in (job["metadata"].get("annotations") or {})
 

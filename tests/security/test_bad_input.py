@@ -30,7 +30,7 @@ KINDS = "PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob"
 SECONDS = "positive number of seconds"
 COUNT = "count (0 or more)"
 BOOL = "True or False"
-TARGETS = "Created, Pending, Running, Restarting, Succeeded, Scaling"
+TARGETS = "Created, Pending, Running, Restarting, Succeeded, Scaling, Suspended"
 
 
 def container(name: str = "pytorch") -> dict:
@@ -75,6 +75,21 @@ OPERATOR_CASES = [
     ("activeDeadlineSeconds 0", dict(run_policy={"activeDeadlineSeconds": 0}), {}, "runPolicy.activeDeadlineSeconds", "greater than or equal to 1"),
     ("ttlSecondsAfterFinished rendered empty", dict(run_policy={"ttlSecondsAfterFinished": "{{ params.v }}"}), {"v": ""}, "runPolicy.ttlSecondsAfterFinished", "valid integer"),
     ("runPolicy unknown field", dict(run_policy={"cleanupPolicy": "All"}), {}, "runPolicy.cleanupPolicy", "cleanPodPolicy, ttlSecondsAfterFinished"),
+    ("suspend rendered as a word", dict(run_policy={"suspend": "{{ params.v }}"}), {"v": "maybe"}, "runPolicy.suspend", "valid boolean"),
+    ("managedBy unknown", dict(run_policy={"managedBy": "kueue"}), {}, "runPolicy.managedBy", "'kubeflow.org/training-operator' or 'kueue.x-k8s.io/multikueue'"),
+    # Kueue
+    ("queue_name rendered empty", dict(queue_name="{{ params.v }}"), {"v": ""}, "queue_name", "non-empty string"),
+    ("queue_name a list", dict(queue_name=["team-a"]), {}, "queue_name", "non-empty string"),
+    ("queue_name not a label value", dict(queue_name="team a/b"), {}, "metadata.labels", "kueue.x-k8s.io/queue-name"),
+    ("queue_timeout 0", dict(queue_timeout=0), {}, "queue_timeout", "positive number of seconds"),
+    ("queue_timeout a string", dict(queue_timeout="{{ params.v }}"), {"v": "3600"}, "queue_timeout", "positive number of seconds"),
+    # a whole job
+    ("job with replica_specs too", dict(job={"kind": "PyTorchJob", "spec": {"pytorchReplicaSpecs": {"Master": spec()}}}), {}, "replica_specs", "not allowed with job"),
+    ("job rendered as malformed YAML", dict(kind=None, replica_specs=None, job="{{ params.v }}"), {"v": "kind: [PyTorchJob"}, "job", "not valid YAML/JSON"),
+    ("job of another API", dict(kind=None, replica_specs=None, job={"apiVersion": "kubeflow.org/v2", "kind": "PyTorchJob", "spec": {"pytorchReplicaSpecs": {"Master": spec()}}}), {}, "job.apiVersion", "'kubeflow.org/v1'"),
+    ("job with generateName", dict(kind=None, replica_specs=None, job={"kind": "PyTorchJob", "metadata": {"generateName": "x-"}, "spec": {"pytorchReplicaSpecs": {"Master": spec()}}}), {}, "job.metadata.generateName", "metadata.name"),
+    ("job without spec", dict(kind=None, replica_specs=None, job={"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob"}), {}, "job.spec", "required"),
+    ("neither replica_specs nor job", dict(replica_specs=None), {}, "replica_specs", "required"),
     # kind_fields
     ("kind_fields malformed YAML", dict(kind_fields="{{ params.v }}"), {"v": "nprocPerNode: [2"}, "kindFields", "not valid YAML/JSON"),
     ("kind_fields rendered as a list", dict(kind_fields="{{ params.v }}"), {"v": [1]}, "spec", "mapping of fields"),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 import uuid
 from pathlib import Path
 
@@ -406,7 +405,7 @@ def _probe(verb_key, namespace, custom_objects):
     elif (resource, verb) in (("pytorchjobs", "list"), ("pytorchjobs", "watch")):
         # The deferred wait: its stream lists the kind, then watches it; either refused ends the wait with an error.
         event = first_event(TrainingJobTrigger(kind="PyTorchJob", name="absent", namespace=namespace, wait_for_creation=True,
-                                               timeout_at=time.time() + 6), timeout=40)
+                                               timeout=6), timeout=40)
         return event["message"] if event["outcome"] == ERROR else None
     elif (resource, verb) == ("pods", "list"):
         call = lambda: hook.list_job_pods("absent", namespace)  # noqa: E731

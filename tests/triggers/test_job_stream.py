@@ -61,8 +61,8 @@ def trigger_for(name: str, namespace: str, **kwargs) -> TrainingJobTrigger:
 
 
 def test_triggers_on_one_source_share_one_key_and_others_do_not():
-    base = trigger_for("a", "ml", uid="1", timeout_at=5.0)
-    assert base.shared_stream_key() == trigger_for("b", "ml", uid="2", startup_timeout_at=9.0,
+    base = trigger_for("a", "ml", uid="1", started_at=1.0, timeout=4.0)
+    assert base.shared_stream_key() == trigger_for("b", "ml", uid="2", startup_timeout=9.0,
                                                    target_conditions=["Running"]).shared_stream_key()
     assert base.shared_stream_key() == StreamSource("kubernetes_default", None, None, None, "ml", "PyTorchJob")
     others = [trigger_for("a", "other"), TrainingJobTrigger(kind="TFJob", name="a", namespace="ml"),
@@ -177,19 +177,20 @@ def test_apiserver_stopped_and_restarted_mid_wait(spare_cluster, monkeypatch):
 
     async def main():
         manager = SharedStreamManager()
-        deadline = time.time() + 7  # passes while the apiserver is down
+        started = time.time()
+        deadline = started + 7  # passes while the apiserver is down
         tasks = {
             "finishes": asyncio.create_task(in_triggerer(manager, 1, trigger_for("finishes", namespace))),
             "overruns": asyncio.create_task(in_triggerer(manager, 2, trigger_for("overruns", namespace,
-                                                                                 timeout_at=deadline))),
+                                                                                 started_at=started, timeout=7))),
             "vanishes": asyncio.create_task(in_triggerer(manager, 3, trigger_for("vanishes", namespace))),
         }
         stream = await synced_stream(trigger_for("finishes", namespace))
         await asyncio.to_thread(spare_cluster.stop_component, "kube-apiserver", timeout=1)  # then SIGKILL
         await asyncio.sleep(max(0.0, deadline - time.time()) + 3)
         fired_during_outage = [n for n, t in tasks.items() if t.done()]
+        restarted = time.time()  # the apiserver answers (and the stream may judge) before up() returns
         await asyncio.to_thread(spare_cluster.up)
-        restarted = time.time()
         await asyncio.to_thread(custom.patch_namespaced_custom_object_status, GROUP, VERSION, namespace,
                                 "pytorchjobs", "finishes", _status("Succeeded"))
         await asyncio.to_thread(custom.delete_namespaced_custom_object, GROUP, VERSION, namespace, "pytorchjobs",

@@ -48,7 +48,7 @@ def rebuild(trigger: TrainingJobTrigger) -> TrainingJobTrigger:
 
 
 def test_serialize_is_exact():
-    trigger = TrainingJobTrigger(kind="PyTorchJob", name="train", namespace="ml", uid="u-1", timeout_at=1.5,
+    trigger = TrainingJobTrigger(kind="PyTorchJob", name="train", namespace="ml", uid="u-1", started_at=1.5, timeout=60,
                                  owner_labels={"a": "b"}, try_number=3, log_tail_lines=7)
     assert trigger.serialize() == (
         "airflow_trainjob.triggers.training_job.TrainingJobTrigger",
@@ -62,8 +62,10 @@ def test_serialize_is_exact():
             "config_file": None,
             "in_cluster": None,
             "target_conditions": ["Succeeded"],
-            "timeout_at": 1.5,
-            "startup_timeout_at": None,
+            "started_at": 1.5,
+            "timeout": 60,
+            "startup_timeout": None,
+            "queue_timeout": None,
             "poll_interval": 10.0,
             "wait_for_creation": False,
             "owner_labels": {"a": "b"},

@@ -12,8 +12,9 @@ and messages, applies the run policies and records Events on the job. Pods are r
 Modules: :mod:`.spec` (the job with its kind's defaults, names, labels), :mod:`.ports` (loopback ports),
 :mod:`.env` (per-kind environment), :mod:`.pods` (pod and service manifests), :mod:`.status` (conditions,
 replica statuses, success rules), :mod:`.policies` (restart, backoff, deadline, clean-up, TTL, minAvailable),
-:mod:`.events` (Events), :mod:`.reconciler` (one reconcile), :mod:`.watch` and :mod:`.workqueue` (the
-informer machinery), :mod:`.controller` (wiring), :mod:`.__main__` (command line).
+:mod:`.events` (Events), :mod:`.validation` (managedBy, spec validation), :mod:`.reconciler` (one
+reconcile), :mod:`.watch` and :mod:`.workqueue` (the informer machinery), :mod:`.controller` (wiring),
+:mod:`.__main__` (command line).
 
 Where it differs from, or is simpler than, the real operator:
 
@@ -57,7 +58,19 @@ Where it differs from, or is simpler than, the real operator:
   ``SuccessfulDeleteJob`` for every kind.
 - **Deleted jobs.** Besides relying on the garbage collector, the controller deletes the pods and services a
   deleted job still owns.
-- **Not implemented:** ``runPolicy.suspend`` and ``managedBy``, HPA for elastic PyTorch, PaddleJob elastic
-  variables, validation webhooks (an invalid spec surfaces as a ``FailedCreatePod`` warning event), the
-  ``POD_IP_DUMMY`` field reference of Paddle's rank 0, metrics.
+- **Suspension** (``runPolicy.suspend``) and **managedBy** are the real ones (``common/job.go``): a suspended
+  job has no pods or services, Running False and Suspended True (``<Kind>Suspended``); resuming turns
+  Suspended False (``<Kind>Resumed``) and resets ``startTime``; a job managed by another controller
+  (``kueue.x-k8s.io/multikueue``) is not touched. Besides the pods, a suspended job loses every service it
+  owns (the real one deletes the pods' namesakes only).
+- **Validation** (:mod:`.validation`): there are no admission webhooks, so the controller applies the
+  webhooks' rules (and the MPI controller's own validation) itself, plus type checks, and fails a job it
+  cannot reconcile with a Warning ``<Kind>FailedValidation`` event and the Failed condition with that reason
+  and the errors as message (the real MPI controller records the event and retries with backoff, without a
+  condition; the other kinds are refused at admission). Such a job is not retried; it stays failed. Two
+  local rules are stricter than the real ones: an unknown ``restartPolicy`` and negative ``replicas`` fail
+  validation. Replica type names match case-insensitively and an unset ``replicas`` counts as defaulted,
+  which the real webhooks (running before defaulting) would refuse.
+- **Not implemented:** HPA for elastic PyTorch, PaddleJob elastic variables, the ``POD_IP_DUMMY`` field
+  reference of Paddle's rank 0, the immutability of ``managedBy`` (a webhook rule), metrics.
 """

@@ -5,7 +5,8 @@ queues that job; a pod event queues the job named by the pod's controller ownerR
 event queues a cleanup of whatever it still owns. Services are not watched (nor are they by the real
 operator's handlers): a missing service is recreated on the next resync. A reconcile that fails is
 retried with a per-job exponential backoff; a job that asks for it (deadline, TTL, minAvailable) is queued
-again after the time it names.
+again after the time it names. A job that fails validation is not retried: it is marked Failed once, and
+only looked at again on its next event (e.g. a spec change) or resync.
 """
 
 from __future__ import annotations

@@ -2,26 +2,32 @@
 replica's containers, with service DNS names replaced by ``127.0.0.1`` and the kind's fixed default port
 replaced by the replica's own loopback port (see :mod:`.ports`).
 
-Variables are appended after the container's own ``env``, as the real operator does.
+Variables are appended after the container's own ``env``, as the real operator does; the operator's own
+variables never repeat a name within a container.
 
-- PyTorchJob (``pytorch/envvar.go``, ``elastic.go``): ``PYTHONUNBUFFERED``; with a Master: ``MASTER_ADDR``,
-  ``MASTER_PORT`` (master 0's port), ``WORLD_SIZE`` (replicas x nprocPerNode when that is a number),
-  ``RANK`` (workers start at 1), ``PET_NPROC_PER_NODE``, ``PET_NODE_RANK``; ``PET_NNODES``; with an
-  elasticPolicy the ``PET_RDZV_*`` set, its endpoint on worker 0's port (or ``rdzvPort``).
-- TFJob (``tensorflow/tensorflow.go``): ``TF_CONFIG`` on the ``tensorflow`` container when the job has more
-  than one replica; the cluster spec lists ``127.0.0.1:<port>`` per replica, evaluators excluded.
+- PyTorchJob (``pytorch/envvar.go``, ``master.go``, ``elastic.go``): ``PYTHONUNBUFFERED=1``; with a Master:
+  ``MASTER_PORT`` and ``PET_MASTER_PORT`` (master 0's port), ``MASTER_ADDR`` and ``PET_MASTER_ADDR``,
+  ``WORLD_SIZE`` (replicas x nprocPerNode when that is a number), ``RANK`` and ``PET_NODE_RANK`` (workers
+  start at 1); always ``PET_NPROC_PER_NODE`` (``nprocPerNode``, default ``auto``, or the deprecated
+  ``elasticPolicy.nProcPerNode``); ``PET_NNODES``; with an elasticPolicy the ``PET_RDZV_*`` set, its endpoint
+  on worker 0's port (or ``rdzvPort``).
+- TFJob (``tensorflow/tensorflow.go``): ``TF_CONFIG`` on the ``tensorflow`` container unless the job has
+  exactly one replica: ``{"cluster": {<type>: ["127.0.0.1:<port>", ...]}, "task": {...}, "environment":
+  "cloud"}`` with every replica type (evaluators too); with ``enableDynamicWorker`` the sparse form
+  ``{"cluster": {"worker": {"<index>": ...}, "ps": [...]}, "task": {...}}``.
 - MPIJob (``mpi/mpijob_controller.go``): see :func:`_mpi`; workers without a command get ``sleep 365d``.
-- XGBoostJob (``xgboost/pod.go``): ``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE``, ``RANK``,
-  ``PYTHONUNBUFFERED``, and with more than one replica ``WORKER_PORT``, ``WORKER_ADDRS``.
-- PaddleJob (``paddlepaddle/envvar.go``): ``PYTHONUNBUFFERED``, ``PADDLE_JOB_ID``, ``PADDLE_NNODES``,
+- XGBoostJob (``xgboost/xgboost.go``): ``MASTER_PORT``, ``MASTER_ADDR``, ``WORLD_SIZE``, ``RANK``,
+  ``PYTHONUNBUFFERED=1``, and with more than one replica ``WORKER_PORT``, ``WORKER_ADDRS``.
+- PaddleJob (``paddlepaddle/envvar.go``): ``PYTHONUNBUFFERED=1``, ``PADDLE_JOB_ID``, ``PADDLE_NNODES``,
   ``PADDLE_MASTER`` (master 0, or worker 0 in collective mode), ``PADDLE_SERVER_NUM``/``PADDLE_TRAINER_NUM``.
-- JAXJob (``jax/envvar.go``): ``PYTHONUNBUFFERED``, ``COORDINATOR_ADDRESS``, ``COORDINATOR_PORT`` (worker 0's
-  port), ``NUM_PROCESSES``, ``PROCESS_ID``.
+- JAXJob (``jax/envvar.go``): ``PYTHONUNBUFFERED=1``, ``COORDINATOR_PORT`` (worker 0's port),
+  ``COORDINATOR_ADDRESS``, ``NUM_PROCESSES``, ``PROCESS_ID``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Callable
 
 from airflow_trainjob import constants as c
@@ -35,6 +41,7 @@ LOOPBACK = "127.0.0.1"
 # Variable names, as the framework launchers read them.
 PYTHONUNBUFFERED = "PYTHONUNBUFFERED"
 MASTER_ADDR, MASTER_PORT = "MASTER_ADDR", "MASTER_PORT"
+PET_MASTER_ADDR, PET_MASTER_PORT = "PET_MASTER_ADDR", "PET_MASTER_PORT"
 WORLD_SIZE, RANK = "WORLD_SIZE", "RANK"
 PET_NPROC_PER_NODE, PET_NODE_RANK, PET_NNODES = "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_NNODES"
 PET_RDZV_ENDPOINT, PET_RDZV_BACKEND, PET_RDZV_ID = "PET_RDZV_ENDPOINT", "PET_RDZV_BACKEND", "PET_RDZV_ID"
@@ -88,25 +95,46 @@ def _port(ports: dict[str, int], replica_type: str, index: int = 0) -> int:
 def _pytorch(view: JobView, pod_spec: PodSpec, rtype: str, index: int, ports: Ports) -> dict[int, Env]:
     spec = view.spec
     total = view.total_replicas()
-    nproc = str(spec.get("nprocPerNode") or c.PYTORCH_DEFAULT_NPROC_PER_NODE)
-    nproc_int = int(nproc) if nproc.isdigit() else 1  # "auto", "cpu", "gpu": the launcher decides; count 1
-    env: Env = [(PYTHONUNBUFFERED, "0")]
+    elastic = spec.get("elasticPolicy")
+    nproc = _pytorch_nproc_per_node(spec)
+    env: Env = [(PYTHONUNBUFFERED, "1")]
     if "Master" in view.replica_specs:
         rank = index + 1 if rtype == "Worker" else index
+        master_port = str(_port(ports, "Master"))
         env += [
-            (MASTER_PORT, str(_port(ports, "Master"))),
+            (MASTER_PORT, master_port),
+            (PET_MASTER_PORT, master_port),
             (MASTER_ADDR, LOOPBACK),
-            (WORLD_SIZE, str(total * nproc_int)),
+            (PET_MASTER_ADDR, LOOPBACK),
+            # getNprocPerNodeInt: "auto", "cpu", "gpu" (and an elastic nProcPerNode) count as 1.
+            (WORLD_SIZE, str(total * _int_or_one(nproc))),
             (RANK, str(rank)),
-            (PET_NPROC_PER_NODE, nproc),
             (PET_NODE_RANK, str(rank)),
         ]
-    elastic = spec.get("elasticPolicy")
+    if nproc is not None:
+        env.append((PET_NPROC_PER_NODE, nproc))
     if elastic is not None:
         env += _pytorch_elastic(view, elastic, ports)
     else:
         env.append((PET_NNODES, str(total)))
     return _all(pod_spec, env)
+
+
+def _pytorch_nproc_per_node(spec: dict[str, Any]) -> str | None:
+    """``spec.nprocPerNode`` after ``setDefaultNprocPerNode``: ``auto`` unless the job sets it, or sets the
+    deprecated ``elasticPolicy.nProcPerNode`` instead (which then is the one PET_NPROC_PER_NODE; validation
+    refuses both together)."""
+    value = spec.get("nprocPerNode")
+    if value is not None:
+        return str(value)
+    elastic = spec.get("elasticPolicy")
+    if elastic is not None and elastic.get("nProcPerNode") is not None:
+        return None
+    return c.PYTORCH_DEFAULT_NPROC_PER_NODE
+
+
+def _int_or_one(value: str | None) -> int:
+    return int(value) if value is not None and re.fullmatch(r"[+-]?[0-9]+", value) else 1
 
 
 def _pytorch_elastic(view: JobView, elastic: dict[str, Any], ports: dict[str, int]) -> Env:
@@ -137,23 +165,25 @@ def _pytorch_elastic(view: JobView, elastic: dict[str, Any], ports: dict[str, in
 
 
 def _tensorflow(view: JobView, pod_spec: PodSpec, rtype: str, index: int, ports: Ports) -> dict[int, Env]:
-    if view.total_replicas() == 1:
+    if not _tf_is_distributed(view):
         return {}  # isDistributed: a single replica gets no TF_CONFIG
-    cluster: dict[str, list[str]] = {}
-    for t in view.replica_types():
-        if t == "Evaluator":
-            continue  # evaluators are not part of the training cluster
-        cluster[t.lower()] = [f"{LOOPBACK}:{_port(ports, t, i)}" for i in range(view.replicas(t))]
-    cluster = dict(sorted(cluster.items()))
+    # genClusterSpec: every replica type of the job, evaluators included, under its lowercase name.
+    cluster = {
+        t.lower(): [f"{LOOPBACK}:{_port(ports, t, i)}" for i in range(view.replicas(t))] for t in view.replica_types()
+    }
+    cluster = dict(sorted(cluster.items()))  # Go writes map keys sorted
     task = {"type": rtype.lower(), "index": index}
+    config: dict[str, Any]
     if view.spec.get("enableDynamicWorker"):
+        # SparseTFConfig: a PS knows itself, a worker knows every PS and itself, any other type neither. A
+        # worker of a job without PS gets Go's nil slice for "ps", written as null.
         sparse: dict[str, Any] = {"worker": {}, "ps": []}
         if rtype == "PS":
             sparse["ps"] = [cluster["ps"][index]]
         elif rtype == "Worker":
-            sparse["ps"] = cluster.get("ps", [])
             sparse["worker"] = {str(index): cluster["worker"][index]}
-        config: dict[str, Any] = {"sparseCluster": sparse, "task": task}
+            sparse["ps"] = cluster.get("ps")
+        config = {"cluster": sparse, "task": task}
     else:
         config = {"cluster": cluster, "task": task, "environment": "cloud"}
     tf_index = next(
@@ -163,6 +193,11 @@ def _tensorflow(view: JobView, pod_spec: PodSpec, rtype: str, index: int, ports:
     if tf_index is None:
         return {}  # the real operator sets TF_CONFIG on the "tensorflow" container only
     return {tf_index: [(TF_CONFIG, json.dumps(config, separators=(",", ":")))]}
+
+
+def _tf_is_distributed(view: JobView) -> bool:
+    """``isDistributed``: anything but exactly one replica among the five TF replica types."""
+    return sum(view.replicas(t) for t in c.TF_JOB.replica_types) != 1
 
 
 def _mpi(view: JobView, pod_spec: PodSpec, rtype: str, index: int, ports: Ports) -> dict[int, Env]:
@@ -199,7 +234,7 @@ def _xgboost(view: JobView, pod_spec: PodSpec, rtype: str, index: int, ports: Po
         (MASTER_ADDR, LOOPBACK),
         (WORLD_SIZE, str(total)),
         (RANK, str(rank)),
-        (PYTHONUNBUFFERED, "0"),
+        (PYTHONUNBUFFERED, "1"),
     ]
     if total > 1 and "Worker" in view.replica_specs:
         # One WORKER_PORT for all workers, as the real one (every worker has its own IP there).
@@ -209,7 +244,7 @@ def _xgboost(view: JobView, pod_spec: PodSpec, rtype: str, index: int, ports: Po
 
 def _paddle(view: JobView, pod_spec: PodSpec, rtype: str, index: int, ports: Ports) -> dict[int, Env]:
     env: Env = [
-        (PYTHONUNBUFFERED, "0"),
+        (PYTHONUNBUFFERED, "1"),
         (PADDLE_JOB_ID, view.name),
         (PADDLE_NNODES, str(view.total_replicas())),
     ]

@@ -67,7 +67,7 @@ def past_backoff_limit(view: JobView, pods: Iterable[dict[str, Any]], recreated:
     the pods this controller deleted and recreated, which the real count loses with the deleted pods.
     A limit of 0 allows no restart; N allows fewer than N.
     """
-    limit = view.run_policy.get("backoffLimit")
+    limit = _opt_int(view.run_policy.get("backoffLimit"))
     if limit is None:
         return False
     counted_types = {
@@ -95,7 +95,7 @@ def past_active_deadline(view: JobView, status: dict[str, Any], now: dt.datetime
 
 def seconds_until_deadline(view: JobView, status: dict[str, Any], now: dt.datetime) -> float | None:
     """Seconds left before activeDeadlineSeconds runs out; ``None`` when the job has no deadline or start."""
-    deadline = view.run_policy.get("activeDeadlineSeconds")
+    deadline = _opt_int(view.run_policy.get("activeDeadlineSeconds"))
     start = parse_time(status.get("startTime"))
     if deadline is None or start is None:
         return None
@@ -104,12 +104,14 @@ def seconds_until_deadline(view: JobView, status: dict[str, Any], now: dt.dateti
 
 def seconds_until_ttl_expires(view: JobView, status: dict[str, Any], now: dt.datetime) -> float | None:
     """Seconds until a finished job is deleted (``completionTime + ttlSecondsAfterFinished``); ``None`` when the
-    job has no TTL, is not finished, or has no completionTime."""
-    ttl = view.run_policy.get("ttlSecondsAfterFinished")
+    job has no TTL, is not finished, has no completionTime, or is suspended."""
+    ttl = _opt_int(view.run_policy.get("ttlSecondsAfterFinished"))
+    if ttl is None or view.suspended or not is_finished(status):
+        return None  # CleanupJob: no TTL while the job is suspended
     done = parse_time(status.get("completionTime"))
-    if ttl is None or done is None or not is_finished(status):
+    if done is None:
         return None
-    return (done + dt.timedelta(seconds=int(ttl)) - now).total_seconds()
+    return (done + dt.timedelta(seconds=ttl) - now).total_seconds()
 
 
 def pods_to_clean(view: JobView, status: dict[str, Any], pods: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -136,8 +138,8 @@ def pods_to_clean(view: JobView, status: dict[str, Any], pods: Iterable[dict[str
 
 def min_available(view: JobView) -> int | None:
     """``runPolicy.schedulingPolicy.minAvailable``, or ``None`` when unset."""
-    value = (view.run_policy.get("schedulingPolicy") or {}).get("minAvailable")
-    return None if value is None else int(value)
+    scheduling = view.run_policy.get("schedulingPolicy")
+    return _opt_int(scheduling.get("minAvailable")) if isinstance(scheduling, dict) else None
 
 
 def free_pod_slots(nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any]]) -> int:
@@ -167,6 +169,11 @@ def free_pod_slots(nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any
         capacity = _quantity((node.get("status") or {}).get("allocatable", {}).get("pods"), DEFAULT_MAX_PODS)
         free += max(0, capacity - busy.get(node["metadata"]["name"], 0))
     return max(0, free)
+
+
+def _opt_int(value: Any) -> int | None:
+    """An integer field of the run policy, ``None`` when unset or malformed (a malformed one fails validation)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _quantity(value: Any, default: int) -> int:

@@ -4,14 +4,22 @@ the API.
 
 Order of a reconcile, as in the real one:
 
-1. read the job (gone or being deleted: nothing to do); add the Created condition if missing;
-2. list the job's pods and services (by job-name and operator-name labels, owned by this job's uid);
-3. finished job: apply cleanPodPolicy, ttlSecondsAfterFinished, write status if changed; done;
-4. past backoffLimit or activeDeadlineSeconds: delete all pods and services, set Failed; done;
-5. schedulingPolicy.minAvailable not satisfiable and no pod yet: create nothing, retry shortly;
-6. per replica type: create missing pods and services, delete out-of-range ones, handle Failed pods per
+1. read the job (gone or being deleted: nothing to do); ``runPolicy.managedBy`` naming another controller:
+   nothing to do (``Reconcile``); add the Created condition if missing;
+2. validate the spec (:mod:`.validation`); a job that fails gets a Warning ``<Kind>FailedValidation`` event
+   and the Failed condition with that reason (so it is finished from here on);
+3. list the job's pods and services (by job-name and operator-name labels, owned by this job's uid);
+4. finished job: apply cleanPodPolicy, ttlSecondsAfterFinished (not while suspended), write status if
+   changed; done;
+5. ``runPolicy.suspend``: delete every pod and service, zero the active counts, Running False and Suspended
+   True (reason ``<Kind>Suspended``), a Normal event; done. A job that was suspended and is no longer:
+   Suspended False (reason ``<Kind>Resumed``), ``startTime`` now, a Normal event, then on as usual;
+6. past backoffLimit or activeDeadlineSeconds (from ``startTime``): delete all pods and services, set Failed;
+   done;
+7. schedulingPolicy.minAvailable not satisfiable and no pod yet: create nothing, retry shortly;
+8. per replica type: create missing pods and services, delete out-of-range ones, handle Failed pods per
    restartPolicy, recount replicaStatuses;
-7. the kind's status rule; write the status through the status subresource if it changed.
+9. the kind's status rule; write the status through the status subresource if it changed.
 
 :meth:`Reconciler.reconcile` returns after how many seconds the job wants another look (a deadline or a
 TTL coming up), or ``None``.
@@ -50,14 +58,22 @@ from airflow_trainjob.local.controller.pods import (
 )
 from airflow_trainjob.local.controller.ports import PortAllocator, ports_annotation, read_ports
 from airflow_trainjob.local.controller.spec import JobView, replica_key
+from airflow_trainjob.local.controller.validation import external_manager, format_errors, validate_job
 from airflow_trainjob.local.controller.status import (
+    CONDITION_FALSE,
+    CONDITION_SUSPENDED,
+    JOB_REASON_FAILED_VALIDATION,
+    JOB_REASON_RESUMED,
+    JOB_REASON_SUSPENDED,
     NORMAL,
     WARNING,
     StatusContext,
     count_pod,
     initialize_replica_statuses,
     is_finished,
+    is_running,
     is_succeeded,
+    is_suspended,
     move_active_to_succeeded,
     new_reason,
     update_conditions,
@@ -171,8 +187,16 @@ class _Run:
 
     def run(self) -> float | None:
         view, kind = self.view, self.view.kind.kind
+        manager = external_manager(view.obj)
+        if manager is not None:
+            # ManagedByExternalController: another controller owns this job; leave it entirely alone.
+            log.debug("%s %s/%s: managed by %s; not reconciled", kind, view.namespace, view.name, manager)
+            return None
         if not any(cond.get("type") == c.CONDITION_CREATED for cond in self.status.get("conditions") or []):
             self._set_condition(c.CONDITION_CREATED, c.JOB_REASON_CREATED, f"{kind} {view.name} is created.")
+        problems = validate_job(view.obj)
+        if problems and not is_finished(self.status):
+            self._fail_validation(problems)
         selector = _selector(view.base_labels())
         pods = _owned(self.r.list_pods(view.namespace, selector), view.uid)
         services = _owned(self.r.list_services(view.namespace, selector), view.uid)
@@ -181,8 +205,15 @@ class _Run:
             self._delete_pods_and_services(pods)
             if is_succeeded(self.status):
                 move_active_to_succeeded(self.status)
+            self._flush_events()
             self._write_status()
             return self._apply_ttl()
+
+        if view.suspended:
+            self._suspend(pods, services)
+            return None
+        if is_suspended(self.status):
+            self._resume()
 
         self._record_abnormal_pods(pods)
         failure = self._limit_exceeded(pods)
@@ -211,6 +242,53 @@ class _Run:
         self._flush_events()
         self._write_status()
         return policies.seconds_until_deadline(view, self.status, self.now_dt)
+
+    # --- validation, suspension -------------------------------------------------------------------
+
+    def _fail_validation(self, problems: list[str]) -> None:
+        """A job the controller cannot reconcile: a Warning ``<Kind>FailedValidation`` event and a Failed
+        condition with that reason, so whoever waits on the job learns why at once; nothing is retried."""
+        view, kind = self.view, self.view.kind.kind
+        message = f"{kind} failed validation because {format_errors(problems)}"
+        log.warning("%s %s/%s: %s", kind, view.namespace, view.name, message)
+        self.ctx.emit(WARNING, new_reason(kind, JOB_REASON_FAILED_VALIDATION), message)
+        if not self.status.get("completionTime"):
+            self.status["completionTime"] = self.ctx.now
+        self._set_condition(c.CONDITION_FAILED, JOB_REASON_FAILED_VALIDATION, message)
+
+    def _suspend(self, pods: list[dict[str, Any]], services: list[dict[str, Any]]) -> None:
+        """``runPolicy.suspend`` is true: no pods; delete the job's pods and services (the job is not finished,
+        so whatever cleanPodPolicy says), zero the active counts, Running False and Suspended True."""
+        view, kind = self.view, self.view.kind.kind
+        for pod in policies.pods_to_clean(view, self.status, pods):
+            self._delete_pod(pod)
+        if kind != "MPIJob":
+            # Every service goes, also one whose pod was already gone (the real one deletes the pods' namesakes).
+            for svc in services:
+                if not svc["metadata"].get("deletionTimestamp"):
+                    self._delete_service(svc["metadata"]["name"])
+        for entry in (self.status.get("replicaStatuses") or {}).values():
+            if isinstance(entry, dict):
+                entry.pop("active", None)  # Active = 0 (omitted when zero)
+        reason = new_reason(kind, JOB_REASON_SUSPENDED)
+        message = f"{kind} {view.name} is suspended."
+        if is_running(self.status):
+            update_conditions(self.status, c.CONDITION_RUNNING, CONDITION_FALSE, reason, message, self.ctx.now)
+        if not is_suspended(self.status):
+            update_conditions(self.status, CONDITION_SUSPENDED, c.CONDITION_TRUE, reason, message, self.ctx.now)
+        self.ctx.emit(NORMAL, reason, message)
+        self._flush_events()
+        self._write_status()
+
+    def _resume(self) -> None:
+        """Suspended, and ``suspend`` is false now: Suspended False, a new startTime; pods follow as usual."""
+        view, kind = self.view, self.view.kind.kind
+        reason = new_reason(kind, JOB_REASON_RESUMED)
+        message = f"{kind} {view.name} is resumed."
+        update_conditions(self.status, CONDITION_SUSPENDED, CONDITION_FALSE, reason, message, self.ctx.now)
+        self.status["startTime"] = self.ctx.now
+        self.ctx.emit(NORMAL, reason, message)
+        log.info("%s %s/%s: resumed", kind, view.namespace, view.name)
 
     def _set_condition(self, condition_type: str, reason: str, message: str) -> None:
         """Set a True condition with reason ``<Kind><reason>``."""

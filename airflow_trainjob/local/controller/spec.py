@@ -51,24 +51,33 @@ class JobView:
         :raises KeyError: ``obj['kind']`` is not one of the six kinds.
         """
         kind = c.JOB_KINDS[obj["kind"]]
-        spec = obj.get("spec") or {}
-        raw_specs = spec.get(kind.replica_specs_key) or {}
+        spec = _dict(obj.get("spec"))
+        raw_specs = _dict(spec.get(kind.replica_specs_key))
         replica_specs: dict[str, dict[str, Any]] = {}
         for rtype, rspec in raw_specs.items():
+            if rspec is not None and not isinstance(rspec, dict):
+                continue  # malformed: the job fails validation (see .validation) and is never given pods
             # setTypeNameToCamelCase: "worker" or "WORKER" means Worker.
             canonical = next((t for t in kind.replica_types if t.lower() == str(rtype).lower()), str(rtype))
             rspec = copy.deepcopy(rspec or {})
             if rspec.get("replicas") is None:
                 # MPIJob workers default to 0 replicas, every other replica spec to 1.
                 rspec["replicas"] = 0 if (kind.kind == "MPIJob" and canonical == "Worker") else 1
+            elif isinstance(rspec["replicas"], bool) or not isinstance(rspec["replicas"], int):
+                rspec["replicas"] = 0  # malformed (fails validation)
             if not rspec.get("restartPolicy"):
                 rspec["restartPolicy"] = c.DEFAULT_RESTART_POLICIES[kind.kind]
-            rspec.setdefault("template", {})
+            if not isinstance(rspec.get("template"), dict):
+                rspec["template"] = {}
             replica_specs[canonical] = rspec
-        run_policy = copy.deepcopy(spec.get("runPolicy") or {})
-        if not run_policy.get("cleanPodPolicy"):
-            # MPIJob still honours its deprecated top-level spec.cleanPodPolicy.
-            run_policy["cleanPodPolicy"] = spec.get("cleanPodPolicy") or c.CLEAN_POD_POLICY_NONE
+        run_policy = copy.deepcopy(_dict(spec.get("runPolicy")))
+        if kind.kind == "MPIJob":
+            # The MPI controller's Reconcile: runPolicy.cleanPodPolicy wins when set, else the deprecated
+            # spec.cleanPodPolicy; both unset default to None (SetDefaults_MPIJob).
+            if run_policy.get("cleanPodPolicy") is None:
+                run_policy["cleanPodPolicy"] = spec.get("cleanPodPolicy")
+        if run_policy.get("cleanPodPolicy") is None:
+            run_policy["cleanPodPolicy"] = c.CLEAN_POD_POLICY_NONE
         return cls(obj=obj, kind=kind, replica_specs=replica_specs, run_policy=run_policy)
 
     # --- identity -------------------------------------------------------------------------------
@@ -86,7 +95,7 @@ class JobView:
 
     @property
     def spec(self) -> dict[str, Any]:
-        return self.obj.get("spec") or {}
+        return _dict(self.obj.get("spec"))
 
     @property
     def annotations(self) -> dict[str, str]:
@@ -131,8 +140,15 @@ class JobView:
             return index == 0
         if kind == "MPIJob":
             return replica_type == "Launcher"
-        # PyTorchJob, XGBoostJob, PaddleJob.
+        if kind == "PyTorchJob" and "Master" not in self.replica_specs:
+            return replica_type == "Worker" and index == 0
+        # PyTorchJob with a Master, XGBoostJob, PaddleJob.
         return replica_type == "Master"
+
+    @property
+    def suspended(self) -> bool:
+        """``runPolicy.suspend`` is true (``train.IsJobSuspended``)."""
+        return self.run_policy.get("suspend") is True
 
     # --- labels ---------------------------------------------------------------------------------
     def base_labels(self) -> dict[str, str]:
@@ -165,3 +181,8 @@ class JobView:
             "controller": True,
             "blockOwnerDeletion": True,
         }
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is an object, else ``{}`` (a malformed part of a job; validation reports it)."""
+    return value if isinstance(value, dict) else {}

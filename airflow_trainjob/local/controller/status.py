@@ -28,6 +28,7 @@ __all__ = [
     "is_failed",
     "is_finished",
     "is_running",
+    "is_suspended",
     "is_succeeded",
     "new_reason",
     "update_conditions",
@@ -36,6 +37,12 @@ __all__ = [
 
 NORMAL, WARNING = "Normal", "Warning"
 CONDITION_FALSE = "False"
+#: The condition a suspended job carries (``JobSuspended``, training-operator v1.7+).
+CONDITION_SUSPENDED = "Suspended"
+# ``<Kind><Reason>`` suffixes of pkg/util/status.go besides those in airflow_trainjob.constants.
+JOB_REASON_SUSPENDED = "Suspended"
+JOB_REASON_RESUMED = "Resumed"
+JOB_REASON_FAILED_VALIDATION = "FailedValidation"
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,10 @@ def is_finished(status: dict[str, Any]) -> bool:
 
 def is_running(status: dict[str, Any]) -> bool:
     return has_condition(status, c.CONDITION_RUNNING)
+
+
+def is_suspended(status: dict[str, Any]) -> bool:
+    return has_condition(status, CONDITION_SUSPENDED)
 
 
 def update_conditions(

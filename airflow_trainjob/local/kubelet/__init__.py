@@ -13,6 +13,8 @@ Run it with ``python -m airflow_trainjob.local.kubelet --kubeconfig PATH --node-
   ``resources.limits.memory`` (137 / ``OOMKilled``); reports phase, conditions and container statuses
   (:mod:`.status`); on deletion sends SIGTERM, waits the grace period, SIGKILLs, completes the deletion;
 - serves container logs over HTTPS for ``pods/log`` and ``kubectl logs`` (:mod:`.log_server`, :mod:`.logs`).
+- records the pod Events a scheduler and kubelet record (:mod:`.events`): ``Scheduled``, ``Pulled``,
+  ``Created``, ``Started``, ``Killing``, ``BackOff`` and a Warning ``Failed`` when a container cannot start.
 
 **The image is ignored.** There is no container runtime: ``command[0]`` is looked up on ``PATH``, whose first
 entry is the bin dir of the Python running the kubelet, so ``python``/``python3`` are that interpreter (with
@@ -24,5 +26,5 @@ per-pod directory under the state dir, deleted with the pod.
 Not supported (compared with a real kubelet): volumes and volume mounts (no mounted service-account token,
 ConfigMap or Secret files — env references work), probes (a running container is ready), lifecycle hooks,
 ports/hostPort checks, securityContext (user, capabilities), CPU limits, ephemeral containers, exec/attach/
-port-forward (404), service-link environment variables, static pods, Events, resource accounting when binding.
+port-forward (404), service-link environment variables, static pods, resource accounting when binding.
 """

@@ -1,7 +1,8 @@
 """The process kubelet: wires the Node agent, the binder, the pod workers and the log server together.
 
 Two informers run: pods with ``spec.nodeName=<node>`` feed the pod workers (one :class:`~.pod_worker.PodWorker`
-per pod UID), and pods with no node feed the :class:`~.binder.Binder`. On stop: the informers end, every pod's
+per pod UID), and pods with no node feed the :class:`~.binder.Binder`. Both record pod Events through one
+:class:`~.events.EventRecorder`. On stop: the informers end, every pod's
 processes get SIGTERM and at most ``shutdown_grace_seconds`` before SIGKILL, the Node is marked NotReady, the
 log server closes.
 
@@ -27,6 +28,7 @@ from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.local.kubelet.binder import UNSCHEDULED_SELECTOR, Binder
 from airflow_trainjob.local.kubelet.certs import ensure_serving_cert
+from airflow_trainjob.local.kubelet.events import EventRecorder
 from airflow_trainjob.local.kubelet.informer import PodInformer
 from airflow_trainjob.local.kubelet.log_server import LogServer
 from airflow_trainjob.local.kubelet.logs import LogStore
@@ -68,6 +70,7 @@ class Kubelet:
         cert, key = ensure_serving_cert(state_dir, node_name)
         self._server = LogServer(self._logs, port=port, cert=cert, key=key, client_ca=client_ca)
         self._node = NodeAgent(self._core, node_name, port, state_dir)
+        self._events = EventRecorder(self._core, node_name)
         self._config = WorkerConfig(
             core=self._core,
             logs=self._logs,
@@ -75,12 +78,13 @@ class Kubelet:
             backoff_seconds=backoff_seconds,
             max_backoff_seconds=max_backoff_seconds,
             shutdown_grace_seconds=shutdown_grace_seconds,
+            events=self._events,
         )
         self._lock = threading.Lock()
         self._workers: dict[str, PodWorker] = {}
         self._first_list = True
         self._stopping = False
-        self._binder = Binder(self._core, node_name, self._node.labels)
+        self._binder = Binder(self._core, node_name, self._node.labels, self._events)
         self._informers = [
             PodInformer(
                 self._core,
@@ -126,6 +130,7 @@ class Kubelet:
                 self._server.stop()
                 return
         self._node.start()
+        self._events.start()
         for informer in self._informers:
             informer.start()
         stop.wait()
@@ -142,6 +147,7 @@ class Kubelet:
             worker.shutdown()
         for worker in workers:
             worker.join(self._config.shutdown_grace_seconds + 10)
+        self._events.stop()
         self._node.stop()
         self._server.stop()
         log.info("stopped")

@@ -16,6 +16,10 @@ A pod that disappears from the API (force-deleted) has its processes stopped at 
 
 A kubelet restart finds pods whose containers a previous kubelet ran: those instances are gone, so they are
 reported terminated with ``ContainerStatusUnknown`` / 137 and the restart policy decides what happens next.
+
+Events (:mod:`.events`), per container: ``Pulled``, ``Created``, ``Started`` at every start; a Warning ``Failed``
+when the container's configuration cannot be built or its process cannot be started; a Warning ``BackOff`` each
+time a restart waits out the back-off; ``Killing`` for each running container when the pod is deleted.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
 
-from airflow_trainjob.local.kubelet import environment, status
+from airflow_trainjob.local.kubelet import environment, events, status
+from airflow_trainjob.local.kubelet.events import EventRecorder
 from airflow_trainjob.local.kubelet.logs import LogStore
 from airflow_trainjob.local.kubelet.process import (
     REASON_START_ERROR,
@@ -61,6 +66,8 @@ class WorkerConfig:
 
     :param poll_seconds: how often processes are polled (also the memory-limit sampling interval).
     :param shutdown_grace_seconds: on kubelet shutdown, the longest a pod's processes get after SIGTERM.
+    :param events: where the pod's Events go (``Pulled``, ``Created``, ``Started``, ``Failed``, ``BackOff``,
+        ``Killing``); None records none.
     """
 
     core: client.CoreV1Api
@@ -70,6 +77,7 @@ class WorkerConfig:
     max_backoff_seconds: float = 60.0
     poll_seconds: float = 0.1
     shutdown_grace_seconds: float = 5.0
+    events: EventRecorder | None = None
 
 
 @dataclass
@@ -172,6 +180,7 @@ class PodWorker:
         self._start_time = (pod.get("status") or {}).get("startTime") or status.rfc3339()
         while True:
             if self._gone:
+                self._announce_killing()
                 self._kill_all(FORCE_DELETE_GRACE_SECONDS)
                 return
             if self._shutdown:
@@ -302,15 +311,21 @@ class PodWorker:
                 f"back-off {delay:g}s restarting failed container={record.name} "
                 f"pod={self.name}_{self.namespace}({self.uid})",
             )
+            self._event(slot, events.WARNING, events.REASON_BACKOFF,
+                        events.backoff_message(record.name, self.name, self.namespace, self.uid))
 
     def _start(self, slot: _Slot, pod: dict[str, Any]) -> None:
         record = slot.record
         if "terminated" in record.state:
             record.last_state = record.state  # restarting right away (no back-off): the last instance moves over
+        # As the kubelet: the image first ("pulled": it is never pulled, it counts as present), then the
+        # container's configuration, then create and start.
+        self._event(slot, events.NORMAL, events.REASON_PULLED, events.pulled_message(record.image))
         try:
             env = self._environment(pod, slot.spec)
         except environment.ContainerConfigError as e:
             record.state = status.waiting(status.WAITING_CONFIG_ERROR, str(e))
+            self._event(slot, events.WARNING, events.REASON_FAILED, events.failed_message(str(e)))
             slot.restart_at = time.monotonic() + max(self._config.backoff_seconds, 1.0)
             return
         if slot.started_once:
@@ -328,6 +343,8 @@ class PodWorker:
             # Container runtimes create a missing working directory rather than fail.
             os.makedirs(cwd, exist_ok=True)
             executable = environment.resolve_executable(argv[0], env, cwd)
+            # The runtime creates the container before it execs its process: a missing executable fails the start.
+            self._event(slot, events.NORMAL, events.REASON_CREATED, events.created_message(record.name))
             if executable is None:
                 raise StartError(f'exec: "{argv[0]}": executable file not found in $PATH')
             self._config.logs.set_active(log_path, True)
@@ -343,6 +360,7 @@ class PodWorker:
         except (StartError, OSError) as e:
             self._config.logs.set_active(log_path, False)
             log.warning("pod %s: container %s failed to start: %s", _key(pod), record.name, e)
+            self._event(slot, events.WARNING, events.REASON_FAILED, events.failed_message(str(e)))
             self._finished(
                 slot,
                 Exit(START_ERROR_EXIT_CODE, REASON_START_ERROR, started_at, time.time(), message=str(e)),
@@ -354,6 +372,7 @@ class PodWorker:
         record.started = True
         record.ready = not slot.init
         log.info("pod %s: container %s started, pid %d", _key(pod), record.name, slot.process.pid)
+        self._event(slot, events.NORMAL, events.REASON_STARTED, events.started_message(record.name))
 
     def _environment(self, pod: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
         core = self._config.core
@@ -382,6 +401,15 @@ class PodWorker:
             )
         )
         return env
+
+    def _event(self, slot: _Slot, type_: str, reason: str, message: str) -> None:
+        if self._config.events is not None:
+            self._config.events.container_event(self.pod, slot.record.name, type_, reason, message, init=slot.init)
+
+    def _announce_killing(self) -> None:
+        """``Killing`` for every container that runs, before it is stopped for the pod's deletion."""
+        for slot in self._running():
+            self._event(slot, events.NORMAL, events.REASON_KILLING, events.killing_message(slot.record.name))
 
     def _running(self) -> list[_Slot]:
         return [s for s in self._slots if s.process is not None]
@@ -434,6 +462,8 @@ class PodWorker:
             return float(value)
 
         log.info("pod %s: deleting, grace period %gs", _key(self.pod), grace())
+        if not self._shutdown:
+            self._announce_killing()
         self._signal_and_wait(grace)
         self._confirm_deletion(report=True)
 

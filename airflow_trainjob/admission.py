@@ -1,0 +1,195 @@
+"""Whether a job waits in a queue, and which of a task's deadlines has passed: one place for the synchronous
+wait, the trigger and the sensor.
+
+Kueue holds a ``kubeflow.org`` job through ``spec.runPolicy.suspend``: its webhook creates a job that carries the
+``kueue.x-k8s.io/queue-name`` label suspended, Kueue sets ``suspend`` false when the queue admits the job, and true
+again when it preempts it. While suspended the training operator (v1.7+) creates no pods and reports the condition
+``Suspended``; on resumption it turns ``Suspended`` False (reason ``<Kind>Resumed``) and resets ``startTime``.
+
+A task's deadlines therefore count as follows (:class:`Deadlines`):
+
+- ``timeout``: from when this try created or attached to the job, time in the queue included (the whole job);
+- ``queue_timeout``: from when the job entered its queue (created suspended, or suspended again), while it stays;
+- ``startup_timeout``: from admission (creation, for a job never suspended) until it is ``Running``; it does not
+  run while the job is queued, and starts again when a preempted job is admitted again.
+
+Times read from the job are the API server's; none is taken as earlier than the try's start or later than now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from airflow_trainjob import conditions
+from airflow_trainjob.constants import (
+    CONDITION_FALSE,
+    CONDITION_RUNNING,
+    CONDITION_SUSPENDED,
+    CONDITION_TRUE,
+    LABEL_KUEUE_QUEUE_NAME,
+)
+
+TIMEOUT, STARTUP_TIMEOUT, QUEUE_TIMEOUT = "timeout", "startup_timeout", "queue_timeout"
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """Where a job stands with its queue, as its object says.
+
+    :param queued: the job waits to be admitted: condition ``Suspended`` is true, or ``runPolicy.suspend`` is.
+    :param queue_name: its ``kueue.x-k8s.io/queue-name`` label, or None.
+    :param queued_since: epoch seconds of the ``Suspended`` condition's turn to true, when the job is queued and
+        the operator has said so; else None.
+    :param admitted_at: epoch seconds of the ``Suspended`` condition's turn to false (its last admission), when
+        the job was suspended once and is no longer; else None.
+    """
+
+    queued: bool
+    queue_name: str | None
+    queued_since: float | None
+    admitted_at: float | None
+
+    def where(self) -> str:
+        """``Kueue queue 'team-a'``, or what holds the job when it names no queue."""
+        return f"Kueue queue {self.queue_name!r}" if self.queue_name else "its queue (runPolicy.suspend is true)"
+
+
+def _epoch(timestamp: Any) -> float | None:
+    if not isinstance(timestamp, str) or not timestamp:
+        return None
+    try:
+        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _latest(status: Any, condition_type: str) -> Mapping[str, Any] | None:
+    found = [c for c in ((status or {}).get("conditions") or []) if isinstance(c, Mapping)
+             and c.get("type") == condition_type]
+    return found[-1] if found else None
+
+
+def queue_state(job: Mapping[str, Any]) -> QueueState:
+    """The queue state of ``job`` (API JSON dict)."""
+    status = job.get("status") if isinstance(job.get("status"), Mapping) else {}
+    run_policy = ((job.get("spec") or {}).get("runPolicy") or {})
+    suspend = run_policy.get("suspend") is True if isinstance(run_policy, Mapping) else False
+    condition = _latest(status, CONDITION_SUSPENDED)
+    condition_true = condition is not None and condition.get("status") == CONDITION_TRUE
+    queued = suspend or (condition_true and not conditions.is_terminal(status))
+    turned = _epoch((condition or {}).get("lastTransitionTime"))
+    labels = (job.get("metadata") or {}).get("labels") or {}
+    return QueueState(
+        queued=queued,
+        queue_name=labels.get(LABEL_KUEUE_QUEUE_NAME) or None,
+        queued_since=turned if queued and condition_true else None,
+        admitted_at=turned if not queued and condition is not None and condition.get("status") == CONDITION_FALSE
+        else None,
+    )
+
+
+def started_since_admission(status: Any, admitted_at: float | None) -> bool:
+    """The job reached ``Running`` (or finished) after its last admission; for a job never suspended, at all."""
+    if conditions.is_terminal(status) or conditions.has_condition(status, CONDITION_RUNNING):
+        return True
+    if admitted_at is None:
+        return conditions.has_started(status)
+    running = _latest(status, CONDITION_RUNNING)  # e.g. Running False, reason Restarting: it ran since admission
+    turned = _epoch((running or {}).get("lastTransitionTime"))
+    return turned is not None and turned >= admitted_at
+
+
+class Deadlines:
+    """The task's three deadlines over one job, fed each state of the job as it is seen.
+
+    :param started_at: epoch seconds when this try created or attached to the job.
+    :param timeout: seconds the whole job may take from ``started_at``; None: no limit.
+    :param startup_timeout: seconds from admission until ``Running``; None: no limit.
+    :param queue_timeout: seconds the job may wait in its queue each time it enters it; None: no limit.
+    """
+
+    def __init__(self, *, started_at: float, timeout: float | None = None, startup_timeout: float | None = None,
+                 queue_timeout: float | None = None) -> None:
+        self.started_at = started_at
+        self.limits = {TIMEOUT: timeout, STARTUP_TIMEOUT: startup_timeout, QUEUE_TIMEOUT: queue_timeout}
+        self.state: QueueState | None = None
+        self._status: Any = None
+        self._queued_since: float | None = None  # when the job entered the queue it is in (clamped)
+        self._admitted_at: float | None = None  # when it left the queue last (clamped); None: never queued
+        self._admitted_raw: float | None = None  # the same as the server wrote it, to compare with its conditions
+
+    def observe(self, job: Mapping[str, Any], now: float) -> str | None:
+        """Take in the job as seen at ``now`` (epoch seconds).
+
+        :returns: ``"queued"`` when it entered its queue, ``"admitted"`` when it left it, else None."""
+        state = queue_state(job)
+        before = self.state
+        self.state, self._status = state, job.get("status")
+        clamp = lambda t: min(max(t if t is not None else now, self.started_at), now)  # noqa: E731
+        if state.queued:
+            if before is None or not before.queued or self._queued_since is None:
+                self._queued_since = clamp(state.queued_since)
+            elif state.queued_since is not None:  # the operator's timestamp, once it writes one
+                self._queued_since = clamp(state.queued_since)
+            return "queued" if before is None or not before.queued else None
+        seen_leaving = before is not None and before.queued
+        if seen_leaving:
+            # Seen leaving the queue: the startup clock starts now (the server's whole-second timestamp, or a late
+            # watch event, would start it up to seconds early); its timestamp still dates its later conditions.
+            self._admitted_at = now
+            self._admitted_raw = state.admitted_at if state.admitted_at is not None else now
+        elif state.admitted_at is not None and self._admitted_raw is None:  # admitted before this wait began
+            self._admitted_raw = state.admitted_at
+            self._admitted_at = clamp(state.admitted_at)
+        return "admitted" if seen_leaving else None
+
+    def queued_for(self, now: float) -> float:
+        """Seconds the job has waited in the queue it is in (0 when not queued)."""
+        if self.state is None or not self.state.queued or self._queued_since is None:
+            return 0.0
+        return max(0.0, now - self._queued_since)
+
+    def _counting(self, now: float) -> dict[str, float]:
+        """Deadline -> seconds elapsed on its clock, for the clocks that run now."""
+        running = {TIMEOUT: now - self.started_at}
+        if self.state is not None and self.state.queued:
+            running[QUEUE_TIMEOUT] = self.queued_for(now)
+        elif not started_since_admission(self._status, self._admitted_raw):
+            running[STARTUP_TIMEOUT] = now - (self._admitted_at or self.started_at)
+        return running
+
+    def passed(self, now: float) -> tuple[str, float] | None:
+        """``(which, seconds)`` of a deadline that has passed (``timeout`` first), or None."""
+        for which, elapsed in self._counting(now).items():
+            limit = self.limits[which]
+            if limit and elapsed > limit:
+                return which, limit
+        return None
+
+    def seconds_left(self, now: float) -> float | None:
+        """Seconds until the nearest deadline whose clock runs (0 once one passed), or None when none runs."""
+        left = [limit - elapsed for which, elapsed in self._counting(now).items()
+                if (limit := self.limits[which])]
+        return max(0.0, min(left)) if left else None
+
+
+def queue_line(ref: str, deadlines: Deadlines, turn: str | None, now: float) -> str:
+    """The log line of a queued job (when it enters the queue, and while it waits) or of its admission.
+
+    :param ref: the job, e.g. ``PyTorchJob ns/name``.
+    :param turn: what :meth:`Deadlines.observe` returned (``queued``, ``admitted`` or None).
+    :param now: epoch seconds."""
+    state = deadlines.state
+    where = state.where() if state else "its queue"
+    startup = deadlines.limits[STARTUP_TIMEOUT]
+    if turn == "admitted":
+        return f"{ref} was admitted from {where}" + (
+            f"; startup_timeout of {startup:g} s counts from now" if startup else "")
+    waited = deadlines.queued_for(now)
+    limit = deadlines.limits[QUEUE_TIMEOUT]
+    bound = f"queue_timeout {limit:g} s ({max(0.0, limit - waited):.0f} s left)" if limit else "no queue_timeout"
+    return (f"{ref} is waiting in {where} (suspended: not admitted yet) for {waited:.0f} s; {bound}; "
+            "startup_timeout counts from admission")
