@@ -76,7 +76,7 @@ def test_many_jobs_two_namespaces_two_watches(namespace, core_v1, custom_objects
     other = f"{namespace[:50]}-b"
     core_v1.create_namespace({"metadata": {"name": other, "labels": {"airflow-trainjob.apache.org/test": "true"}}})
     try:
-        wait = "import time; time.sleep(3); print('ok')"
+        wait = "import time; time.sleep(10); print('ok')"  # still running once the streams are up, under load too
         names = {f"ok-{i}": namespace for i in range(4)} | {"fails": namespace, "ok-b": other}
         for name, ns in names.items():
             create(custom_objects, ns, name, EXIT_1 if name == "fails" else wait)
@@ -86,7 +86,12 @@ def test_many_jobs_two_namespaces_two_watches(namespace, core_v1, custom_objects
             manager = SharedStreamManager()
             tasks = [asyncio.create_task(in_triggerer(manager, i, trigger_for(name, ns)))
                      for i, (name, ns) in enumerate(names.items())]
-            await asyncio.sleep(1.5)
+            deadline = time.monotonic() + 8  # starting a stream takes a while on a loaded machine (issue 14)
+            during = before
+            while during - before < 2 and time.monotonic() < deadline:
+                await asyncio.sleep(0.25)
+                during = await asyncio.to_thread(open_namespaced_watches, kube_api_client)
+            await asyncio.sleep(0.5)  # and no third one opens
             during = await asyncio.to_thread(open_namespaced_watches, kube_api_client)
             events = await asyncio.wait_for(asyncio.gather(*tasks), 90)
             return during, dict(zip(names, events))
