@@ -33,6 +33,8 @@ from airflow_trainjob.constants import (
 )
 
 TIMEOUT, STARTUP_TIMEOUT, QUEUE_TIMEOUT = "timeout", "startup_timeout", "queue_timeout"
+#: Seconds between two "still waiting in its queue" lines.
+QUEUE_LINE_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -120,21 +122,27 @@ class Deadlines:
         self._queued_since: float | None = None  # when the job entered the queue it is in (clamped)
         self._admitted_at: float | None = None  # when it left the queue last (clamped); None: never queued
         self._admitted_raw: float | None = None  # the same as the server wrote it, to compare with its conditions
+        self._queued_since_shown: float | None = None  # when it entered the queue, as the server says (for the log)
+        self._line_at = float("-inf")  # when the queue was last logged
 
     def observe(self, job: Mapping[str, Any], now: float) -> str | None:
         """Take in the job as seen at ``now`` (epoch seconds).
 
-        :returns: ``"queued"`` when it entered its queue, ``"admitted"`` when it left it, else None."""
+        :returns: ``"queued"`` when it entered its queue, ``"requeued"`` when it entered it again after it had been
+            admitted or had run (Kueue preempted or evicted it), ``"admitted"`` when it left it, else None."""
         state = queue_state(job)
         before = self.state
         self.state, self._status = state, job.get("status")
         clamp = lambda t: min(max(t if t is not None else now, self.started_at), now)  # noqa: E731
         if state.queued:
-            if before is None or not before.queued or self._queued_since is None:
-                self._queued_since = clamp(state.queued_since)
-            elif state.queued_since is not None:  # the operator's timestamp, once it writes one
-                self._queued_since = clamp(state.queued_since)
-            return "queued" if before is None or not before.queued else None
+            entering = before is None or not before.queued
+            if entering or self._queued_since is None or state.queued_since is not None:
+                self._queued_since = clamp(state.queued_since)  # the operator's timestamp, once it writes one
+                self._queued_since_shown = min(state.queued_since or now, now)
+            if not entering:
+                return None
+            ran = self._admitted_raw is not None or conditions.has_started(self._status)
+            return "requeued" if ran else "queued"
         seen_leaving = before is not None and before.queued
         if seen_leaving:
             # Seen leaving the queue: the startup clock starts now (the server's whole-second timestamp, or a late
@@ -147,10 +155,17 @@ class Deadlines:
         return "admitted" if seen_leaving else None
 
     def queued_for(self, now: float) -> float:
-        """Seconds the job has waited in the queue it is in (0 when not queued)."""
+        """Seconds the job has waited in the queue it is in, on the ``queue_timeout`` clock (0 when not queued)."""
         if self.state is None or not self.state.queued or self._queued_since is None:
             return 0.0
         return max(0.0, now - self._queued_since)
+
+    def due(self, turn: str | None, now: float, every: float = QUEUE_LINE_SECONDS) -> bool:
+        """Whether to log the queue now: at each turn, and every ``every`` seconds while the job stays queued."""
+        if turn is None and not (self.state is not None and self.state.queued and now - self._line_at >= every):
+            return False
+        self._line_at = now
+        return True
 
     def _counting(self, now: float) -> dict[str, float]:
         """Deadline -> seconds elapsed on its clock, for the clocks that run now."""
@@ -177,19 +192,30 @@ class Deadlines:
 
 
 def queue_line(ref: str, deadlines: Deadlines, turn: str | None, now: float) -> str:
-    """The log line of a queued job (when it enters the queue, and while it waits) or of its admission.
+    """The log line of a queued job (when it enters the queue, and while it waits), of a job suspended again, or of
+    its admission. Names only the deadlines that are set (a sensor has none).
 
     :param ref: the job, e.g. ``PyTorchJob ns/name``.
-    :param turn: what :meth:`Deadlines.observe` returned (``queued``, ``admitted`` or None).
+    :param turn: what :meth:`Deadlines.observe` returned (``queued``, ``requeued``, ``admitted`` or None).
     :param now: epoch seconds."""
     state = deadlines.state
     where = state.where() if state else "its queue"
-    startup = deadlines.limits[STARTUP_TIMEOUT]
+    startup, limit = deadlines.limits[STARTUP_TIMEOUT], deadlines.limits[QUEUE_TIMEOUT]
     if turn == "admitted":
         return f"{ref} was admitted from {where}" + (
             f"; startup_timeout of {startup:g} s counts from now" if startup else "")
-    waited = deadlines.queued_for(now)
-    limit = deadlines.limits[QUEUE_TIMEOUT]
-    bound = f"queue_timeout {limit:g} s ({max(0.0, limit - waited):.0f} s left)" if limit else "no queue_timeout"
-    return (f"{ref} is waiting in {where} (suspended: not admitted yet) for {waited:.0f} s; {bound}; "
-            "startup_timeout counts from admission")
+    bounds = []
+    if limit:
+        bounds.append(f"queue_timeout {limit:g} s ({max(0.0, limit - deadlines.queued_for(now)):.0f} s left)")
+    elif startup:
+        bounds.append("no queue_timeout")
+    if startup:
+        bounds.append("startup_timeout counts from admission")
+    since = deadlines._queued_since_shown
+    waited = max(0.0, now - since) if since is not None else deadlines.queued_for(now)
+    tail = "".join(f"; {b}" for b in bounds)
+    if turn == "requeued":
+        return (f"{ref} was suspended again after it had been admitted (Kueue preempted or evicted it, or someone set "
+                f"runPolicy.suspend): its pods are stopped and it waits in {where} to be admitted again; its "
+                f"training starts over then, unless the program resumes from a checkpoint{tail}")
+    return f"{ref} is waiting in {where} (suspended: not admitted yet) for {waited:.0f} s{tail}"

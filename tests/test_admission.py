@@ -115,7 +115,10 @@ def test_preempted_job_gets_a_new_queue_clock_and_a_new_startup_clock():
     d.observe(job(conds=[CREATED, condition("Running", "True", T0 + 5)]), T0 + 6)
     preempted = [CREATED, condition("Running", "False", T0 + 100, "PyTorchJobSuspended"),
                  condition("Suspended", "True", T0 + 100, "PyTorchJobSuspended")]
-    assert d.observe(job(suspend=True, conds=preempted), T0 + 101) == "queued"
+    assert d.observe(job(suspend=True, conds=preempted), T0 + 101) == "requeued"
+    line = queue_line("PyTorchJob ml/j", d, "requeued", T0 + 101)
+    assert "was suspended again after it had been admitted (Kueue preempted or evicted it" in line
+    assert "its training starts over then, unless the program resumes from a checkpoint" in line
     assert d.queued_for(T0 + 150) == pytest.approx(50)
     assert d.passed(T0 + 159) is None and d.passed(T0 + 161) == (QUEUE_TIMEOUT, 60)
     resumed = [CREATED, condition("Running", "False", T0 + 100, "PyTorchJobSuspended"),
@@ -168,3 +171,22 @@ def test_queue_lines_name_the_queue_and_the_time():
     turn = d.observe(job(suspend=False, conds=[condition("Suspended", "False", T0 + 50)]), T0 + 51)
     assert queue_line("PyTorchJob ml/j", d, turn, T0 + 51) == (
         "PyTorchJob ml/j was admitted from Kueue queue 'team-a'; startup_timeout of 600 s counts from now")
+
+
+def test_a_sensor_has_no_deadlines_to_name_and_sees_the_whole_wait():
+    d = Deadlines(started_at=T0)
+    d.observe(job(suspend=True, conds=[condition("Suspended", "True", T0 - 18)]), T0)
+    assert queue_line("PyTorchJob ml/j", d, "queued", T0 + 2) == (
+        "PyTorchJob ml/j is waiting in Kueue queue 'team-a' (suspended: not admitted yet) for 20 s")
+
+
+def test_the_queue_is_logged_at_each_turn_and_every_five_minutes():
+    d = Deadlines(started_at=T0)
+    turn = d.observe(job(suspend=True), T0)
+    assert d.due(turn, T0)
+    assert not d.due(d.observe(job(suspend=True), T0 + 100), T0 + 100)
+    assert d.due(d.observe(job(suspend=True), T0 + 301), T0 + 301)
+    assert not d.due(d.observe(job(suspend=True), T0 + 400), T0 + 400)
+    admitted = job(suspend=False, conds=[condition("Suspended", "False", T0 + 450)])
+    assert d.due(d.observe(admitted, T0 + 451), T0 + 451)
+    assert not d.due(d.observe(admitted, T0 + 9000), T0 + 9000)  # not queued: nothing to repeat

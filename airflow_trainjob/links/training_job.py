@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from airflow.providers.common.compat.sdk import BaseOperatorLink, conf
 
 from airflow_trainjob.constants import JOB_KINDS
@@ -47,7 +49,9 @@ class TrainingJobLink(BaseOperatorLink):
     name = "Training job"
 
     def get_link(self, operator: Any, *, ti_key: Any) -> str:
-        manifest = getattr(operator, "manifest", None)
+        manifest = getattr(operator, "manifest", None)  # YAML text (the operator's rendered template field)
+        if isinstance(manifest, str):
+            manifest = yaml.safe_load(manifest)
         if not manifest:
             return ""
         meta = manifest["metadata"]

@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import Any
 
 import jinja2
+import yaml
 
 from airflow.providers.common.compat.sdk import BaseOperator, ResumableJobMixin, conf
 from kubernetes.client import ApiClient
@@ -74,8 +75,6 @@ JOB_GONE = "Gone"
 REPLACE_TIMEOUT = 120.0
 #: Longest time between two looks at a waiting job's pods (seconds): the job's watch wakes the wait at least this often.
 POD_LOOK_SECONDS = 60.0
-#: Seconds between two "still waiting in its queue" lines while a job is queued.
-QUEUE_LOG_SECONDS = 300.0
 #: Seconds the status polling rides out an API that keeps failing transiently (an apiserver restart, a long
 #: run of 5xx/resets) after each call's own retries are spent, before the task fails with the last error.
 API_OUTAGE_TOLERANCE = 300.0
@@ -117,7 +116,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         too. ``spec.<kind>ReplicaSpecs``. Replica types in lower case (``master``) are read as the operator does.
     :param job: a whole ``kubeflow.org/v1`` job: a dict, its YAML/JSON text, or a Kubeflow SDK model
         (``KubeflowOrgV1PyTorchJob`` ...); templated. Validated as the parts are; the provider still names it
-        (``job_name``, else its ``metadata.name``, else the generated name), sets the namespace (``namespace``,
+        (``job_name``, else the generated name: never its own ``metadata.name``, which every run would share), sets
+        the namespace (``namespace``,
         else its ``metadata.namespace``, else the connection's), adds its ownership labels and holds the cleanup
         (see below), and logs each field it overrides or drops (``status``, server-set metadata).
     :param job_template_file: path of a YAML/JSON file holding a whole job, rendered with Jinja like any
@@ -198,9 +198,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     template_fields_renderers = {
         "manifest": "yaml",
         "job": "yaml",
-        "replica_specs": "json",
-        "run_policy": "json",
-        "kind_fields": "json",
+        "replica_specs": "yaml",
+        "run_policy": "yaml",
+        "kind_fields": "yaml",
         "labels": "json",
         "annotations": "json",
     }
@@ -256,8 +256,10 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         self.on_finish = on_finish
         self.reattach_on_restart = reattach_on_restart
         self.deferrable = deferrable
-        #: The job object this task sends, shown in the rendered template view; set after rendering.
-        self.manifest: dict[str, Any] | None = None
+        #: The job object this task sends, as YAML text, for the rendered template view; set after rendering. Text,
+        #: not a dict: Airflow's secret masker stops a few levels deep in a dict, a container's env is deeper.
+        self.manifest: str | None = None
+        self._manifest: dict[str, Any] | None = None  # the same, as sent
         self._job: dict[str, Any] | None = None  # the job this task created or attached to
         self._identity: TaskInstanceIdentity | None = None
         self._follower: LeadLogFollower | None = None
@@ -359,7 +361,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         self._check_parameters()
         spec, whole = self._parse_input()
         identity = TaskInstanceIdentity.from_context(context)
-        name = self.job_name or (whole.name if whole else None) or generate_job_name(
+        # Not a whole job's own metadata.name: copied YAML names every run's job alike (a second run would meet the
+        # first one's job); the name rule gives each task instance its own, the same on every try.
+        name = self.job_name or generate_job_name(
             identity.dag_id,
             identity.task_id,
             identity.run_id,
@@ -374,6 +378,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             annotations = {**whole.annotations, **(annotations or {})} or None
         self._input_notes = [*spec.warnings, *(self._whole_job_notes(whole, name, namespace, given_labels)
                                                if whole else [])]
+        if self.queue_name:
+            self._input_notes.append(f"metadata.labels: {LABEL_KUEUE_QUEUE_NAME}={self.queue_name} (queue_name)")
         # Sent with the cleanup held (cleanPodPolicy None, no TTL): see cleanup_hold. The user's policy is applied
         # by the task once the logs and the verdict have been read.
         return hold(build_manifest(spec=spec, name=name, namespace=namespace, labels=labels,
@@ -384,10 +390,13 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         path = "job_template_file" if self._job_from_file else "job"
         notes = []
         if whole.name != name:
-            why = "job_name" if self.job_name else "the generated name (the same on every try)"
+            why = "job_name" if self.job_name else ("the generated name, one per task instance and the same on every "
+                                                   "try (set job_name to choose it)")
             notes.append(f"metadata.name: {name!r} from {why}" + (f", not {whole.name!r}" if whole.name else ""))
         if whole.namespace and whole.namespace != namespace:
             notes.append(f"metadata.namespace: {namespace!r} from the namespace parameter, not {whole.namespace!r}")
+        elif whole.namespace:
+            notes.append(f"metadata.namespace: {namespace!r} from the job (the namespace parameter overrides it)")
         overridden = sorted(k for k in RESERVED_LABELS if k in labels)
         if overridden:
             notes.append(f"metadata.labels: {', '.join(overridden)} replaced by this task instance's")
@@ -405,14 +414,31 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if self.job_template_file is not None and self.job is None:
             self.job = self._render_job_template_file(context, jinja_env)
             self._job_from_file = True
+        self._fields_as_text()
         if "ti" not in context:
             return
         try:
             self._check_parameters()  # before the connection is read for the namespace
-            self.manifest = self.build_job(context, self._resolve_namespace())
+            self._show(self.build_job(context, self._resolve_namespace()))
             self._manifest_for = TaskInstanceIdentity.from_context(context)  # execute uses it: built once per try
         except InvalidJobSpecError:
-            self.manifest = None
+            self.manifest = self._manifest = None
+
+    def _fields_as_text(self) -> None:
+        """The rendered job fields as YAML text, which they are parsed from the same way. Airflow masks the secrets
+        it knows of in what it stores of each rendered field, but in a dict only a few levels down: a container's
+        ``env`` value sits deeper, and would be shown in clear."""
+        for field in ("replica_specs", "run_policy", "kind_fields", "job"):
+            value = getattr(self, field)
+            if isinstance(value, (Mapping, list)):
+                try:
+                    setattr(self, field, yaml.safe_dump(value, sort_keys=False, default_flow_style=False))
+                except yaml.YAMLError:
+                    pass  # not plain data: left as it is, and refused by name when parsed
+
+    def _show(self, manifest: dict[str, Any]) -> None:
+        self._manifest = manifest
+        self.manifest = yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
 
     def _render_job_template_file(self, context: Any, jinja_env: Any = None) -> str:
         """The text of ``job_template_file``, rendered with the task's context as Airflow renders template files.
@@ -449,14 +475,15 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     def _prepare(self, context: Any) -> dict[str, Any]:
         """Validate and build this task instance's manifest; push ``job_name``/``job_namespace``. Once per try."""
         if self._prepared:
-            return self.manifest
+            return self._manifest
         self._identity = TaskInstanceIdentity.from_context(context)
-        if self.manifest is not None and self._manifest_for == self._identity:
-            manifest, namespace = self.manifest, self.manifest["metadata"]["namespace"]  # built by render_template_fields
+        if self._manifest is not None and self._manifest_for == self._identity:
+            manifest, namespace = self._manifest, self._manifest["metadata"]["namespace"]  # built by render_template_fields
         else:
             self._check_parameters()  # before the connection is read for the namespace
             namespace = self._resolve_namespace()
-            manifest = self.manifest = self.build_job(context, namespace)
+            manifest = self.build_job(context, namespace)
+            self._show(manifest)
         for note in self._input_notes:
             self.log.info("Input: %s", note)
         context["ti"].xcom_push(key="job_name", value=manifest["metadata"]["name"])
@@ -737,7 +764,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         desired = {t: s.get("replicas", 1) for t, s in manifest["spec"][kind.replica_specs_key].items()}
         deadlines = Deadlines(started_at=time.time(), timeout=self.timeout, startup_timeout=self.startup_timeout,
                               queue_timeout=self.queue_timeout)
-        last_line, last_restarts, last_queue_line = None, {}, 0.0
+        last_line, last_restarts = None, {}
 
         def look_within() -> float:
             # The next deadline, and at least every POD_LOOK_SECONDS a look at the pods: a container restarted in
@@ -760,9 +787,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             if line != last_line:
                 self.log.info("%s", line)
                 last_line = line
-            if turn is not None or (deadlines.state.queued and now - last_queue_line >= QUEUE_LOG_SECONDS):
-                self.log.info("%s", queue_line(ref, deadlines, turn, now))
-                last_queue_line = now
+            if deadlines.due(turn, now):
+                (self.log.warning if turn == "requeued" else self.log.info)("%s", queue_line(ref, deadlines, turn, now))
             pods = self._look_at_pods(manifest)
             if pods is not None:
                 self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
@@ -919,7 +945,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                             if p not in cleaned and phase_of(p) in ("Pending", "Running")]
         if running or self.on_finish == "delete_job" or (self.on_finish == "delete_succeeded_job" and outcome == "succeeded"):
             self.log.info("Deleting %s %s/%s (%s)%s", self.kind, namespace, name,
-                          "still running" if running else self.on_finish,
+                          "not finished" if running else self.on_finish,
                           f"; its pods still running stop with it: {', '.join(left_running)}" if left_running else "")
             self.hook.delete_job(self.kind, name, namespace, uid=uid)
             return

@@ -26,7 +26,7 @@ from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from airflow_trainjob import conditions
-from airflow_trainjob.admission import Deadlines, queue_line
+from airflow_trainjob.admission import QUEUE_LINE_SECONDS, Deadlines, queue_line
 from airflow_trainjob.api_errors import ApiCall, exception_for, one_line
 from airflow_trainjob.cleanup_hold import pods_to_stop, user_run_policy
 from airflow_trainjob.constants import CONDITION_SUCCEEDED, GROUP, JOB_KINDS, LABEL_JOB_NAME, LABEL_PREFIX, VERSION
@@ -368,8 +368,9 @@ class TrainingJobTrigger(BaseEventTrigger):
         now = time.time()
         if job is not None:
             turn = self._deadlines.observe(job, now)
-            if turn is not None:
-                self.log.info("%s", queue_line(self._ref, self._deadlines, turn, now))
+            if self._deadlines.due(turn, now):
+                log = self.log.warning if turn == "requeued" else self.log.info
+                log("%s", queue_line(self._ref, self._deadlines, turn, now))
         passed = self._deadlines.passed(now)
         return passed[0] if passed else None
 
@@ -377,6 +378,8 @@ class TrainingJobTrigger(BaseEventTrigger):
         """Seconds until just after the nearest deadline, at most WATCH_SECONDS; once one has passed (and
         the cache could not be trusted to judge it), ``poll_interval``: a resync wakes the trigger anyway."""
         left = self._deadlines.seconds_left(time.time())
+        if self._deadlines.state is not None and self._deadlines.state.queued:
+            left = min(QUEUE_LINE_SECONDS, left) if left is not None else QUEUE_LINE_SECONDS  # its next queue line
         if left is None:
             return float(WATCH_SECONDS)
         if left > 0:

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+import yaml
 from airflow.providers.common.compat.sdk import AirflowFailException
 
 from airflow_trainjob.cleanup_hold import ANNOTATION_HELD_RUN_POLICY
@@ -251,7 +252,7 @@ def test_templated_specs_render_into_the_created_job(ti, namespace, custom_objec
         params={"deadline": 600},
     )
     operator.render_template_fields({"ds": "2026-11-29", "params": {"deadline": 600}, "ti": ti})
-    shown = operator.manifest  # what the rendered template view shows
+    shown = yaml.safe_load(operator.manifest)  # what the rendered template view shows: the job, as YAML
     assert shown["spec"]["runPolicy"]["activeDeadlineSeconds"] == 600
     operator.execute({"ti": ti})
     (job,) = jobs(custom_objects, namespace)

@@ -49,7 +49,9 @@ def test_a_job_as_kubectl_prints_it_runs_with_the_providers_identity(ti, namespa
                                    poll_interval=1)
     summary = operator.execute({"ti": ti})
     task_log = "".join(capfd.readouterr())
-    assert summary["kind"] == "PyTorchJob" and summary["name"] == "digits"
+    # Named per task instance (the same on every try), not after the copied YAML: every run would share "digits".
+    assert summary["kind"] == "PyTorchJob" and summary["name"] == ti.xcom["job_name"] != "digits"
+    assert summary["name"].startswith("retrain-train-")
     (job,) = jobs(custom_objects, namespace)
     assert [c["type"] for c in job["status"]["conditions"] if c["status"] == "True"][-1] == "Succeeded"
     assert job["metadata"]["uid"] != "0b0e"  # a new object, not the one printed
@@ -59,6 +61,8 @@ def test_a_job_as_kubectl_prints_it_runs_with_the_providers_identity(ti, namespa
     assert job["metadata"]["annotations"]["owner"] == "ml-platform"
     assert job["spec"]["runPolicy"]["cleanPodPolicy"] == "All"  # given back as written once the task ended
     assert "Input: job: metadata.labels: " in task_log and "added (this task instance's ownership)" in task_log
+    assert "from the generated name, one per task instance and the same on every try" in task_log
+    assert f"metadata.namespace: '{namespace}' from the job" in task_log
     assert "dropped: " in task_log and "metadata.uid" in task_log and "status" in task_log
     assert "replicaSpecs.Master.template: dropped apiVersion, kind" in task_log or "dropped apiVersion" in task_log
 
@@ -71,10 +75,19 @@ def test_a_job_template_file_is_rendered_with_the_context(ti, namespace, custom_
     path.write_text(yaml.safe_dump(job))
     operator = TrainingJobOperator(task_id="train", job_template_file=str(path), on_finish="keep_job", poll_interval=1)
     operator.render_template_fields({"ds": "2026-12-01", "ti": ti})
-    assert operator.manifest["metadata"]["labels"]["dataset-date"] == "2026-12-01"
+    assert yaml.safe_load(operator.manifest)["metadata"]["labels"]["dataset-date"] == "2026-12-01"
     operator.execute({"ti": ti})
     (created,) = jobs(custom_objects, namespace)
     assert created["metadata"]["labels"]["dataset-date"] == "2026-12-01"
+
+
+def test_two_runs_of_one_copied_job_get_two_jobs(namespace, custom_objects):
+    from tests.operators.conftest import TaskInstanceStandIn
+
+    for run in (TaskInstanceStandIn(), TaskInstanceStandIn()):  # two DAG runs, the same YAML
+        TrainingJobOperator(task_id="train", job=kubectl_style_job(namespace), on_finish="keep_job",
+                            poll_interval=1).execute({"ti": run})
+    assert len(jobs(custom_objects, namespace)) == 2
 
 
 def test_a_relative_job_template_file_is_found_beside_the_dag(ti, tmp_path):
@@ -85,7 +98,8 @@ def test_a_relative_job_template_file_is_found_beside_the_dag(ti, tmp_path):
     with DAG("retrain", schedule=None, template_searchpath=[str(tmp_path)]):
         operator = TrainingJobOperator(task_id="train", job_template_file="jobs/train.yaml")
     operator.render_template_fields({"ti": ti}, operator.dag.get_template_env())
-    assert operator.manifest["kind"] == "PyTorchJob" and operator.manifest["metadata"]["namespace"] == "ml"
+    shown = yaml.safe_load(operator.manifest)
+    assert shown["kind"] == "PyTorchJob" and shown["metadata"]["namespace"] == "ml"
 
 
 def test_a_missing_job_template_file_is_one_clear_error(ti, tmp_path):
@@ -142,7 +156,7 @@ def test_a_kubeflow_sdk_job_object_runs(ti, namespace, custom_objects):
                                          pytorch_replica_specs={"Master": replica(), "Worker": replica()}))
     summary = TrainingJobOperator(task_id="train", job=sdk_job, on_finish="keep_job", poll_interval=1).execute(
         {"ti": ti})
-    assert summary["name"] == "sdk-made"
+    assert summary["name"] == ti.xcom["job_name"] != "sdk-made"
     (job,) = jobs(custom_objects, namespace)
     assert job["spec"]["runPolicy"]["backoffLimit"] == 1 and job["spec"]["runPolicy"]["cleanPodPolicy"] == "None"
     assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] == "OnFailure"

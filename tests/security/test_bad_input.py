@@ -14,6 +14,7 @@ import datetime
 from typing import Any
 
 import pytest
+import yaml
 from airflow.providers.common.compat.sdk import AirflowFailException
 
 from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_DAG_ID, VERSION
@@ -293,7 +294,7 @@ def test_the_valid_baselines_render_and_pass_validation(closed_port_conn):
     manifest is built at render; the sensor's checks pass)."""
     operator = operator_of({})
     operator.render_template_fields({"ti": TaskInstanceStandIn(), "params": {}})
-    assert operator.manifest is not None and operator.manifest["metadata"]["namespace"] == "bad-input"
+    assert operator.manifest is not None and yaml.safe_load(operator.manifest)["metadata"]["namespace"] == "bad-input"
     sensor_of({})._check()
     sensor_of({"namespace": ""})._check()  # rendered empty: the connection's namespace, as for the operator
 
@@ -316,8 +317,8 @@ def test_the_manifest_is_built_once_per_try(closed_port_conn, monkeypatch):
     operator = operator_of({"get_logs": False})
     ti = TaskInstanceStandIn()
     operator.render_template_fields({"ti": ti, "params": {}})
-    rendered = operator.manifest
-    assert operator._prepare({"ti": ti}) is rendered
+    rendered = operator._manifest
+    assert operator._prepare({"ti": ti}) is rendered and yaml.safe_load(operator.manifest) == rendered
     assert len(built) == 1
     # Another try (another identity) builds its own.
     other = TaskInstanceStandIn(run_id=ti.run_id, try_number=2)
