@@ -41,7 +41,8 @@ QUEUE_LINE_SECONDS = 300.0
 class QueueState:
     """Where a job stands with its queue, as its object says.
 
-    :param queued: the job waits to be admitted: condition ``Suspended`` is true, or ``runPolicy.suspend`` is.
+    :param queued: the job waits to be admitted: condition ``Suspended`` is true, or ``runPolicy.suspend`` is, and
+        it has not finished.
     :param queue_name: its ``kueue.x-k8s.io/queue-name`` label, or None.
     :param queued_since: epoch seconds of the ``Suspended`` condition's turn to true, when the job is queued and
         the operator has said so; else None.
@@ -81,7 +82,7 @@ def queue_state(job: Mapping[str, Any]) -> QueueState:
     suspend = run_policy.get("suspend") is True if isinstance(run_policy, Mapping) else False
     condition = _latest(status, CONDITION_SUSPENDED)
     condition_true = condition is not None and condition.get("status") == CONDITION_TRUE
-    queued = suspend or (condition_true and not conditions.is_terminal(status))
+    queued = (suspend or condition_true) and not conditions.is_terminal(status)  # a finished job waits for nothing
     turned = _epoch((condition or {}).get("lastTransitionTime"))
     labels = (job.get("metadata") or {}).get("labels") or {}
     return QueueState(
@@ -160,6 +161,14 @@ class Deadlines:
             return 0.0
         return max(0.0, now - self._queued_since)
 
+    def waited(self, now: float) -> float:
+        """Seconds the job has waited in the queue it is in, as the server dates its entry (0 when not queued);
+        unlike :meth:`queued_for`, also from before this wait began."""
+        if self.state is None or not self.state.queued:
+            return 0.0
+        since = self._queued_since_shown
+        return max(0.0, now - since) if since is not None else self.queued_for(now)
+
     def due(self, turn: str | None, now: float, every: float = QUEUE_LINE_SECONDS) -> bool:
         """Whether to log the queue now: at each turn, and every ``every`` seconds while the job stays queued."""
         if turn is None and not (self.state is not None and self.state.queued and now - self._line_at >= every):
@@ -211,8 +220,7 @@ def queue_line(ref: str, deadlines: Deadlines, turn: str | None, now: float) -> 
         bounds.append("no queue_timeout")
     if startup:
         bounds.append("startup_timeout counts from admission")
-    since = deadlines._queued_since_shown
-    waited = max(0.0, now - since) if since is not None else deadlines.queued_for(now)
+    waited = deadlines.waited(now)
     tail = "".join(f"; {b}" for b in bounds)
     if turn == "requeued":
         return (f"{ref} was suspended again after it had been admitted (Kueue preempted or evicted it, or someone set "

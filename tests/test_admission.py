@@ -75,6 +75,7 @@ def test_never_suspended_and_without_queue_label():
 def test_a_finished_job_is_not_queued_even_with_a_true_suspended_left():
     status = [condition("Suspended", "True", T0), condition("Failed", "True", T0 + 3)]
     assert not queue_state(job(conds=status)).queued
+    assert not queue_state(job(suspend=True, conds=status)).queued  # suspended after it finished: nothing to admit
 
 
 def test_startup_timeout_does_not_run_while_queued_and_counts_from_admission():

@@ -17,6 +17,7 @@ and normalised the way the operator or the cluster would read it (dropped templa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,17 +117,22 @@ class SpecPaths:
     kind_fields_text: str = "kindFields"
 
 
-def to_plain(value: Any) -> Any:
+def to_plain(value: Any, *, dump_models: bool = False) -> Any:
     """``value`` with every OpenAPI-generated object in it (the Kubeflow SDK's and the Kubernetes
-    client's models) replaced by its JSON form; pydantic models and plain data are left as they are."""
+    client's models) replaced by its JSON form; plain data is left as it is.
+
+    :param dump_models: also replace pydantic models (ours: their API form) by plain data, as an operator's
+        template fields need for Jinja to render inside them; else they are left for validation to take."""
     if isinstance(value, BaseModel):
-        return value
+        if not dump_models:
+            return value
+        return value.to_api() if hasattr(value, "to_api") else value.model_dump(by_alias=True, exclude_none=True)
     if hasattr(type(value), "openapi_types") and hasattr(type(value), "attribute_map"):
         return ApiClient().sanitize_for_serialization(value)
-    if isinstance(value, dict):
-        return {k: to_plain(v) for k, v in value.items()}
+    if isinstance(value, Mapping):
+        return {k: to_plain(v, dump_models=dump_models) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [to_plain(v) for v in value]
+        return [to_plain(v, dump_models=dump_models) for v in value]
     return value
 
 

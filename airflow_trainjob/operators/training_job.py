@@ -13,13 +13,11 @@ import jinja2
 import yaml
 
 from airflow.providers.common.compat.sdk import BaseOperator, ResumableJobMixin, conf
-from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
-from pydantic import BaseModel
 from urllib3.exceptions import HTTPError
 
 from airflow_trainjob import conditions
-from airflow_trainjob.admission import QUEUE_TIMEOUT, Deadlines, queue_line
+from airflow_trainjob.admission import QUEUE_TIMEOUT, Deadlines, QueueState, queue_line, queue_state
 from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.constants import (
     CONDITION_FAILED,
@@ -44,7 +42,7 @@ from airflow_trainjob.links.training_job import TrainingJobLink
 from airflow_trainjob.job_watch import JobWatch
 from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.manifest import build_manifest
-from airflow_trainjob.models.job import TrainingJobSpec
+from airflow_trainjob.models.job import TrainingJobSpec, to_plain
 from airflow_trainjob.models.whole_job import WholeJob, parse_whole_job
 from airflow_trainjob.names import generate_job_name, max_job_name_length
 from airflow_trainjob.ownership import (
@@ -78,19 +76,6 @@ POD_LOOK_SECONDS = 60.0
 #: Seconds the status polling rides out an API that keeps failing transiently (an apiserver restart, a long
 #: run of 5xx/resets) after each call's own retries are spent, before the task fails with the last error.
 API_OUTAGE_TOLERANCE = 300.0
-
-
-def _plain(value: Any) -> Any:
-    """Models (ours and the Kubernetes client's) as plain dicts, so Jinja renders inside them."""
-    if isinstance(value, BaseModel):
-        return value.to_api() if hasattr(value, "to_api") else value.model_dump(by_alias=True, exclude_none=True)
-    if hasattr(value, "openapi_types"):
-        return ApiClient().sanitize_for_serialization(value)
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _seconds_until_ttl(job: Mapping[str, Any], ttl: int) -> float | None:
@@ -235,14 +220,14 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         self.kind = kind
-        self.replica_specs = _plain(replica_specs)
-        self.job = _plain(job)
+        self.replica_specs = to_plain(replica_specs, dump_models=True)  # plain data: Jinja renders inside it
+        self.job = to_plain(job, dump_models=True)
         self.job_template_file = job_template_file
         self._job_from_file = False  # self.job was read from job_template_file
         self.job_name = job_name
         self.namespace = namespace
-        self.run_policy = _plain(run_policy)
-        self.kind_fields = _plain(kind_fields)
+        self.run_policy = to_plain(run_policy, dump_models=True)
+        self.kind_fields = to_plain(kind_fields, dump_models=True)
         self.labels = labels
         self.annotations = annotations
         self.queue_name = queue_name
@@ -599,9 +584,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
                 which = event.get("which", "timeout")
                 pods = self.hook.list_job_pods(name, namespace)
-                seen = Deadlines(started_at=time.time())
-                seen.observe(job, time.time())  # where the job waited, for a queue_timeout
-                raise self._timeout(which, getattr(self, which) or 0, job_ref(job), job.get("status"), pods, seen)
+                raise self._timeout(which, getattr(self, which) or 0, job_ref(job), job.get("status"), pods,
+                                    queue_state(job))
             if event["outcome"] != FINISHED:
                 raise TrainingJobError(event["message"])
             ref = job_ref(job)
@@ -797,7 +781,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 return job
             passed = deadlines.passed(now)
             if passed is not None:
-                raise self._timeout(*passed, ref, status, pods or [], deadlines)
+                raise self._timeout(*passed, ref, status, pods or [], deadlines.state)
         raise JobDeletedError(f"{ref}: the watch ended before the job did")  # follow() ends only on a deletion
 
     def _final_state(self, ref: str, seen: Any) -> dict[str, Any]:
@@ -849,7 +833,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         return now
 
     def _timeout(self, which: str, seconds: float, ref: str, status: Any, pods: list,
-                 deadlines: Deadlines | None = None) -> TrainingJobTimeoutError:
+                 queue: QueueState | None = None) -> TrainingJobTimeoutError:
         pending = pending_reasons(pods, JOB_KINDS[self.kind])
         name, namespace = self._job["metadata"]["name"], self._job["metadata"]["namespace"]
         try:
@@ -858,7 +842,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         except ApiException:
             warnings = []  # the timeout is the news; its explanation is best effort
         if which == QUEUE_TIMEOUT:
-            where = deadlines.state.where() if deadlines and deadlines.state else "its queue"
+            where = queue.where() if queue else "its queue"
             return TrainingJobTimeoutError(
                 f"{ref}: queue_timeout of {seconds:g} s passed while the job waited in {where}, suspended and not "
                 f"admitted (for Kueue's reason: kubectl get workloads.kueue.x-k8s.io -n {namespace}); the job was "

@@ -12,7 +12,7 @@ from airflow.providers.common.compat.sdk import BaseSensorOperator, conf
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob import conditions
-from airflow_trainjob.admission import queue_state
+from airflow_trainjob.admission import Deadlines, queue_line
 from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, JOB_KINDS, MAX_NAME_LENGTH
 from airflow_trainjob.exceptions import InvalidJobSpecError, JobDeletedError, TrainingJobError, TrainingJobTimeoutError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
@@ -201,9 +201,11 @@ class TrainingJobSensor(BaseSensorOperator):
         self._last_seen = job
         status = job.get("status")
         self.log.info("%s: %s", job_ref(job), conditions.summary(status))
-        queue = queue_state(job)
-        if queue.queued and not conditions.is_terminal(status):  # Kueue holds it: waiting, not failed
-            self.log.info("%s is waiting in %s (suspended: not admitted yet)", job_ref(job), queue.where())
+        now = time.time()
+        seen = Deadlines(started_at=now)  # the sensor has no deadline of its own here: only the queue line
+        seen.observe(job, now)
+        if seen.state.queued:  # Kueue holds it: waiting, not failed
+            self.log.info("%s", queue_line(job_ref(job), seen, None, now))
         if conditions.is_failed(status):
             raise failure_exception(self.hook, job, self.log_tail_lines)
         return any(conditions.has_condition(status, t) for t in self.target_conditions)

@@ -232,7 +232,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             if final is not None and not self.wait_for_creation:  # (a sensor's first look: an old namesake's)
                 return self._judge_deleted(final)
             if job is None and self.wait_for_creation:
-                which = self._deadline_passed(None)
+                which = self._deadline_passed()
                 return self._event(TIMED_OUT, f"{self._ref} was not created before the deadline",
                                    which=which) if which else None
             # The cache may not have seen the job's creation yet (or its predecessor's deletion): ask.
@@ -254,6 +254,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         self.wait_for_creation = False  # it exists: from now on, its absence is a deletion
         self._seen_uid = job["metadata"].get("uid")
         status = job.get("status")
+        self._observe(job)  # before the verdict: a job admitted and finished between two looks was admitted too
         if conditions.is_failed(status) or self._reached_target(status):
             held = user_run_policy(job).held
             # The failed job's pods, read before anything stops or deletes them: their exit codes must not
@@ -264,7 +265,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             lead_log = await self._stop_pods_at_terminal(stream, job, listed) if stops else None
             return self._event(FINISHED, f"{self._ref}: {conditions.summary(status)}", job, pods=pods,
                                **({"lead_log": lead_log} if lead_log else {}))
-        which = self._deadline_passed(job)
+        which = self._deadline_passed()
         if which is not None:
             return self._event(TIMED_OUT, f"{self._ref}: {which} passed; last state: {conditions.summary(status)}",
                                job, which=which)
@@ -362,16 +363,18 @@ class TrainingJobTrigger(BaseEventTrigger):
             return []  # the verdict still has the job's status and its events
         return [stream.api.sanitize_for_serialization(p) for p in pods.items]
 
-    def _deadline_passed(self, job: dict[str, Any] | None) -> str | None:
-        """The deadline that has passed for ``job`` as the cache has it now (None: not created yet), or None; logs
-        the job's entering and leaving its queue on the way."""
+    def _observe(self, job: dict[str, Any]) -> None:
+        """Take in the job as the cache has it now; log its entering and leaving its queue, as the synchronous wait
+        does."""
         now = time.time()
-        if job is not None:
-            turn = self._deadlines.observe(job, now)
-            if self._deadlines.due(turn, now):
-                log = self.log.warning if turn == "requeued" else self.log.info
-                log("%s", queue_line(self._ref, self._deadlines, turn, now))
-        passed = self._deadlines.passed(now)
+        turn = self._deadlines.observe(job, now)
+        if self._deadlines.due(turn, now):
+            log = self.log.warning if turn == "requeued" else self.log.info
+            log("%s", queue_line(self._ref, self._deadlines, turn, now))
+
+    def _deadline_passed(self) -> str | None:
+        """The deadline that has passed for the job as last observed (none yet: not created), or None."""
+        passed = self._deadlines.passed(time.time())
         return passed[0] if passed else None
 
     def _seconds_to_deadline(self) -> float:

@@ -22,6 +22,7 @@ import pytest
 from airflow_trainjob import constants as c
 from airflow_trainjob.local.controller.kube import MERGE_PATCH, ApiException
 from tests import waiting
+from tests.local.test_training_jobs import pytorch_job
 
 TIMEOUT = 90.0
 wait_for = functools.partial(waiting.wait_for, timeout=TIMEOUT)
@@ -44,17 +45,6 @@ def python_replica(script: str, replicas: int = 1) -> dict[str, Any]:
             "name": "pytorch", "image": "python:3.11", "command": ["python", "-c", textwrap.dedent(script)],
         }]}},
     }
-
-
-def pytorch_job(name: str, master: dict[str, Any], worker: dict[str, Any] | None = None,
-                **run_policy: Any) -> dict[str, Any]:
-    specs = {"Master": master}
-    if worker:
-        specs["Worker"] = worker
-    spec: dict[str, Any] = {"pytorchReplicaSpecs": specs}
-    if run_policy:
-        spec["runPolicy"] = run_policy
-    return {"apiVersion": c.API_VERSION, "kind": "PyTorchJob", "metadata": {"name": name}, "spec": spec}
 
 
 def create(custom_objects, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -126,7 +116,7 @@ def test_a_job_created_suspended_gets_no_pods_until_resumed_then_runs_to_success
 ):
     """job.go ReconcileJobs: suspended → Suspended True (``<Kind>Suspended``), no pods; suspend false →
     Suspended False (``<Kind>Resumed``), startTime set then, pods as usual."""
-    create(custom_objects, namespace, pytorch_job("sus", python_replica(QUICK), python_replica(QUICK), suspend=True))
+    create(custom_objects, namespace, pytorch_job("sus", python_replica(QUICK), python_replica(QUICK), {"suspend": True}))
     job = wait_for(reader(custom_objects, namespace, "sus"), has("Suspended"), what="Suspended")
     suspended = condition(job, "Suspended")
     assert (suspended["reason"], suspended["message"]) == ("PyTorchJobSuspended", "PyTorchJob sus is suspended.")
@@ -166,7 +156,7 @@ def test_suspending_a_running_job_deletes_its_pods_and_resuming_runs_it_again(
             time.sleep(120)
     """
     create(custom_objects, namespace, pytorch_job(
-        "run", python_replica(script), python_replica(script), cleanPodPolicy="None"))
+        "run", python_replica(script), python_replica(script), {"cleanPodPolicy": "None"}))
     job = wait_for(reader(custom_objects, namespace, "run"),
                    lambda j: has("Running")(j) and j["status"]["replicaStatuses"]["Worker"].get("active") == 1,
                    what="Running with the worker active")
@@ -198,8 +188,8 @@ def test_suspending_a_running_job_deletes_its_pods_and_resuming_runs_it_again(
 def test_active_deadline_counts_from_the_start_after_resumption(core_v1, custom_objects, namespace):
     """job.go: the deadline check comes after the suspended branch (no deadline while suspended) and the
     resumed branch sets a new startTime, which PastActiveDeadline counts from."""
-    create(custom_objects, namespace, pytorch_job("dls", python_replica(SLEEP), suspend=True,
-                                                  activeDeadlineSeconds=4))
+    create(custom_objects, namespace, pytorch_job("dls", python_replica(SLEEP),
+                                                  run_policy={"suspend": True, "activeDeadlineSeconds": 4}))
     wait_for(reader(custom_objects, namespace, "dls"), has("Suspended"), what="Suspended")
     stays(reader(custom_objects, namespace, "dls"), lambda j: not has("Failed")(j), 6,
           "a suspended job is not failed by its deadline")
@@ -218,8 +208,8 @@ def test_active_deadline_counts_from_the_start_after_resumption(core_v1, custom_
 
 def test_ttl_is_not_applied_while_a_finished_job_is_suspended(custom_objects, namespace):
     """job.go CleanupJob: no TTL deletion while the job is suspended; once it is not, the TTL applies."""
-    create(custom_objects, namespace, pytorch_job("ttls", python_replica(QUICK), suspend=True,
-                                                  ttlSecondsAfterFinished=1))
+    create(custom_objects, namespace, pytorch_job("ttls", python_replica(QUICK),
+                                                  run_policy={"suspend": True, "ttlSecondsAfterFinished": 1}))
     job = wait_for(reader(custom_objects, namespace, "ttls"), has("Suspended"), what="Suspended")
     # Someone (here: the test) finished the suspended job an hour ago.
     long_ago = "2024-01-01T00:00:00Z"
@@ -252,9 +242,9 @@ def test_a_job_managed_by_multikueue_is_left_alone(core_v1, custom_objects, name
     """pytorchjob_controller.go Reconcile / job.go ManagedByExternalController: managedBy naming another
     controller → not reconciled at all (no status, no pods, no events)."""
     create(custom_objects, namespace, pytorch_job(
-        "mk", python_replica(QUICK), managedBy="kueue.x-k8s.io/multikueue"))
+        "mk", python_replica(QUICK), run_policy={"managedBy": "kueue.x-k8s.io/multikueue"}))
     create(custom_objects, namespace, pytorch_job(
-        "ours", python_replica(QUICK), managedBy="kubeflow.org/training-operator"))
+        "ours", python_replica(QUICK), run_policy={"managedBy": "kubeflow.org/training-operator"}))
     wait_for(reader(custom_objects, namespace, "ours"), has("Succeeded"), what="the job managed by us Succeeded")
     stays(reader(custom_objects, namespace, "mk"), lambda j: not j.get("status"), 3, "no status on the MultiKueue job")
     assert pod_phases(core_v1, namespace, "mk") == {}
