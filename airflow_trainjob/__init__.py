@@ -4,6 +4,9 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+#: The one integration this provider adds (the name its operators, sensors, hooks and triggers refer to).
+INTEGRATION = "Kubeflow Training Operator"
+
 
 def get_provider_info() -> dict:
     """Describe this provider to Airflow's ``ProvidersManager`` (the ``apache_airflow_provider`` entry point)."""
@@ -13,14 +16,22 @@ def get_provider_info() -> dict:
         "description": "Run Kubeflow training-operator jobs (PyTorchJob, TFJob, MPIJob, XGBoostJob, "
         "PaddleJob, JAXJob) from Airflow, on the cncf.kubernetes connection.",
         "versions": [__version__],
-        "hooks": [
-            {"integration-name": "Kubeflow Training", "python-modules": ["airflow_trainjob.hooks.training_job"]}
+        "integrations": [
+            {
+                "integration-name": INTEGRATION,
+                "external-doc-url": "https://www.kubeflow.org/docs/components/training/",
+                "tags": ["software"],
+            }
         ],
         "operators": [
-            {"integration-name": "Kubeflow Training", "python-modules": ["airflow_trainjob.operators.training_job"]}
+            {"integration-name": INTEGRATION, "python-modules": ["airflow_trainjob.operators.training_job"]}
         ],
-        "sensors": [
-            {"integration-name": "Kubeflow Training", "python-modules": ["airflow_trainjob.sensors.training_job"]}
+        "sensors": [{"integration-name": INTEGRATION, "python-modules": ["airflow_trainjob.sensors.training_job"]}],
+        # hooks.retries holds the hook's retry rule, triggers.job_stream the trigger's shared stream: no hook or
+        # trigger class in either, so neither is listed.
+        "hooks": [{"integration-name": INTEGRATION, "python-modules": ["airflow_trainjob.hooks.training_job"]}],
+        "triggers": [
+            {"integration-name": INTEGRATION, "python-modules": ["airflow_trainjob.triggers.training_job"]}
         ],
         "extra-links": ["airflow_trainjob.links.training_job.TrainingJobLink"],
         "config": {

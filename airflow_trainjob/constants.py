@@ -2,7 +2,8 @@
 
 Values are those of the training operator's Go API (kubeflow/training-operator,
 ``pkg/apis/kubeflow.org/v1/*_types.go``); ``JOB_KINDS`` is the per-kind table that the models,
-manifest builder, hooks and the local cluster all read.
+manifest builder and hooks read. (The local cluster, a stand-in for the training operator, keeps its own copy
+of the strings it writes: ``airflow_trainjob_local.constants``.)
 """
 
 from __future__ import annotations
@@ -170,73 +171,7 @@ JOB_KINDS: dict[str, JobKind] = {
     k.kind: k for k in (PYTORCH_JOB, TF_JOB, MPI_JOB, XGBOOST_JOB, PADDLE_JOB, JAX_JOB)
 }
 
-# --- Added for the local training controller (airflow_trainjob.local.controller) ---------------------
-# Values of the training operator's Go code (pkg/controller.v1/*, pkg/util/status.go,
-# pkg/apis/kubeflow.org/v1/*_types.go and *_defaults.go).
-
-# ReplicaSpec.restartPolicy values (kubeflow/common v1 RestartPolicy).
-RESTART_POLICY_ALWAYS = "Always"
-RESTART_POLICY_ON_FAILURE = "OnFailure"
-RESTART_POLICY_NEVER = "Never"
-RESTART_POLICY_EXIT_CODE = "ExitCode"
-
 # RunPolicy.cleanPodPolicy values; every kind defaults to None.
 CLEAN_POD_POLICY_ALL = "All"
 CLEAN_POD_POLICY_RUNNING = "Running"
 CLEAN_POD_POLICY_NONE = "None"
-
-# TFJob spec.successPolicy values ("" = chief/master, else worker 0).
-TF_SUCCESS_POLICY_DEFAULT = ""
-TF_SUCCESS_POLICY_ALL_WORKERS = "AllWorkers"
-
-# The ``<Kind><Reason>`` suffixes of job condition and event reasons (util.NewReason), e.g. PyTorchJobFailed.
-JOB_REASON_CREATED = "Created"
-JOB_REASON_RUNNING = "Running"
-JOB_REASON_RESTARTING = "Restarting"
-JOB_REASON_SUCCEEDED = "Succeeded"
-JOB_REASON_FAILED = "Failed"
-
-# Event reasons the operator records on the job besides the <Kind><Reason> ones.
-EVENT_REASON_EXITED_WITH_CODE = "ExitedWithCode"
-EVENT_REASON_SUCCESSFUL_CREATE_POD = "SuccessfulCreatePod"
-EVENT_REASON_FAILED_CREATE_POD = "FailedCreatePod"
-EVENT_REASON_SUCCESSFUL_DELETE_POD = "SuccessfulDeletePod"
-EVENT_REASON_FAILED_DELETE_POD = "FailedDeletePod"
-EVENT_REASON_SUCCESSFUL_CREATE_SERVICE = "SuccessfulCreateService"
-EVENT_REASON_FAILED_CREATE_SERVICE = "FailedCreateService"
-EVENT_REASON_SUCCESSFUL_DELETE_SERVICE = "SuccessfulDeleteService"
-EVENT_REASON_FAILED_DELETE_SERVICE = "FailedDeleteService"
-EVENT_REASON_SUCCESSFUL_DELETE_JOB = "SuccessfulDeleteJob"
-EVENT_REASON_POD_TEMPLATE_RESTART_POLICY = "SetPodTemplateRestartPolicy"
-# Local controller only: schedulingPolicy.minAvailable cannot be met yet (the real operator leaves this
-# to the gang scheduler's PodGroup events).
-EVENT_REASON_MIN_AVAILABLE_NOT_MET = "MinAvailableNotMet"
-
-# Per kind: the controller name, which is also the value of the operator-name label and the event source.
-CONTROLLER_NAMES: dict[str, str] = {
-    "PyTorchJob": "pytorchjob-controller",
-    "TFJob": "tfjob-controller",
-    "MPIJob": "mpijob-controller",
-    "XGBoostJob": "xgboostjob-controller",
-    "PaddleJob": "paddlejob-controller",
-    "JAXJob": "jaxjob-controller",
-}
-
-# Per kind: the restartPolicy a ReplicaSpec gets when it sets none (<Kind>DefaultRestartPolicy).
-DEFAULT_RESTART_POLICIES: dict[str, str] = {
-    "PyTorchJob": RESTART_POLICY_ON_FAILURE,
-    "TFJob": RESTART_POLICY_NEVER,
-    "MPIJob": RESTART_POLICY_NEVER,
-    "XGBoostJob": RESTART_POLICY_NEVER,
-    "PaddleJob": RESTART_POLICY_ON_FAILURE,
-    "JAXJob": RESTART_POLICY_NEVER,
-}
-
-# PyTorchJob spec.nprocPerNode default.
-PYTORCH_DEFAULT_NPROC_PER_NODE = "auto"
-
-# Local cluster only: the loopback ports the local controller gave a job's replicas, as JSON
-# {"<replicatype lowercase>-<index>": port}, kept on the job so they survive a controller restart.
-ANNOTATION_LOCAL_PORTS = f"{LABEL_PREFIX}/local-ports"
-# Local cluster only: how many replica pods the local controller deleted and recreated (counted for backoffLimit).
-ANNOTATION_LOCAL_RESTARTS = f"{LABEL_PREFIX}/local-restarts"

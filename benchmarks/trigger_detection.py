@@ -261,7 +261,7 @@ def _table(n: int, window: float, res: dict, written: dict, by: dict) -> str:
 def main_run(args: argparse.Namespace) -> int:
     from kubernetes import client
 
-    from airflow_trainjob.local.cluster import LocalCluster, Ports
+    from airflow_trainjob_local.cluster import LocalCluster, Ports
 
     n = args.jobs
     work = Path(tempfile.mkdtemp(prefix="trainjob-bench-", dir="/tmp"))

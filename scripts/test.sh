@@ -14,10 +14,10 @@ export AIRFLOW_TRAINJOB_TEST_PORT_BASE=${AIRFLOW_TRAINJOB_TEST_PORT_BASE:-27443}
 EXTRAS=test,examples
 . scripts/setup-venv.sh
 
-local_cluster() { "$VENV/bin/python" -m airflow_trainjob.local "$@" --state-dir "$AIRFLOW_TRAINJOB_TEST_STATE_DIR"; }
+local_cluster() { "$VENV/bin/python" -m airflow_trainjob_local "$@" --state-dir "$AIRFLOW_TRAINJOB_TEST_STATE_DIR"; }
 echo "==> local cluster binaries (the first build takes about 5 minutes)"
 build_start=$(date +%s)
-"$VENV/bin/python" -m airflow_trainjob.local build
+"$VENV/bin/python" -m airflow_trainjob_local build
 echo "    binaries ready after $(( $(date +%s) - build_start )) s"
 echo "==> starting the test cluster in $AIRFLOW_TRAINJOB_TEST_STATE_DIR (ports from $AIRFLOW_TRAINJOB_TEST_PORT_BASE)"
 trap 'echo "==> stopping the test cluster"; local_cluster down' EXIT

@@ -1,31 +1,14 @@
-"""Shared pytest fixtures: the local cluster (real kube-apiserver) and official-client objects for it.
-
-Nothing here starts a cluster unless a test requests a fixture that needs one, so pure unit tests stay pure.
-
-The session-scoped :func:`local_cluster` brings the cluster up once per test run, reusing one that is already
-up in the same state dir (e.g. started by CI with ``airflow-trainjob-local up``) and stopping it at the end only
-if it started it. Environment variables, so that several people can run separate clusters on one machine:
-
-``AIRFLOW_TRAINJOB_TEST_STATE_DIR``
-    state dir of the test cluster; default: the command's default, so the cluster CI started is reused.
-``AIRFLOW_TRAINJOB_TEST_PORT_BASE``
-    apiserver port = N, etcd client = N+1, etcd peer = N+2, kubelet = N+3 (tests that start a private second
-    cluster use N+10..N+13); default: the ports of the last ``up`` in that state dir, else 26443.
-``AIRFLOW_TRAINJOB_TEST_NO_WORKLOADS``
-    ``1``: start Kubernetes only, without the local training controller and the process kubelet.
+"""Fixtures of the provider's tests. The cluster fixtures (``local_cluster``, ``namespace``, ``core_v1``,
+``custom_objects``, ...) come from the local cluster's pytest plugin, :mod:`airflow_trainjob_local.testing.plugin`;
+nothing here starts a cluster unless a test requests a fixture that needs one.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
-import re
 import shutil
 import tempfile
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -33,9 +16,7 @@ import pytest
 from tests.report import pytest_terminal_summary  # noqa: F401 - prints the recorded figures at the end
 
 if TYPE_CHECKING:
-    from kubernetes import client
-
-    from airflow_trainjob.local.cluster import LocalCluster, Ports
+    from airflow_trainjob_local.cluster import LocalCluster
 
 # Airflow reads its home at import: give the tests one of their own, never the developer's ~/airflow.
 _AIRFLOW_HOME = tempfile.mkdtemp(prefix="airflow-trainjob-tests-")
@@ -45,128 +26,6 @@ atexit.register(shutil.rmtree, _AIRFLOW_HOME, ignore_errors=True)
 
 #: Fixtures of the fault tests (fault_proxy, fault_case): see tests/fault_support.py.
 pytest_plugins = ["tests.fault_support"]
-
-#: Label on every namespace the ``namespace`` fixture creates, to find leftovers of interrupted runs.
-TEST_NAMESPACE_LABEL = "airflow-trainjob.apache.org/test"
-
-
-def state_dir_from_env() -> Path | None:
-    """``$AIRFLOW_TRAINJOB_TEST_STATE_DIR`` or ``None`` (the cluster's default state dir)."""
-    value = os.environ.get("AIRFLOW_TRAINJOB_TEST_STATE_DIR")
-    return Path(value) if value else None
-
-
-def ports_from_env(offset: int = 0) -> Ports | None:
-    """``Ports.from_base($AIRFLOW_TRAINJOB_TEST_PORT_BASE + offset)``, or ``None`` when the variable is unset.
-
-    :raises pytest.UsageError: the variable is not an integer.
-    """
-    from airflow_trainjob.local.cluster import Ports
-
-    value = os.environ.get("AIRFLOW_TRAINJOB_TEST_PORT_BASE")
-    if not value:
-        return None
-    try:
-        return Ports.from_base(int(value) + offset)
-    except ValueError as e:
-        raise pytest.UsageError(f"AIRFLOW_TRAINJOB_TEST_PORT_BASE must be an integer, got {value!r}") from e
-
-
-@pytest.fixture(scope="session")
-def local_cluster() -> Iterator[LocalCluster]:
-    """The session's local cluster, up; stopped at the end only if this session started it."""
-    from airflow_trainjob.local.cluster import LocalCluster
-
-    cluster = LocalCluster(
-        state_dir_from_env(),
-        ports_from_env(),
-        workloads=os.environ.get("AIRFLOW_TRAINJOB_TEST_NO_WORKLOADS") != "1",
-    )
-    # Whoever started the apiserver owns the cluster (decided under up's lock); when reusing one, `up` still
-    # starts any missing component but this session leaves the cluster running.
-    owned = "kube-apiserver" in cluster.up()
-    yield cluster
-    if owned:
-        cluster.down()
-
-
-@contextmanager
-def private_cluster(state_dir: Path, *, workloads: bool) -> Iterator[LocalCluster]:
-    """A second cluster of the test's own, up: state in ``state_dir``, ports base+10..base+13; stopped (and its etcd
-    data removed, its logs kept) on the way out. For module fixtures that change a cluster others must not see."""
-    from airflow_trainjob.local.cluster import DEFAULT_PORT_BASE, LocalCluster, Ports
-
-    ports = ports_from_env(offset=10) or Ports.from_base(DEFAULT_PORT_BASE + 10)
-    cluster = LocalCluster(state_dir, ports, workloads=workloads)
-    try:
-        cluster.up()
-        yield cluster
-    finally:
-        cluster.down()
-        shutil.rmtree(cluster.state_dir / "etcd", ignore_errors=True)
-
-
-@pytest.fixture
-def spare_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    """A second, private cluster, NOT started: state in ``tmp_path``, ports base+10..base+13, Kubernetes only.
-
-    For tests of the cluster's own lifecycle (up, idempotency, down). Always stopped at teardown.
-    """
-    from airflow_trainjob.local.cluster import DEFAULT_PORT_BASE, LocalCluster, Ports
-
-    ports = ports_from_env(offset=10) or Ports.from_base(DEFAULT_PORT_BASE + 10)
-    cluster = LocalCluster(tmp_path / "cluster", ports, workloads=False)
-    yield cluster
-    cluster.down()
-    # etcd preallocates 64 MB of WAL; keep the logs for a failed test, not the data.
-    shutil.rmtree(cluster.state_dir / "etcd", ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def kubeconfig_path(local_cluster: LocalCluster) -> str:
-    """Path of the cluster's admin kubeconfig."""
-    return str(local_cluster.kubeconfig)
-
-
-@pytest.fixture(scope="session")
-def kube_api_client(local_cluster: LocalCluster) -> Iterator[client.ApiClient]:
-    """An official-client ``ApiClient`` authenticated as the cluster admin (from the generated kubeconfig)."""
-    api_client = local_cluster.api_client()
-    yield api_client
-    api_client.close()
-
-
-@pytest.fixture(scope="session")
-def core_v1(kube_api_client: client.ApiClient) -> client.CoreV1Api:
-    from kubernetes import client
-
-    return client.CoreV1Api(kube_api_client)
-
-
-@pytest.fixture(scope="session")
-def custom_objects(kube_api_client: client.ApiClient) -> client.CustomObjectsApi:
-    from kubernetes import client
-
-    return client.CustomObjectsApi(kube_api_client)
-
-
-@pytest.fixture
-def namespace(request: pytest.FixtureRequest, core_v1: client.CoreV1Api) -> Iterator[str]:
-    """A fresh namespace for one test (``t-<test name>-<random>``), deleted afterwards (without waiting)."""
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-
-    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
-    name = f"t-{slug}-{uuid.uuid4().hex[:6]}"
-    core_v1.create_namespace(
-        client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={TEST_NAMESPACE_LABEL: "true"}))
-    )
-    yield name
-    try:
-        core_v1.delete_namespace(name)
-    except ApiException as e:
-        if e.status != 404:
-            raise
 
 
 @pytest.fixture
@@ -179,30 +38,3 @@ def kubernetes_default_conn(local_cluster: LocalCluster, namespace: str, monkeyp
     return "kubernetes_default"
 
 
-@pytest.fixture
-def service_account_api_client(
-    local_cluster: LocalCluster, core_v1: client.CoreV1Api, namespace: str
-) -> Iterator[Callable[[str], client.ApiClient]]:
-    """Factory: ``make(name)`` creates ServiceAccount ``name`` in the test's namespace, with no bindings, and
-    returns an ``ApiClient`` that authenticates with a token issued for it (TokenRequest, 10 minutes).
-
-    For least-privilege tests: the account can do nothing until the test binds a Role to
-    ``system:serviceaccount:<namespace>:<name>``.
-    """
-    from kubernetes import client
-
-    made: list[client.ApiClient] = []
-
-    def make(name: str) -> client.ApiClient:
-        core_v1.create_namespaced_service_account(namespace, client.V1ServiceAccount(metadata={"name": name}))
-        token = core_v1.create_namespaced_service_account_token(
-            name, namespace, client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(
-                audiences=[], expiration_seconds=600))
-        ).status.token
-        api_client = local_cluster.api_client(token)
-        made.append(api_client)
-        return api_client
-
-    yield make
-    for api_client in made:
-        api_client.close()

@@ -36,7 +36,7 @@ def fault_proxy(local_cluster, namespace, monkeypatch, tmp_path) -> Iterator[Fau
 
 
 def start_proxy(cluster, workdir: Path) -> FaultProxy:
-    from airflow_trainjob.local import pki
+    from airflow_trainjob_local import pki
 
     cert, key = pki.issue_serving_certificate(cluster.state_dir / "pki", "fault-proxy")
     return FaultProxy(cluster.server, cluster.ca_cert, cert, key, workdir).start()

@@ -82,7 +82,7 @@ class AdmissionWebhook:
         return [r for r in self.reviews if not r.get("dryRun")]
 
     def start(self) -> None:
-        from airflow_trainjob.local import pki
+        from airflow_trainjob_local import pki
 
         cert, key = pki.issue_serving_certificate(self.pki_dir, "refusals-webhook", dns_names=("localhost",),
                                                   ip_addresses=("127.0.0.1",))
@@ -155,7 +155,7 @@ class AdmissionWebhook:
         this webhook reviews one."""
         from kubernetes.client.exceptions import ApiException
 
-        from tests.waiting import wait_for
+        from airflow_trainjob_local.testing.waiting import wait_for
 
         probe = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "webhook-probe"},
                  "spec": {"pytorchReplicaSpecs": {"Master": {"template": {"spec": {"containers": []}}}}}}
@@ -189,7 +189,7 @@ def admission_webhook(admin: Any, pki_dir: Path, tls_dir: Path, core_v1: Any, na
 def counted_quota(core_v1: Any, namespace: str, name: str, hard: dict[str, str]) -> dict[str, Any]:
     """Create ResourceQuota ``name`` and wait until kube-controller-manager has counted its usage (until then the
     quota admission plugin refuses with "status unknown for quota" instead of "exceeded quota")."""
-    from tests.waiting import wait_for
+    from airflow_trainjob_local.testing.waiting import wait_for
 
     core_v1.create_namespaced_resource_quota(namespace, {"metadata": {"name": name}, "spec": {"hard": hard}})
 

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import json
 import os
+import pkgutil
 import subprocess
 import sys
+from importlib import resources
 from importlib.metadata import entry_points
 from pathlib import Path
+from types import ModuleType
+
+import jsonschema
+from airflow.providers.common.compat.sdk import BaseHook, BaseOperator, BaseOperatorLink, BaseSensorOperator
+from airflow.triggers.base import BaseTrigger
 
 import airflow_trainjob
 
@@ -36,3 +46,101 @@ def test_airflow_providers_list_shows_the_provider(tmp_path):
 
 def test_py_typed_is_shipped():
     assert (Path(airflow_trainjob.__file__).parent / "py.typed").exists()
+
+
+# ---- the provider info against Airflow's schema and against the code -----------------------------------------
+
+#: The sections that name modules, the package their modules live in, and the class a listed module must define.
+MODULE_SECTIONS = {
+    "operators": ("airflow_trainjob.operators", BaseOperator),
+    "sensors": ("airflow_trainjob.sensors", BaseSensorOperator),
+    "hooks": ("airflow_trainjob.hooks", BaseHook),
+    "triggers": ("airflow_trainjob.triggers", BaseTrigger),
+}
+
+
+def provider_info_schema() -> dict:
+    """The schema Airflow's ProvidersManager validates every provider's info against (the installed Airflow's)."""
+    return json.loads(resources.files("airflow").joinpath("provider_info.schema.json").read_text())
+
+
+def import_dotted(path: str) -> object:
+    """The object a ``module.Name`` path names, imported as Airflow imports it."""
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def defines_subclass(module: ModuleType, base: type) -> bool:
+    """True when ``module`` itself defines (not merely imports) a subclass of ``base``."""
+    return any(
+        inspect.isclass(obj) and issubclass(obj, base) and obj.__module__ == module.__name__
+        for obj in vars(module).values()
+    )
+
+
+def listed_modules(info: dict, section: str) -> list[str]:
+    return [module for entry in info.get(section, []) for module in entry["python-modules"]]
+
+
+def test_provider_info_validates_against_airflows_schema():
+    schema = provider_info_schema()
+    jsonschema.Draft7Validator.check_schema(schema)
+    errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(airflow_trainjob.get_provider_info()), key=str)
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
+
+
+def test_provider_info_keys():
+    info = airflow_trainjob.get_provider_info()
+    for key in ("package-name", "name", "description", "versions", "integrations", *MODULE_SECTIONS, "extra-links"):
+        assert info.get(key), key
+    (integration,) = info["integrations"]
+    assert integration["integration-name"] == airflow_trainjob.INTEGRATION
+    assert integration["external-doc-url"] == "https://www.kubeflow.org/docs/components/training/"
+    assert integration["tags"] == ["software"]
+
+
+def test_every_section_names_a_declared_integration():
+    info = airflow_trainjob.get_provider_info()
+    declared = {i["integration-name"] for i in info["integrations"]}
+    for section in MODULE_SECTIONS:
+        for entry in info[section]:
+            assert entry["integration-name"] in declared, (section, entry)
+
+
+def test_every_dotted_path_in_the_provider_info_imports():
+    info = airflow_trainjob.get_provider_info()
+    for section, (_, base) in MODULE_SECTIONS.items():
+        for name in listed_modules(info, section):
+            module = importlib.import_module(name)
+            assert defines_subclass(module, base), f"{section}: {name} defines no {base.__name__}"
+    for path in info.get("extra-links", []):
+        link = import_dotted(path)
+        assert inspect.isclass(link) and issubclass(link, BaseOperatorLink), path
+    for connection in info.get("connection-types", []):
+        assert issubclass(import_dotted(connection["hook-class-name"]), BaseHook), connection
+    for decorator in info.get("task-decorators", []):
+        assert callable(import_dotted(decorator["class-name"])), decorator
+    for path in (*info.get("notifications", []), *info.get("secrets-backends", []), *info.get("executors", [])):
+        assert inspect.isclass(import_dotted(path)), path
+
+
+def submodules(package: str) -> list[ModuleType]:
+    return [
+        importlib.import_module(name)
+        for _, name, _ in pkgutil.iter_modules(importlib.import_module(package).__path__, f"{package}.")
+    ]
+
+
+def test_every_module_with_an_operator_sensor_hook_or_trigger_is_listed():
+    """The other direction: a new module with, say, a trigger class must be added to the provider info."""
+    info = airflow_trainjob.get_provider_info()
+    for section, (package, base) in MODULE_SECTIONS.items():
+        found = {module.__name__ for module in submodules(package) if defines_subclass(module, base)}
+        assert found == set(listed_modules(info, section)), section
+    links = {
+        f"{module.__name__}.{obj.__name__}"
+        for module in submodules("airflow_trainjob.links")
+        for obj in vars(module).values()
+        if inspect.isclass(obj) and issubclass(obj, BaseOperatorLink) and obj.__module__ == module.__name__
+    }
+    assert links == set(info["extra-links"])

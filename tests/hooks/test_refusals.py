@@ -47,7 +47,7 @@ from tests.security.least_privilege import (
     token_of,
 )
 from tests.triggers.test_training_job import first_event
-from tests.waiting import wait_for
+from airflow_trainjob_local.testing.waiting import wait_for
 
 PYTORCHJOBS = f"pytorchjobs.{GROUP}/{VERSION}"
 NOT_SERVED = kind_not_served_message(PYTORCHJOBS)
@@ -116,7 +116,7 @@ def cluster_without_pytorchjobs(tmp_path_factory) -> Iterator:
     this module, whose PyTorchJob CRD is deleted: the shared cluster keeps its CRDs for every other test."""
     from kubernetes import client
 
-    from tests.conftest import private_cluster
+    from airflow_trainjob_local.testing.plugin import private_cluster
 
     with private_cluster(tmp_path_factory.mktemp("no-crd") / "cluster", workloads=False) as cluster:
         api = cluster.api_client()

@@ -225,7 +225,7 @@ def test_trigger_error_event_gets_the_jobs_real_verdict_and_cleanup(job_state, k
     itself. A finished job gets its verdict; a running one fails the task with the trigger's message and is deleted
     (the task ended). Neither is reported as 'deleted outside this task', and neither is left behind."""
     from airflow_trainjob.exceptions import TrainingJobError
-    from tests.waiting import wait_for
+    from airflow_trainjob_local.testing.waiting import wait_for
 
     ti = TaskInstanceStandIn()
     with fault_case("trigger error event", "deferred", f"job {job_state}") as case:

@@ -24,7 +24,7 @@ from tests.operators.test_training_job import EXIT_1, OK, SLEEP, jobs, run_in_th
 from tests.report import record
 from tests.triggers.test_job_stream import in_triggerer, synced_stream
 from tests.triggers.test_training_job import first_event, rebuild
-from tests.waiting import wait_for
+from airflow_trainjob_local.testing.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
 

@@ -20,7 +20,7 @@ from tests.triggers.test_training_job import first_event
 
 @pytest.fixture(scope="module")
 def cluster_without_controller(tmp_path_factory) -> Iterator:
-    from tests.conftest import private_cluster
+    from airflow_trainjob_local.testing.plugin import private_cluster
 
     with private_cluster(tmp_path_factory.mktemp("no-controller") / "cluster", workloads=False) as cluster:
         yield cluster

@@ -29,7 +29,7 @@ from tests.fault_support import JobCreations, count_orphans
 from tests.operators.conftest import TaskInstanceStandIn, pytorch_specs
 from tests.operators.run_try import FileTaskStateStore
 from tests.operators.test_training_job import run_in_thread
-from tests.waiting import wait_for
+from airflow_trainjob_local.testing.waiting import wait_for
 from tests.triggers.test_training_job import first_event, rebuild
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +90,7 @@ def succeeded(summary) -> bool:
 
 @pytest.fixture(scope="module")
 def private_cluster(tmp_path_factory):
-    from tests.conftest import private_cluster as started
+    from airflow_trainjob_local.testing.plugin import private_cluster as started
 
     with started(tmp_path_factory.mktemp("process-faults") / "cluster", workloads=True) as cluster:
         yield cluster

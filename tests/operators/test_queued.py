@@ -20,7 +20,7 @@ from tests.operators.conftest import pytorch_specs
 from tests.operators.test_finished_then_deleted import MODES, defer, operator_for, true_types
 from tests.operators.test_training_job import OK, jobs
 from tests.triggers.test_training_job import first_event
-from tests.waiting import wait_for
+from airflow_trainjob_local.testing.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
 

@@ -21,7 +21,7 @@ from airflow_trainjob.exceptions import (
     TrainingJobTimeoutError,
 )
 from airflow_trainjob.operators.training_job import TrainingJobOperator
-from tests.waiting import wait_for
+from airflow_trainjob_local.testing.waiting import wait_for
 from tests.operators.conftest import TaskInstanceStandIn, TaskStateStoreStandIn, pytorch_specs, python_container
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")

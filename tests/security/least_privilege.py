@@ -105,7 +105,7 @@ def wait_until_allowed(sa_client, namespace):
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from tests.waiting import wait_for
+    from airflow_trainjob_local.testing.waiting import wait_for
 
     def allowed():
         try:

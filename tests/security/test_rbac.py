@@ -37,7 +37,7 @@ from tests.operators.conftest import pytorch_specs, python_container
 from tests.operators.test_training_job import EXIT_1, OK, SLEEP, run_in_thread
 from tests.report import record
 from tests.triggers.test_training_job import first_event
-from tests.waiting import wait_for
+from airflow_trainjob_local.testing.waiting import wait_for
 
 
 #: Every (API group, resource, verb) the provider's calls make, and why (the audit of hooks/,
@@ -107,7 +107,7 @@ def other_namespace(core_v1):
     """A second namespace, where the ServiceAccount has no binding."""
     from kubernetes import client
 
-    from tests.conftest import TEST_NAMESPACE_LABEL
+    from airflow_trainjob_local.testing.plugin import TEST_NAMESPACE_LABEL
 
     name = f"t-other-{uuid.uuid4().hex[:6]}"
     core_v1.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={TEST_NAMESPACE_LABEL: "true"})))

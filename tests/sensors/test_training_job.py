@@ -11,7 +11,7 @@ from airflow_trainjob.models import TrainingJobSpec
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from tests.operators.conftest import pytorch_specs
 from tests.operators.test_training_job import EXIT_1, OK, SLEEP
-from tests.waiting import wait_for
+from airflow_trainjob_local.testing.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
 

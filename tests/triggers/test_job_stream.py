@@ -19,7 +19,7 @@ from airflow_trainjob.triggers.training_job import DELETED, FINISHED, TIMED_OUT,
 from tests.operators.conftest import pytorch_specs
 from tests.operators.test_training_job import EXIT_1, OK, SLEEP
 from tests.sensors.test_training_job import create
-from tests.waiting import wait_for
+from airflow_trainjob_local.testing.waiting import wait_for
 
 NAMESPACED_WATCHES = re.compile(
     r'^apiserver_longrunning_gauge\{(?=[^}]*resource="pytorchjobs")(?=[^}]*scope="namespace")(?=[^}]*verb="WATCH")'

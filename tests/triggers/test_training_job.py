@@ -17,7 +17,7 @@ from airflow_trainjob.triggers.training_job import FINISHED, TIMED_OUT, Training
 from tests.operators.conftest import pytorch_specs
 from tests.operators.test_training_job import EXIT_1, OK, SLEEP, jobs
 from tests.report import record
-from tests.waiting import wait_for
+from airflow_trainjob_local.testing.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
 

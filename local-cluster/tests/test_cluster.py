@@ -1,0 +1,514 @@
+"""Tests of the local cluster itself, through the Kubernetes API only (official client, kubectl).
+
+The session cluster may run the local training controller, which reconciles every job these tests create and
+writes its status; assertions on status therefore read the server's answer to the very write under test (the
+object as stored by that write), never a later read that a controller could have raced.
+
+Lifecycle tests (up, idempotency, down, a taken port, the command line) run a private second cluster
+(``spare_cluster``: Kubernetes only, ports base+10..base+13) so that the session cluster is never stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from airflow_trainjob_local.constants import GROUP, JOB_KINDS, VERSION, JobKind
+from airflow_trainjob_local import build, crds
+from airflow_trainjob_local.cluster import _port_free
+from airflow_trainjob_local.testing.waiting import pod_gone, wait_for
+
+KINDS = list(JOB_KINDS.values())
+KIND_IDS = [k.kind for k in KINDS]
+
+
+def job_manifest(kind: JobKind, name: str, **spec_overrides) -> dict:
+    """A minimal job of ``kind``: one Worker running a no-op Python command."""
+    worker = {
+        "replicas": 1,
+        "restartPolicy": "Never",
+        "template": {
+            "spec": {
+                "containers": [
+                    {"name": kind.default_container, "image": "unused", "command": [sys.executable, "-c", "pass"]}
+                ]
+            }
+        },
+    }
+    spec = {kind.replica_specs_key: {"Worker": worker}, "runPolicy": {"cleanPodPolicy": "None"}}
+    spec.update(spec_overrides)
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind.kind,
+        "metadata": {"name": name, "labels": {"suite": "test-cluster"}},
+        "spec": spec,
+    }
+
+
+def api_error(e: ApiException) -> tuple[int, str]:
+    """(HTTP status, Status reason) of an API error."""
+    return e.status, json.loads(e.body).get("reason", "")
+
+
+
+
+
+
+def owned_pod(name: str, owner: dict) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "ownerReferences": [
+                {
+                    "apiVersion": owner["apiVersion"],
+                    "kind": owner["kind"],
+                    "name": owner["metadata"]["name"],
+                    "uid": owner["metadata"]["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        # Long-running, so that when a kubelet runs it, the garbage collector's delete has to stop it.
+        "spec": {
+            "containers": [
+                {"name": "c", "image": "unused", "command": [sys.executable, "-c", "import time; time.sleep(300)"]}
+            ]
+        },
+    }
+
+
+# --- CRDs --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=KIND_IDS)
+def test_job_kind_is_served(kind: JobKind, custom_objects: client.CustomObjectsApi, namespace: str) -> None:
+    created = custom_objects.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, kind.plural, job_manifest(kind, "job-a")
+    )
+    assert created["kind"] == kind.kind
+    assert created["metadata"]["uid"]
+    assert created["metadata"]["resourceVersion"]
+    assert created["metadata"]["creationTimestamp"]
+
+    got = custom_objects.get_namespaced_custom_object(GROUP, VERSION, namespace, kind.plural, "job-a")
+    assert got["metadata"]["uid"] == created["metadata"]["uid"]
+    assert got["spec"][kind.replica_specs_key]["Worker"]["replicas"] == 1
+
+    listed = custom_objects.list_namespaced_custom_object(
+        GROUP, VERSION, namespace, kind.plural, label_selector="suite=test-cluster"
+    )
+    assert [item["metadata"]["name"] for item in listed["items"]] == ["job-a"]
+    assert listed["metadata"]["resourceVersion"]
+    assert custom_objects.list_namespaced_custom_object(
+        GROUP, VERSION, namespace, kind.plural, label_selector="suite=other"
+    )["items"] == []
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=KIND_IDS)
+def test_schema_checks_top_level_structure(
+    kind: JobKind, custom_objects: client.CustomObjectsApi, namespace: str
+) -> None:
+    def create(manifest: dict) -> tuple[int, str]:
+        with pytest.raises(ApiException) as info:
+            custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, kind.plural, manifest)
+        return api_error(info.value)
+
+    missing_specs = job_manifest(kind, "no-specs")
+    del missing_specs["spec"][kind.replica_specs_key]
+    assert create(missing_specs) == (422, "Invalid")
+    assert create(job_manifest(kind, "specs-list", **{kind.replica_specs_key: []})) == (422, "Invalid")
+    assert create(job_manifest(kind, "replica-string", **{kind.replica_specs_key: {"Worker": "x"}})) == (
+        422,
+        "Invalid",
+    )
+    assert create(job_manifest(kind, "run-policy-string", runPolicy="Never")) == (422, "Invalid")
+    bad_spec = job_manifest(kind, "spec-string")
+    bad_spec["spec"] = "x"
+    assert create(bad_spec) == (422, "Invalid")
+    # Fields the schema does not name are pruned, as by a real cluster's CRDs (see test_crd_schema.py).
+    pruned = custom_objects.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, kind.plural, job_manifest(kind, "extra", someFutureField={"a": 1})
+    )
+    assert "someFutureField" not in pruned["spec"]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=KIND_IDS)
+def test_status_subresource(kind: JobKind, custom_objects: client.CustomObjectsApi, namespace: str) -> None:
+    name = "job-s"
+    custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, kind.plural, job_manifest(kind, name))
+
+    # A status sent with a plain patch is dropped; the rest of the patch applies.
+    plain = custom_objects.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, kind.plural, name,
+        {"metadata": {"labels": {"patched": "plain"}}, "status": {"startTime": "2001-01-01T00:00:00Z"}},
+    )
+    assert plain["metadata"]["labels"]["patched"] == "plain"
+    assert plain.get("status", {}).get("startTime") != "2001-01-01T00:00:00Z"
+    got = custom_objects.get_namespaced_custom_object(GROUP, VERSION, namespace, kind.plural, name)
+    assert got.get("status", {}).get("startTime") != "2001-01-01T00:00:00Z"
+
+    # Through the status subresource the status sticks and a spec change is dropped.
+    conditions = [{"type": "Created", "status": "True", "reason": f"{kind.kind}Created"}]
+    stored = custom_objects.patch_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, kind.plural, name,
+        {"status": {"lastReconcileTime": "2001-01-01T00:00:00Z", "conditions": conditions},
+         "spec": {kind.replica_specs_key: {"Worker": {"replicas": 7}}}},
+    )
+    assert stored["status"]["lastReconcileTime"] == "2001-01-01T00:00:00Z"
+    assert stored["status"]["conditions"][0]["reason"] == f"{kind.kind}Created"
+    assert stored["spec"][kind.replica_specs_key]["Worker"]["replicas"] == 1
+    assert int(stored["metadata"]["resourceVersion"]) > int(plain["metadata"]["resourceVersion"])
+
+
+def test_crds_match_constants(kube_api_client: client.ApiClient) -> None:
+    api = client.ApiextensionsV1Api(kube_api_client)
+    for kind in KINDS:
+        crd = api.read_custom_resource_definition(crds.crd_name(kind))
+        assert crd.spec.scope == "Namespaced"
+        assert (crd.spec.names.kind, crd.spec.names.plural) == (kind.kind, kind.plural)
+        (version,) = crd.spec.versions
+        assert version.name == VERSION and version.served and version.storage
+        assert version.subresources.status is not None
+        columns = [(c.name, c.json_path, c.type) for c in version.additional_printer_columns]
+        assert columns == [
+            ("State", ".status.conditions[-1:].type", "string"),
+            ("Age", ".metadata.creationTimestamp", "date"),
+        ]
+        assert any(c.type == "Established" and c.status == "True" for c in crd.status.conditions)
+
+
+def test_printer_columns_in_server_side_table(
+    kube_api_client: client.ApiClient, custom_objects: client.CustomObjectsApi, namespace: str
+) -> None:
+    kind = JOB_KINDS["PyTorchJob"]
+    custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, kind.plural, job_manifest(kind, "tbl"))
+    response = kube_api_client.call_api(
+        f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{kind.plural}",
+        "GET",
+        header_params={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+    )
+    table = json.loads(response.data)
+    assert table["kind"] == "Table"
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "State", "Age"]
+    assert [row["cells"][0] for row in table["rows"]] == ["tbl"]
+
+
+# --- API semantics -----------------------------------------------------------------------------------------
+
+
+def test_duplicate_create_is_409_and_missing_is_404(custom_objects: client.CustomObjectsApi, namespace: str) -> None:
+    kind = JOB_KINDS["TFJob"]
+    custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, kind.plural, job_manifest(kind, "dup"))
+    with pytest.raises(ApiException) as info:
+        custom_objects.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, kind.plural, job_manifest(kind, "dup")
+        )
+    assert api_error(info.value) == (409, "AlreadyExists")
+    with pytest.raises(ApiException) as info:
+        custom_objects.get_namespaced_custom_object(GROUP, VERSION, namespace, kind.plural, "missing")
+    assert api_error(info.value) == (404, "NotFound")
+
+
+def test_rbac_denies_a_token_without_bindings(
+    kube_api_client: client.ApiClient, service_account_api_client, namespace: str, local_cluster
+) -> None:
+    nobody = service_account_api_client("nobody")
+    kind = JOB_KINDS["PyTorchJob"]
+    with pytest.raises(ApiException) as info:
+        client.CoreV1Api(nobody).list_namespaced_pod(namespace)
+    assert api_error(info.value) == (403, "Forbidden")
+    # Denied as the service account (authenticated by its token), not as an anonymous caller.
+    assert f'User "system:serviceaccount:{namespace}:nobody"' in json.loads(info.value.body)["message"]
+    with pytest.raises(ApiException) as info:
+        client.CustomObjectsApi(nobody).create_namespaced_custom_object(
+            GROUP, VERSION, namespace, kind.plural, job_manifest(kind, "denied")
+        )
+    assert api_error(info.value) == (403, "Forbidden")
+
+    # A Role bound to the account grants exactly what it says: RBAC decides, not a deny-all.
+    rbac = client.RbacAuthorizationV1Api(kube_api_client)
+    rbac.create_namespaced_role(namespace, {
+        "metadata": {"name": "pod-reader"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
+    })
+    rbac.create_namespaced_role_binding(namespace, {
+        "metadata": {"name": "nobody-reads-pods"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "nobody", "namespace": namespace}],
+    })
+
+    def can_list() -> bool:
+        try:
+            client.CoreV1Api(nobody).list_namespaced_pod(namespace)
+        except ApiException as e:
+            if e.status == 403:
+                return False  # the authorizer's informer has not seen the binding yet
+            raise
+        return True
+
+    wait_for(can_list, bool, 10, "the RoleBinding to take effect")
+    with pytest.raises(ApiException) as info:
+        client.CoreV1Api(nobody).list_namespaced_service(namespace)
+    assert api_error(info.value) == (403, "Forbidden")
+
+    # An unknown token is not authenticated at all.
+    with local_cluster.api_client("not-a-token") as stranger:
+        with pytest.raises(ApiException) as info:
+            client.CoreV1Api(stranger).list_namespaced_pod(namespace)
+    assert api_error(info.value) == (401, "Unauthorized")
+
+
+@pytest.mark.parametrize("propagation", ["Background", "Foreground"])
+def test_garbage_collection_deletes_owned_pods(
+    propagation: str, core_v1: client.CoreV1Api, custom_objects: client.CustomObjectsApi, namespace: str
+) -> None:
+    kind = JOB_KINDS["PyTorchJob"]
+    job = custom_objects.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, kind.plural, job_manifest(kind, "owner")
+    )
+    pod_name = f"owned-{uuid.uuid4().hex[:6]}"
+    core_v1.create_namespaced_pod(namespace, owned_pod(pod_name, job))
+    assert not pod_gone(core_v1, namespace, pod_name)
+
+    custom_objects.delete_namespaced_custom_object(
+        GROUP, VERSION, namespace, kind.plural, "owner", propagation_policy=propagation
+    )
+    wait_for(lambda: pod_gone(core_v1, namespace, pod_name), bool, 60, f"GC to delete {pod_name}")
+
+    def job_gone() -> bool:
+        try:
+            custom_objects.get_namespaced_custom_object(GROUP, VERSION, namespace, kind.plural, "owner")
+        except ApiException as e:
+            if e.status == 404:
+                return True
+            raise
+        return False
+
+    # A Foreground delete completes only once the garbage collector has removed the dependents.
+    wait_for(job_gone, bool, 60, "the job's deletion to complete")
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed on this machine")
+def test_kubectl_get_pytorchjobs(kubeconfig_path: str, custom_objects: client.CustomObjectsApi, namespace: str) -> None:
+    kind = JOB_KINDS["PyTorchJob"]
+    custom_objects.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, kind.plural, job_manifest(kind, "via-kubectl")
+    )
+    result = subprocess.run(
+        ["kubectl", "--kubeconfig", kubeconfig_path, "get", "pytorchjobs", "-n", namespace],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    header, *rows = result.stdout.splitlines()
+    assert header.split() == ["NAME", "STATE", "AGE"]
+    assert [row.split()[0] for row in rows] == ["via-kubectl"]
+
+
+def test_airflow_connection_reaches_the_cluster(local_cluster, kubernetes_default_conn: str, namespace: str) -> None:
+    from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
+
+    # The printed line is valid shell that sets exactly the connection JSON.
+    assignment = shlex.split(local_cluster.env_line())
+    assert assignment[0] == "export"
+    variable, value = assignment[1].split("=", 1)
+    assert variable == "AIRFLOW_CONN_KUBERNETES_DEFAULT"
+    assert json.loads(value) == {
+        "conn_type": "kubernetes",
+        "extra": {"kube_config_path": str(local_cluster.kubeconfig), "namespace": "default"},
+    }
+
+    hook = KubernetesHook(conn_id=kubernetes_default_conn)
+    assert hook.get_namespace() == namespace
+    assert hook.core_v1_client.list_namespaced_pod(namespace).items == []
+
+
+# --- lifecycle (a private second cluster) ------------------------------------------------------------------
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or only a zombie left for init to reap."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+def _listening_addresses(pid: int) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket in LISTEN state that ``pid`` holds, from /proc."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = fd.readlink()
+        except OSError:
+            continue
+        if str(target).startswith("socket:["):
+            inodes.add(str(target)[8:-1])
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and inode in inodes:
+                address_hex, port_hex = local.split(":")
+                if len(address_hex) == 8:
+                    address = socket.inet_ntop(socket.AF_INET, bytes.fromhex(address_hex)[::-1])
+                else:
+                    address = "ipv6:" + address_hex
+                found.add((address, int(port_hex, 16)))
+    return found
+
+
+
+
+def test_up_is_idempotent_and_down_leaves_no_process(spare_cluster) -> None:
+    started_at = time.monotonic()
+    assert spare_cluster.up() == ["etcd", "kube-apiserver", "kube-controller-manager"]
+    first_up = time.monotonic() - started_at
+    pids = spare_cluster.pids()
+    assert set(pids) == {"etcd", "kube-apiserver", "kube-controller-manager"}
+    assert spare_cluster.status().healthy
+
+    # Everything listens on loopback only, on the configured ports.
+    ports = spare_cluster.ports
+    listening = set().union(*(_listening_addresses(pid) for pid in pids.values()))
+    assert {port for _, port in listening} == {ports.apiserver, ports.etcd_client, ports.etcd_peer}
+    assert {address for address, _ in listening} == {"127.0.0.1"}
+
+    started_at = time.monotonic()
+    assert spare_cluster.up() == []
+    second_up = time.monotonic() - started_at
+    assert second_up < 3, f"second up took {second_up:.1f} s (first: {first_up:.1f} s)"
+    assert spare_cluster.pids() == pids
+
+    spare_cluster.down()
+    for name, pid in pids.items():
+        assert _gone(pid), f"{name} (pid {pid}) still running after down"
+    assert spare_cluster.pids() == {}
+    assert not spare_cluster.apiserver_ready()
+    assert not list((spare_cluster.state_dir / "run").glob("*.pid"))
+    for port in (ports.apiserver, ports.etcd_client, ports.etcd_peer):
+        assert _port_free(port), f"port {port} still bound after down"
+
+    # State survives down/up: the same credentials and data, so the kubeconfig still works.
+    kubeconfig_before = spare_cluster.kubeconfig.read_bytes()
+    assert spare_cluster.up() == ["etcd", "kube-apiserver", "kube-controller-manager"]
+    assert spare_cluster.kubeconfig.read_bytes() == kubeconfig_before
+    with spare_cluster.api_client() as api_client:
+        assert client.CoreV1Api(api_client).read_namespace("default").metadata.name == "default"
+
+
+# --- build helpers (no cluster) ----------------------------------------------------------------------------
+
+
+def test_deb_src_entries_keep_uris_suites_and_keys() -> None:
+    sources = (
+        "Types: deb\n"
+        "# a comment\n"
+        "URIs: http://mirror.example/debian\n"
+        "Suites: bookworm bookworm-updates\n"
+        "Components: main\n"
+        "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+        "\n"
+        "Types: deb\n"
+        "URIs: http://mirror.example/disabled\n"
+        "Suites: bookworm\n"
+        "Components: main\n"
+        "Enabled: no\n"
+        "\n"
+        "Types: deb-src\n"
+        "URIs: http://mirror.example/already-src\n"
+        "Suites: bookworm\n"
+        "Components: main\n"
+    )
+    assert build.deb_src_entries(sources) == (
+        "Types: deb-src\n"
+        "URIs: http://mirror.example/debian\n"
+        "Suites: bookworm bookworm-updates\n"
+        "Components: main\n"
+        "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+    )
+    assert build.deb_src_entries("# nothing\n") == ""
+    assert build.deb_src_lines("deb [arch=amd64] http://m.example/debian bookworm main\n# deb x\n") == (
+        "deb-src [arch=amd64] http://m.example/debian bookworm main\n"
+    )
+
+
+def test_binaries_are_found_in_the_cache_without_building() -> None:
+    """After one build (or CI's warm-up), finding the binaries is offline and instant."""
+    started_at = time.monotonic()
+    found = build.find_binaries()
+    if found is None:
+        pytest.skip("binaries not built yet in this cache (run `airflow-trainjob-local up` once)")
+    assert time.monotonic() - started_at < 5
+    assert found.kube_apiserver.parent == build.binaries_dir(build.cache_dir(), found.version)
+    version = subprocess.run([str(found.kube_apiserver), "--version"], capture_output=True, text=True, check=True)
+    assert version.stdout.startswith("Kubernetes v1.")
+
+
+def test_command_line_up_status_down(spare_cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    from airflow_trainjob_local.__main__ import main
+
+    ports = spare_cluster.ports
+    args = [
+        "--state-dir", str(spare_cluster.state_dir),
+        "--apiserver-port", str(ports.apiserver),
+        "--etcd-port", str(ports.etcd_client),
+        "--etcd-peer-port", str(ports.etcd_peer),
+        "--kubelet-port", str(ports.kubelet),
+        "--no-workloads",
+    ]
+    assert main(["status", *args]) == 1
+    assert "not ready" in capsys.readouterr().out
+
+    assert main(["up", *args]) == 0
+    out = capsys.readouterr().out
+    # stdout is exactly the env line, so that `eval "$(airflow-trainjob-local up)"` works.
+    assert out == spare_cluster.env_line() + "\n"
+    assert str(spare_cluster.kubeconfig) in out
+
+    assert main(["status", *args]) == 0
+    status = capsys.readouterr().out
+    assert f"apiserver https://127.0.0.1:{ports.apiserver}: ready" in status
+    for name in ("etcd", "kube-apiserver", "kube-controller-manager"):
+        assert re.search(rf"^  {name}\s+running\s+pid \d+", status, re.MULTILINE), status
+    # The credentials never reach the output: only paths.
+    token_file = spare_cluster.state_dir / "pki" / "tokens.csv"
+    for row in token_file.read_text().splitlines():
+        assert row.split(",")[0] not in status + out
+
+    pids = spare_cluster.pids()
+    assert main(["down", "--state-dir", str(spare_cluster.state_dir)]) == 0
+    assert all(_gone(pid) for pid in pids.values())
+    assert main(["status", "--state-dir", str(spare_cluster.state_dir)]) == 1
+
+
+def test_up_with_a_taken_port_fails_and_leaves_nothing_running(spare_cluster) -> None:
+    from airflow_trainjob_local.cluster import ClusterError
+
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", spare_cluster.ports.apiserver))
+        squatter.listen()
+        with pytest.raises(ClusterError, match=f"port {spare_cluster.ports.apiserver} .* in use"):
+            spare_cluster.up()
+    # etcd had started before the apiserver's port was found taken; up stopped it again.
+    assert spare_cluster.pids() == {}
+    assert not list((spare_cluster.state_dir / "run").glob("*.pid"))
+    assert _port_free(spare_cluster.ports.etcd_client)
