@@ -23,16 +23,12 @@ def get_provider_info() -> dict:
                 "tags": ["software"],
             }
         ],
-        "operators": [
-            {"integration-name": INTEGRATION, "python-modules": ["airflow_trainjob.operators.training_job"]}
-        ],
+        "operators": [{"integration-name": INTEGRATION, "python-modules": ["airflow_trainjob.operators.training_job"]}],
         "sensors": [{"integration-name": INTEGRATION, "python-modules": ["airflow_trainjob.sensors.training_job"]}],
         # hooks.retries holds the hook's retry rule, triggers.job_stream the trigger's shared stream: no hook or
         # trigger class in either, so neither is listed.
         "hooks": [{"integration-name": INTEGRATION, "python-modules": ["airflow_trainjob.hooks.training_job"]}],
-        "triggers": [
-            {"integration-name": INTEGRATION, "python-modules": ["airflow_trainjob.triggers.training_job"]}
-        ],
+        "triggers": [{"integration-name": INTEGRATION, "python-modules": ["airflow_trainjob.triggers.training_job"]}],
         "extra-links": ["airflow_trainjob.links.training_job.TrainingJobLink"],
         "config": {
             "trainjob": {

@@ -24,13 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from airflow_trainjob import conditions
-from airflow_trainjob.constants import (
-    CONDITION_FALSE,
-    CONDITION_RUNNING,
-    CONDITION_SUSPENDED,
-    CONDITION_TRUE,
-    LABEL_KUEUE_QUEUE_NAME,
-)
+from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME, ConditionStatus, JobConditionType
 
 TIMEOUT, STARTUP_TIMEOUT, QUEUE_TIMEOUT = "timeout", "startup_timeout", "queue_timeout"
 #: Seconds between two "still waiting in its queue" lines.
@@ -70,18 +64,21 @@ def _epoch(timestamp: Any) -> float | None:
 
 
 def _latest(status: Any, condition_type: str) -> Mapping[str, Any] | None:
-    found = [c for c in ((status or {}).get("conditions") or []) if isinstance(c, Mapping)
-             and c.get("type") == condition_type]
+    found = [
+        c
+        for c in ((status or {}).get("conditions") or [])
+        if isinstance(c, Mapping) and c.get("type") == condition_type
+    ]
     return found[-1] if found else None
 
 
 def queue_state(job: Mapping[str, Any]) -> QueueState:
     """The queue state of ``job`` (API JSON dict)."""
     status = job.get("status") if isinstance(job.get("status"), Mapping) else {}
-    run_policy = ((job.get("spec") or {}).get("runPolicy") or {})
+    run_policy = (job.get("spec") or {}).get("runPolicy") or {}
     suspend = run_policy.get("suspend") is True if isinstance(run_policy, Mapping) else False
-    condition = _latest(status, CONDITION_SUSPENDED)
-    condition_true = condition is not None and condition.get("status") == CONDITION_TRUE
+    condition = _latest(status, JobConditionType.SUSPENDED)
+    condition_true = condition is not None and condition.get("status") == ConditionStatus.TRUE
     queued = (suspend or condition_true) and not conditions.is_terminal(status)  # a finished job waits for nothing
     turned = _epoch((condition or {}).get("lastTransitionTime"))
     labels = (job.get("metadata") or {}).get("labels") or {}
@@ -89,18 +86,20 @@ def queue_state(job: Mapping[str, Any]) -> QueueState:
         queued=queued,
         queue_name=labels.get(LABEL_KUEUE_QUEUE_NAME) or None,
         queued_since=turned if queued and condition_true else None,
-        admitted_at=turned if not queued and condition is not None and condition.get("status") == CONDITION_FALSE
+        admitted_at=turned
+        if not queued and condition is not None and condition.get("status") == ConditionStatus.FALSE
         else None,
     )
 
 
 def started_since_admission(status: Any, admitted_at: float | None) -> bool:
     """The job reached ``Running`` (or finished) after its last admission; for a job never suspended, at all."""
-    if conditions.is_terminal(status) or conditions.has_condition(status, CONDITION_RUNNING):
+    if conditions.is_terminal(status) or conditions.has_condition(status, JobConditionType.RUNNING):
         return True
     if admitted_at is None:
         return conditions.has_started(status)
-    running = _latest(status, CONDITION_RUNNING)  # e.g. Running False, reason Restarting: it ran since admission
+    # e.g. Running False, reason Restarting: it ran since admission
+    running = _latest(status, JobConditionType.RUNNING)
     turned = _epoch((running or {}).get("lastTransitionTime"))
     return turned is not None and turned >= admitted_at
 
@@ -114,8 +113,14 @@ class Deadlines:
     :param queue_timeout: seconds the job may wait in its queue each time it enters it; None: no limit.
     """
 
-    def __init__(self, *, started_at: float, timeout: float | None = None, startup_timeout: float | None = None,
-                 queue_timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        started_at: float,
+        timeout: float | None = None,
+        startup_timeout: float | None = None,
+        queue_timeout: float | None = None,
+    ) -> None:
         self.started_at = started_at
         self.limits = {TIMEOUT: timeout, STARTUP_TIMEOUT: startup_timeout, QUEUE_TIMEOUT: queue_timeout}
         self.state: QueueState | None = None
@@ -134,7 +139,7 @@ class Deadlines:
         state = queue_state(job)
         before = self.state
         self.state, self._status = state, job.get("status")
-        clamp = lambda t: min(max(t if t is not None else now, self.started_at), now)  # noqa: E731
+        clamp = lambda t: min(max(t if t is not None else now, self.started_at), now)
         if state.queued:
             entering = before is None or not before.queued
             if entering or self._queued_since is None or state.queued_since is not None:
@@ -195,8 +200,7 @@ class Deadlines:
 
     def seconds_left(self, now: float) -> float | None:
         """Seconds until the nearest deadline whose clock runs (0 once one passed), or None when none runs."""
-        left = [limit - elapsed for which, elapsed in self._counting(now).items()
-                if (limit := self.limits[which])]
+        left = [limit - elapsed for which, elapsed in self._counting(now).items() if (limit := self.limits[which])]
         return max(0.0, min(left)) if left else None
 
 
@@ -212,7 +216,8 @@ def queue_line(ref: str, deadlines: Deadlines, turn: str | None, now: float) -> 
     startup, limit = deadlines.limits[STARTUP_TIMEOUT], deadlines.limits[QUEUE_TIMEOUT]
     if turn == "admitted":
         return f"{ref} was admitted from {where}" + (
-            f"; startup_timeout of {startup:g} s counts from now" if startup else "")
+            f"; startup_timeout of {startup:g} s counts from now" if startup else ""
+        )
     bounds = []
     if limit:
         bounds.append(f"queue_timeout {limit:g} s ({max(0.0, limit - deadlines.queued_for(now)):.0f} s left)")
@@ -223,7 +228,9 @@ def queue_line(ref: str, deadlines: Deadlines, turn: str | None, now: float) -> 
     waited = deadlines.waited(now)
     tail = "".join(f"; {b}" for b in bounds)
     if turn == "requeued":
-        return (f"{ref} was suspended again after it had been admitted (Kueue preempted or evicted it, or someone set "
-                f"runPolicy.suspend): its pods are stopped and it waits in {where} to be admitted again; its "
-                f"training starts over then, unless the program resumes from a checkpoint{tail}")
+        return (
+            f"{ref} was suspended again after it had been admitted (Kueue preempted or evicted it, or someone set "
+            f"runPolicy.suspend): its pods are stopped and it waits in {where} to be admitted again; its "
+            f"training starts over then, unless the program resumes from a checkpoint{tail}"
+        )
     return f"{ref} is waiting in {where} (suspended: not admitted yet) for {waited:.0f} s{tail}"

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
-from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 
 from airflow_trainjob.constants import GROUP, JOB_KINDS, VERSION
 from airflow_trainjob.exceptions import (
@@ -49,10 +48,9 @@ from airflow_trainjob.exceptions import (
     NamespaceNotFoundError,
     QuotaExceededError,
 )
-from airflow_trainjob.hooks.retries import TRANSIENT_STATUS_CODES
+from airflow_trainjob.hooks import addressing
+from airflow_trainjob.hooks.retries import API_EXCEPTIONS, CONNECTION_ERRORS, TRANSIENT_STATUS_CODES
 
-#: The error answers this module reads: the sync and the async client's.
-API_EXCEPTIONS = (ApiException, AsyncApiException)
 #: The longest line :func:`describe` makes (characters); a longer one is cut, with "...".
 MAX_LINE = 1000
 #: The longest quote of one thing the server said (a cause, a webhook's message), characters.
@@ -60,7 +58,8 @@ MAX_QUOTE = 300
 
 _WEBHOOK_DENIAL = re.compile(r'admission webhook "(?P<webhook>[^"]*)" denied the request(?::\s*(?P<message>.*))?', re.S)
 _QUOTA_EXCEEDED = re.compile(
-    r"exceeded quota: (?P<quota>[^,]+), requested: (?P<requested>.*?), used: (?P<used>.*?), limited: (?P<limited>.*)$", re.S
+    r"exceeded quota: (?P<quota>[^,]+), requested: (?P<requested>.*?), used: (?P<used>.*?), limited: (?P<limited>.*)$",
+    re.S,
 )
 _QUOTA_UNKNOWN = re.compile(r"status unknown for quota: (?P<quota>[^,]+)(?:, resources?: (?P<resources>.*))?$", re.S)
 _RBAC = re.compile(
@@ -87,8 +86,9 @@ class Refusal(str, enum.Enum):
 
 
 #: Refusals that the same request meets again on every try.
-NOT_RETRIED = frozenset({Refusal.KIND_NOT_SERVED, Refusal.NAMESPACE_MISSING, Refusal.INVALID, Refusal.DENIED,
-                         Refusal.BAD_REQUEST})
+NOT_RETRIED = frozenset(
+    {Refusal.KIND_NOT_SERVED, Refusal.NAMESPACE_MISSING, Refusal.INVALID, Refusal.DENIED, Refusal.BAD_REQUEST}
+)
 
 
 @dataclass(frozen=True)
@@ -116,10 +116,11 @@ class ApiCall:
     purpose: str | None = None
 
     @classmethod
-    def for_job(cls, verb: str, kind: str, namespace: str | None, name: str | None = None,
-                purpose: str | None = None) -> ApiCall:
+    def for_job(
+        cls, verb: str, kind: str, namespace: str | None, name: str | None = None, purpose: str | None = None
+    ) -> ApiCall:
         """A request about the training jobs of ``kind`` (a key of ``JOB_KINDS``; another string is kept as a plural)."""
-        plural = JOB_KINDS[kind].plural if kind in JOB_KINDS else kind
+        plural = addressing.plural(kind) if kind in JOB_KINDS else kind
         return cls(verb, plural, GROUP, VERSION, namespace, name, kind if kind in JOB_KINDS else None, purpose)
 
     @property
@@ -171,7 +172,7 @@ class QuietApiException(ApiException):
     def __str__(self) -> str:
         return self.api_error.message
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type, tuple[ApiError]]:
         return type(self), (self.api_error,)
 
 
@@ -212,17 +213,18 @@ def describe(error: BaseException, call: ApiCall | None = None, conn_id: str | N
     if isinstance(known, ApiError):
         return known  # raised by exception_for, which read it for its own call
     if not is_api_exception(error):
-        transient = isinstance(error, (OSError, TimeoutError)) or type(error).__module__.startswith(("urllib3", "aiohttp"))
-        return ApiError(Refusal.TRANSIENT if transient else Refusal.OTHER, None, type(error).__name__,
-                        _line(f"{type(error).__name__}: {error}"), True)
+        return _not_answered(error, call)
     status_code = getattr(error, "status", None)
     status = read_status(error)
-    details = status.get("details") if isinstance(status.get("details"), dict) else {}
+    details: dict[str, Any] = status["details"] if isinstance(status.get("details"), dict) else {}
     reason = str(status.get("reason") or getattr(error, "reason", None) or "")
     said = " ".join(str(status.get("message") or "").split())  # whole, for parsing; server_says: capped, to quote
     server_says = _line(said)
-    causes = tuple((str(c.get("field") or ""), str(c.get("message") or c.get("reason") or ""))
-                   for c in details.get("causes") or [] if isinstance(c, dict))
+    causes = tuple(
+        (str(c.get("field") or ""), str(c.get("message") or c.get("reason") or ""))
+        for c in details.get("causes") or []
+        if isinstance(c, dict)
+    )
     answered = f"{status_code} {reason}".strip()
     doing = f"{call.verb} {call.target}" if call else "serve the request"
     to = f"{answered} to {doing}"
@@ -237,14 +239,19 @@ def describe(error: BaseException, call: ApiCall | None = None, conn_id: str | N
         fields = _causes_text(causes)
         why = "; ".join(part for part in (said if not fields or said not in fields else "", fields) if part)
         to_do = f" to {doing}" if call else ""
-        return made(Refusal.DENIED, f'admission webhook "{denial.group("webhook")}" denied the request{to_do} '
-                                    f"({answered}): {why or 'without explanation'}")
+        return made(
+            Refusal.DENIED,
+            f'admission webhook "{denial.group("webhook")}" denied the request{to_do} '
+            f"({answered}): {why or 'without explanation'}",
+        )
     if status_code == 404:
         if details.get("kind") == "namespaces" and (call is None or call.resource != "namespaces"):
             name = details.get("name") or (call.namespace if call else "?")
-            return made(Refusal.NAMESPACE_MISSING,
-                        f'namespace "{name}" does not exist ({to}): create it, or set the task\'s namespace '
-                        f"(or the connection's namespace extra) to an existing one")
+            return made(
+                Refusal.NAMESPACE_MISSING,
+                f'namespace "{name}" does not exist ({to}): create it, or set the task\'s namespace '
+                f"(or the connection's namespace extra) to an existing one",
+            )
         if call is not None and call.group and not details.get("name"):
             return made(Refusal.KIND_NOT_SERVED, f"{kind_not_served_message(call.resource_ref)} ({to})")
         if call is None:
@@ -253,23 +260,42 @@ def describe(error: BaseException, call: ApiCall | None = None, conn_id: str | N
     if status_code in (400, 422):
         why = _causes_text(causes) or server_says or "no reason given"
         invalid = status_code == 422
-        return made(Refusal.INVALID if invalid else Refusal.BAD_REQUEST,
-                    f"the API server refused to {doing} as {'invalid' if invalid else 'a bad request'} ({answered}): {why}")
+        return made(
+            Refusal.INVALID if invalid else Refusal.BAD_REQUEST,
+            f"the API server refused to {doing} as {'invalid' if invalid else 'a bad request'} ({answered}): {why}",
+        )
     if status_code == 403:
         return made(*_forbidden(said, call, doing, answered, conn_id))
     if status_code == 401:
         via = f" of connection {conn_id!r}" if conn_id else ""
-        return made(Refusal.UNAUTHORIZED,
-                    f"{to}: the API server did not accept the credentials{via} (an expired or rotated token, or the "
-                    f"wrong kubeconfig, context or user); a new try reads them again")
-    refusal = (Refusal.CONFLICT if status_code == 409
-               else Refusal.TRANSIENT if status_code in TRANSIENT_STATUS_CODES else Refusal.OTHER)
+        return made(
+            Refusal.UNAUTHORIZED,
+            f"{to}: the API server did not accept the credentials{via} (an expired or rotated token, or the "
+            f"wrong kubeconfig, context or user); a new try reads them again",
+        )
+    refusal = (
+        Refusal.CONFLICT
+        if status_code == 409
+        else Refusal.TRANSIENT
+        if status_code in TRANSIENT_STATUS_CODES
+        else Refusal.OTHER
+    )
     return made(refusal, to + (f": {server_says}" if server_says else ""))
 
 
-def one_line(error: BaseException, call: ApiCall | None = None) -> str:
-    """:func:`describe`'s message: one line about any error of an API call (never headers or a body)."""
-    return describe(error, call).message
+def one_line(error: BaseException, call: ApiCall | None = None, conn_id: str | None = None) -> str:
+    """The one-line description of any error of an API call: the one every log line, event and exception message
+    of this provider uses.
+
+    Covers an error answer of either client (``kubernetes.client.ApiException``,
+    ``kubernetes_asyncio.client.ApiException``), what :func:`exception_for` raised for one (its own line), and an
+    error that got no answer (a connection refused or reset, a timeout, urllib3's and aiohttp's errors:
+    ``ConnectionRefusedError: ... (no answer to get PyTorchJob ns/name)``). Never the response's headers or body.
+
+    :param call: what the request was (its verb and target are named); None: said from the error alone.
+    :param conn_id: the Airflow connection the request went through, named in access errors.
+    """
+    return describe(error, call, conn_id).message
 
 
 def exception_for(error: BaseException, call: ApiCall | None = None, conn_id: str | None = None) -> Exception:
@@ -303,12 +329,26 @@ _RAISED_AS: dict[Refusal, type[Exception]] = {
     Refusal.UNAUTHORIZED: KubernetesAccessError,
 }
 
+#: Every exception class :func:`exception_for` makes of an error answer: what a hook call (sync or async) raises
+#: when the API refused it, to catch where a refusal is no reason to stop (a best-effort read).
+RAISED_ERRORS: tuple[type[Exception], ...] = (QuietApiException, *dict.fromkeys(_RAISED_AS.values()))
+
 
 # --- the pieces -----------------------------------------------------------------------------------
 
 
-def _forbidden(said: str, call: ApiCall | None, doing: str, answered: str,
-               conn_id: str | None) -> tuple[Refusal, str]:
+def _not_answered(error: BaseException, call: ApiCall | None) -> ApiError:
+    """An error that is no answer of the API: ``TRANSIENT`` for the transport's (connection, timeout, urllib3,
+    aiohttp), else ``OTHER``; its type and first words, never more than one capped line."""
+    transient = isinstance(error, (OSError, *CONNECTION_ERRORS))
+    said = " ".join(str(error).split())
+    what = f"{type(error).__name__}: {said}" if said else type(error).__name__
+    if transient and call is not None:
+        what = f"{what} (no answer to {call.verb} {call.target})"
+    return ApiError(Refusal.TRANSIENT if transient else Refusal.OTHER, None, type(error).__name__, _line(what), True)
+
+
+def _forbidden(said: str, call: ApiCall | None, doing: str, answered: str, conn_id: str | None) -> tuple[Refusal, str]:
     """A 403: a quota (exceeded, or not computed yet), RBAC, or another refusal (e.g. a namespace being deleted).
 
     :param said: the Status' whole message, on one line."""
@@ -322,15 +362,19 @@ def _forbidden(said: str, call: ApiCall | None, doing: str, answered: str,
             for resource, amount in requested.items()
         ) or _quote(said)
         where = f" in namespace {namespace}" if namespace else ""
-        return Refusal.QUOTA, (f'ResourceQuota "{exceeded.group("quota").strip()}"{where} has no room to {doing} '
-                               f"({answered}, exceeded quota): {usage}; a later try may fit once usage drops or the "
-                               f"quota is raised")
+        return Refusal.QUOTA, (
+            f'ResourceQuota "{exceeded.group("quota").strip()}"{where} has no room to {doing} '
+            f"({answered}, exceeded quota): {usage}; a later try may fit once usage drops or the "
+            f"quota is raised"
+        )
     unknown = _QUOTA_UNKNOWN.search(said)
     if unknown:
         resources = f" ({unknown.group('resources').strip()})" if unknown.group("resources") else ""
-        return Refusal.QUOTA, (f'ResourceQuota "{unknown.group("quota").strip()}"{resources} has no computed usage yet, '
-                               f"so the API server refuses to {doing} ({answered}, status unknown for quota): is "
-                               f"kube-controller-manager's resourcequota controller running?")
+        return Refusal.QUOTA, (
+            f'ResourceQuota "{unknown.group("quota").strip()}"{resources} has no computed usage yet, '
+            f"so the API server refuses to {doing} ({answered}, status unknown for quota): is "
+            f"kube-controller-manager's resourcequota controller running?"
+        )
     via = f" through connection {conn_id!r}" if conn_id else ""
     why = f", needed to {call.purpose}" if call and call.purpose else ""
     rbac = _RBAC.search(said)
@@ -340,9 +384,11 @@ def _forbidden(said: str, call: ApiCall | None, doing: str, answered: str,
         scope = f'in namespace "{rbac.group("namespace")}"' if rbac.group("namespace") else "at the cluster scope"
         qualified = f"{resource}.{group}" if group else resource
         in_group = f'API group "{group}"' if group else "the core API group"
-        return Refusal.FORBIDDEN, (f'RBAC does not allow user "{rbac.group("user")}" to {verb} {qualified} {scope} '
-                                   f'({to}{via}{why}): bind it to a Role that allows verb "{verb}" on resource '
-                                   f'"{resource}" in {in_group}')
+        return Refusal.FORBIDDEN, (
+            f'RBAC does not allow user "{rbac.group("user")}" to {verb} {qualified} {scope} '
+            f'({to}{via}{why}): bind it to a Role that allows verb "{verb}" on resource '
+            f'"{resource}" in {in_group}'
+        )
     return Refusal.FORBIDDEN, f"{to}{via}: {_quote(said) or 'no reason given'}"
 
 
@@ -353,7 +399,9 @@ def _quantities(text: str) -> dict[str, str]:
 
 
 def _causes_text(causes: tuple[tuple[str, str], ...]) -> str:
-    return "; ".join(_quote(f"{field}: {message}" if field else message) for field, message in causes if field or message)
+    return "; ".join(
+        _quote(f"{field}: {message}" if field else message) for field, message in causes if field or message
+    )
 
 
 def _quote(text: str) -> str:

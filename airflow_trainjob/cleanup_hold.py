@@ -24,17 +24,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_trainjob.constants import (
-    CLEAN_POD_POLICY_ALL,
-    CLEAN_POD_POLICY_NONE,
-    CLEAN_POD_POLICY_RUNNING,
-    LABEL_PREFIX,
-)
+from airflow_trainjob.constants import LABEL_PREFIX, CleanPodPolicy
 from airflow_trainjob.pods import Pod, phase_of
 
 #: The user's ``cleanPodPolicy`` and ``ttlSecondsAfterFinished`` while the provider holds them, as JSON.
 ANNOTATION_HELD_RUN_POLICY = f"{LABEL_PREFIX}/held-run-policy"
 _CLEAN, _TTL = "cleanPodPolicy", "ttlSecondsAfterFinished"
+#: The cleanPodPolicy values a held annotation may carry (the undefined ``""`` is recorded as ``None``).
+_ASKABLE = (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING, CleanPodPolicy.NONE)
 
 
 @dataclass(frozen=True)
@@ -57,14 +54,14 @@ def hold(manifest: Mapping[str, Any]) -> dict[str, Any]:
     A manifest that asks for neither cleanup (``None``, no TTL) is sent as it is."""
     sent = copy.deepcopy(dict(manifest))
     run_policy = sent.setdefault("spec", {}).setdefault("runPolicy", {})
-    clean = run_policy.get(_CLEAN) or CLEAN_POD_POLICY_NONE
+    clean = run_policy.get(_CLEAN) or CleanPodPolicy.NONE.value
     ttl = run_policy.get(_TTL)
-    if clean == CLEAN_POD_POLICY_NONE and ttl is None:
+    if clean == CleanPodPolicy.NONE and ttl is None:
         return sent
     asked: dict[str, Any] = {_CLEAN: clean}
     if ttl is not None:
         asked[_TTL] = ttl
-    run_policy[_CLEAN] = CLEAN_POD_POLICY_NONE
+    run_policy[_CLEAN] = CleanPodPolicy.NONE.value
     run_policy.pop(_TTL, None)
     metadata = sent.setdefault("metadata", {})
     metadata["annotations"] = {**(metadata.get("annotations") or {}), ANNOTATION_HELD_RUN_POLICY: json.dumps(asked)}
@@ -82,20 +79,18 @@ def user_run_policy(job: Mapping[str, Any]) -> UserRunPolicy:
             asked = json.loads(raw)
             clean = asked.get(_CLEAN)
             ttl = asked.get(_TTL)
-            if clean in (CLEAN_POD_POLICY_ALL, CLEAN_POD_POLICY_RUNNING, CLEAN_POD_POLICY_NONE) and (
-                ttl is None or (isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0)
-            ):
+            if clean in _ASKABLE and (ttl is None or (isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0)):
                 return UserRunPolicy(clean, ttl, held=True)
         except (ValueError, AttributeError):
             pass
-    return UserRunPolicy(run_policy.get(_CLEAN) or CLEAN_POD_POLICY_NONE, run_policy.get(_TTL), held=False)
+    return UserRunPolicy(run_policy.get(_CLEAN) or CleanPodPolicy.NONE.value, run_policy.get(_TTL), held=False)
 
 
 def pods_to_stop(pods: Iterable[Pod], policy: UserRunPolicy) -> list[Pod]:
     """The pods to stop when the job turns terminal: what the controller would have deleted at that moment had
     it been sent the user's policy and nothing was held — Pending and Running pods, for ``Running`` and ``All``
     (finished pods keep their logs until the task ends). Empty when nothing is held: the controller does it."""
-    if not policy.held or policy.clean_pod_policy not in (CLEAN_POD_POLICY_RUNNING, CLEAN_POD_POLICY_ALL):
+    if not policy.held or policy.clean_pod_policy not in (CleanPodPolicy.RUNNING, CleanPodPolicy.ALL):
         return []
     return [p for p in pods if phase_of(p) in ("Pending", "Running")]
 

@@ -13,17 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from airflow_trainjob.constants import (
-    CONDITION_CREATED,
-    CONDITION_FAILED,
-    CONDITION_PENDING,
-    CONDITION_RESTARTING,
-    CONDITION_RUNNING,
-    CONDITION_SCALING,
-    CONDITION_SUCCEEDED,
-    CONDITION_SUSPENDED,
-    CONDITION_TRUE,
-)
+from airflow_trainjob.constants import ConditionStatus, JobConditionType
 
 #: Phase of a job whose status holds no true condition yet.
 NOT_STARTED = "NotStarted"
@@ -32,13 +22,13 @@ NOT_STARTED = "NotStarted"
 # Succeeded unless Succeeded is the later transition (see ``phase``). A suspended job is suspended, whatever it
 # did before (the operator turns Running False on suspension; a stale true one must not say it runs).
 _PRECEDENCE = (
-    CONDITION_FAILED,
-    CONDITION_SUCCEEDED,
-    CONDITION_SUSPENDED,
-    CONDITION_RESTARTING,
-    CONDITION_RUNNING,
-    CONDITION_SCALING,
-    CONDITION_PENDING,
+    JobConditionType.FAILED,
+    JobConditionType.SUCCEEDED,
+    JobConditionType.SUSPENDED,
+    JobConditionType.RESTARTING,
+    JobConditionType.RUNNING,
+    JobConditionType.SCALING,
+    JobConditionType.PENDING,
 )
 
 
@@ -53,7 +43,7 @@ def true_conditions(status: Any) -> list[Mapping[str, Any]]:
     conditions = _as_dict(status).get("conditions")
     if not isinstance(conditions, list):
         return []
-    return [c for c in conditions if isinstance(c, Mapping) and c.get("status") == CONDITION_TRUE]
+    return [c for c in conditions if isinstance(c, Mapping) and c.get("status") == ConditionStatus.TRUE]
 
 
 def has_condition(status: Any, condition_type: str) -> bool:
@@ -64,19 +54,21 @@ def has_condition(status: Any, condition_type: str) -> bool:
 def _deciding(status: Any) -> Mapping[str, Any] | None:
     true = true_conditions(status)
     by_type = {c.get("type"): c for c in true}  # a later duplicate of a type wins
-    failed, succeeded = by_type.get(CONDITION_FAILED), by_type.get(CONDITION_SUCCEEDED)
-    if failed and succeeded and str(succeeded.get("lastTransitionTime") or "") > str(
-        failed.get("lastTransitionTime") or ""
+    failed, succeeded = by_type.get(JobConditionType.FAILED), by_type.get(JobConditionType.SUCCEEDED)
+    if (
+        failed
+        and succeeded
+        and str(succeeded.get("lastTransitionTime") or "") > str(failed.get("lastTransitionTime") or "")
     ):
         return succeeded
     for condition_type in _PRECEDENCE:
         if condition_type in by_type:
             return by_type[condition_type]
     # A type this provider does not know says more than "Created": the latest speaks.
-    unknown = [c for c in true if c.get("type") != CONDITION_CREATED]
+    unknown = [c for c in true if c.get("type") != JobConditionType.CREATED]
     if unknown:
         return unknown[-1]
-    return by_type.get(CONDITION_CREATED)
+    return by_type.get(JobConditionType.CREATED)
 
 
 def phase(status: Any) -> str:
@@ -99,43 +91,51 @@ def deciding_condition(status: Any) -> Mapping[str, Any] | None:
 
 def is_succeeded(status: Any) -> bool:
     """The job finished successfully (``Succeeded`` decides the phase)."""
-    return phase(status) == CONDITION_SUCCEEDED
+    return phase(status) == JobConditionType.SUCCEEDED
+
+
+def failed_at(status: Any) -> str | None:
+    """The ``lastTransitionTime`` (RFC 3339) of the true ``Failed`` condition when ``Failed`` decides the phase."""
+    condition = _deciding(status)
+    if not condition or condition.get("type") != JobConditionType.FAILED:
+        return None
+    return str(condition.get("lastTransitionTime") or "") or None
 
 
 def is_failed(status: Any) -> bool:
     """The job failed (``Failed`` decides the phase)."""
-    return phase(status) == CONDITION_FAILED
+    return phase(status) == JobConditionType.FAILED
 
 
 def is_terminal(status: Any) -> bool:
     """The job has finished, successfully or not; it will not change phase again."""
-    return phase(status) in (CONDITION_SUCCEEDED, CONDITION_FAILED)
+    return phase(status) in (JobConditionType.SUCCEEDED, JobConditionType.FAILED)
 
 
 def is_running(status: Any) -> bool:
     """The job's replicas are running (``Running`` decides the phase)."""
-    return phase(status) == CONDITION_RUNNING
+    return phase(status) == JobConditionType.RUNNING
 
 
 def is_suspended(status: Any) -> bool:
     """The operator reports the job suspended (``Suspended`` decides the phase): it has no pods and waits for
     ``runPolicy.suspend`` to turn false. Whether a job is *queued* also depends on its spec: see
     :func:`airflow_trainjob.admission.queue_state`."""
-    return phase(status) == CONDITION_SUSPENDED
+    return phase(status) == JobConditionType.SUSPENDED
 
 
 def is_restarting(status: Any) -> bool:
     """One or more replicas failed and are being restarted by the operator."""
-    return phase(status) == CONDITION_RESTARTING
+    return phase(status) == JobConditionType.RESTARTING
 
 
 def has_started(status: Any) -> bool:
     """The job reached ``Running`` at some point (true now or earlier), or has finished."""
-    if is_terminal(status) or has_condition(status, CONDITION_RUNNING):
+    if is_terminal(status) or has_condition(status, JobConditionType.RUNNING):
         return True
     conditions = _as_dict(status).get("conditions")
     return isinstance(conditions, list) and any(
-        isinstance(c, Mapping) and c.get("type") == CONDITION_RUNNING for c in conditions
+        isinstance(c, Mapping) and c.get("type") == JobConditionType.RUNNING for c in conditions
     )
 
 
@@ -150,17 +150,23 @@ def status_from_events(events: Any, kind: str, uid: str | None) -> dict[str, Any
     """
     if not uid:
         return None
-    reasons = {f"{kind}{CONDITION_SUCCEEDED}": CONDITION_SUCCEEDED, f"{kind}{CONDITION_FAILED}": CONDITION_FAILED}
+    reasons = {f"{kind}{t.value}": t.value for t in (JobConditionType.SUCCEEDED, JobConditionType.FAILED)}
     announced = [
-        e for e in events or []
+        e
+        for e in events or []
         if isinstance(e, Mapping) and e.get("reason") in reasons and (e.get("involvedObject") or {}).get("uid") == uid
     ]
     if not announced:
         return None
     last = max(announced, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
     when = last.get("lastTimestamp") or last.get("eventTime")
-    condition = {"type": reasons[last["reason"]], "status": CONDITION_TRUE, "reason": last["reason"],
-                 "message": last.get("message") or "", "lastTransitionTime": when}
+    condition = {
+        "type": reasons[last["reason"]],
+        "status": ConditionStatus.TRUE.value,
+        "reason": last["reason"],
+        "message": last.get("message") or "",
+        "lastTransitionTime": when,
+    }
     return {"conditions": [condition], "completionTime": when}
 
 

@@ -2,13 +2,17 @@
 
 Values are those of the training operator's Go API (kubeflow/training-operator,
 ``pkg/apis/kubeflow.org/v1/*_types.go``); ``JOB_KINDS`` is the per-kind table that the models,
-manifest builder and hooks read. (The local cluster, a stand-in for the training operator, keeps its own copy
-of the strings it writes: ``airflow_trainjob_local.constants``.)
+manifest builder and hooks read. Each closed set of API values is one ``str`` enum here (the models'
+fields are typed with them and ``airflow_trainjob.models`` re-exports them): a member equals its value
+(``JobConditionType.FAILED == "Failed"``), and ``str()``, f-strings and ``json.dumps`` give the value.
+(The local cluster, a stand-in for the training operator, keeps its own copy of the strings it writes:
+``airflow_trainjob_local.constants``.)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 GROUP = "kubeflow.org"
 VERSION = "v1"
@@ -30,25 +34,102 @@ LABEL_RUN_ID = f"{LABEL_PREFIX}/run-id"
 LABEL_MAP_INDEX = f"{LABEL_PREFIX}/map-index"
 LABEL_TRY_NUMBER = f"{LABEL_PREFIX}/try-number"
 
-# JobConditionType values (kubeflow/common v1; Suspended since training-operator v1.7). A controller may write others.
-CONDITION_CREATED = "Created"
-CONDITION_PENDING = "Pending"
-CONDITION_RUNNING = "Running"
-CONDITION_RESTARTING = "Restarting"
-CONDITION_SUCCEEDED = "Succeeded"
-CONDITION_FAILED = "Failed"
-CONDITION_SCALING = "Scaling"
-#: v1.9: the job's ``runPolicy.suspend`` is true (Kueue holds it in a queue); it turns ``False`` on resumption.
-CONDITION_SUSPENDED = "Suspended"
-CONDITION_TRUE = "True"
-CONDITION_FALSE = "False"
+
+class ValueEnum(str, Enum):
+    """A ``str`` enum whose ``str()`` and ``format()`` are its value, on every Python the provider supports.
+
+    (A plain ``class E(str, Enum)`` formats as ``E.NAME`` in an f-string from Python 3.11 on; ``enum.StrEnum``
+    behaves like this class but only exists from 3.11.)
+    """
+
+    __str__ = str.__str__
+    __format__ = str.__format__  # type: ignore[assignment]  # str's, on purpose (the docstring)
+
+
+class JobConditionType(ValueEnum):
+    """Known ``JobCondition.type`` values (kubeflow/common v1; ``Suspended`` since training-operator v1.7).
+
+    A controller may write others: conditions of other types are read and kept as strings."""
+
+    CREATED = "Created"
+    PENDING = "Pending"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    SCALING = "Scaling"
+    #: v1.9: ``runPolicy.suspend`` is true (e.g. Kueue holds the job); ``False`` once resumed.
+    SUSPENDED = "Suspended"
+
+
+class ConditionStatus(ValueEnum):
+    """``JobCondition.status`` (core/v1 ``ConditionStatus``): a condition counts only when it is ``True``."""
+
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class RestartPolicy(ValueEnum):
+    """``ReplicaSpec.restartPolicy``: how the operator treats a replica's pod that exits.
+
+    What each policy does with an exit is decided by :func:`airflow_trainjob.failures.classify_exit`."""
+
+    ALWAYS = "Always"
+    ON_FAILURE = "OnFailure"
+    NEVER = "Never"
+    #: Exit code 1-127 fails the job; 128 and above recreates the pod (``train.IsRetryableExitCode``).
+    EXIT_CODE = "ExitCode"
+
+
+class CleanPodPolicy(ValueEnum):
+    """``RunPolicy.cleanPodPolicy``: which pods the operator deletes when the job finishes.
+
+    Training-operator v1.9 defaults every kind to ``None``; ``""`` (undefined) is accepted by the API and means
+    ``None`` to it."""
+
+    UNDEFINED = ""
+    ALL = "All"
+    RUNNING = "Running"
+    NONE = "None"
+
+
+class ManagedBy(ValueEnum):
+    """``RunPolicy.managedBy``: the controller that reconciles the job (the operator's webhook allows these two)."""
+
+    TRAINING_OPERATOR = "kubeflow.org/training-operator"
+    MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+
+
+class RDZVBackend(ValueEnum):
+    """PyTorchJob ``elasticPolicy.rdzvBackend``: the torchrun rendezvous backend."""
+
+    C10D = "c10d"
+    ETCD = "etcd"
+    ETCD_V2 = "etcd-v2"
+
+
+class SuccessPolicy(ValueEnum):
+    """TFJob ``spec.successPolicy``: ``""`` (chief, else worker 0, decides) or ``AllWorkers``."""
+
+    DEFAULT = ""
+    ALL_WORKERS = "AllWorkers"
+
+
+#: Aliases kept for modules being rewritten (operator, sensor, trigger); new code uses :class:`JobConditionType`.
+CONDITION_SUCCEEDED = JobConditionType.SUCCEEDED
+CONDITION_FAILED = JobConditionType.FAILED
 
 #: Kueue's label naming the LocalQueue a job waits in (Kueue's webhook then creates it suspended).
 LABEL_KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
 
-# Pod-level reasons and exit codes that the ExitCode restart policy and our retry mapping read.
+# Reasons the kubelet and the training operator write, read by ``failures.classify_exit`` and ``pods``.
+#: A container's ``state.terminated.reason`` when the kernel's OOM killer ended it (exit code usually 137).
 REASON_OOM_KILLED = "OOMKilled"
-FATAL_EXIT_CODE = 1
+#: A pod's ``status.reason`` when the kubelet evicted it (node pressure); its containers may have no exit code.
+REASON_EVICTED = "Evicted"
+#: The training operator's event reason for "Pod: <namespace>.<pod> exited with code N" (its default container).
+REASON_EXITED_WITH_CODE = "ExitedWithCode"
 
 # Kubernetes object names and label values: DNS-1035 label, at most 63 characters.
 MAX_NAME_LENGTH = 63
@@ -67,12 +148,18 @@ class JobKind:
     :param default_container: the container name the operator looks for (``<Kind>DefaultContainerName``).
     :param default_port_name: the port name the operator looks for (``<Kind>DefaultPortName``).
     :param default_port: the port number the operator defaults to (``<Kind>DefaultPort``).
-    :param kind_fields: the kind's own ``spec`` fields besides ``runPolicy`` and the replica specs.
+    :param default_restart_policy: the ``restartPolicy`` training-operator v1.9 gives a replica spec that has
+        none (``<Kind>DefaultRestartPolicy``). The provider always writes one (``Never`` unless given, see
+        :class:`~airflow_trainjob.models.common.ReplicaSpec`); this is what a job made elsewhere (the SDK,
+        ``kubectl``) runs with, read by :func:`airflow_trainjob.failures.restart_policies`.
     :param requires_default_container: every replica's pod must have a container named
         ``default_container`` (the operator's validation refuses the job otherwise).
     :param required_replica_types: replica types the job cannot run without.
     :param single_replica_types: replica types that must have exactly one replica.
     :param exclusive_replica_types: replica types of which a job may hold at most one.
+
+    The kind's own ``spec`` fields (``elasticPolicy``, ``slotsPerWorker``...) are not listed here: the kind's
+    fields model is their one definition (:func:`airflow_trainjob.models.kinds.kind_field_names`).
     """
 
     kind: str
@@ -83,7 +170,7 @@ class JobKind:
     default_container: str
     default_port_name: str
     default_port: int
-    kind_fields: tuple[str, ...] = ()
+    default_restart_policy: RestartPolicy
     requires_default_container: bool = True
     required_replica_types: tuple[str, ...] = ()
     single_replica_types: tuple[str, ...] = ()
@@ -92,6 +179,20 @@ class JobKind:
     @property
     def singular(self) -> str:
         return self.kind.lower()
+
+    @property
+    def lead_order(self) -> tuple[str, ...]:
+        """Replica types in the order their pod 0 leads the job: :attr:`lead_replica_types`, then ``Worker``."""
+        return (*self.lead_replica_types, REPLICA_TYPE_WORKER)
+
+    @property
+    def sdk_class(self) -> str:
+        """The Kubeflow training SDK's model class of the kind, e.g. ``KubeflowOrgV1PyTorchJob``."""
+        return f"KubeflowOrgV1{self.kind}"
+
+
+#: The replica type every kind has; pod 0 of it leads a job with none of its kind's lead replica types.
+REPLICA_TYPE_WORKER = "Worker"
 
 
 PYTORCH_JOB = JobKind(
@@ -103,7 +204,7 @@ PYTORCH_JOB = JobKind(
     default_container="pytorch",
     default_port_name="pytorchjob-port",
     default_port=23456,
-    kind_fields=("elasticPolicy", "nprocPerNode"),
+    default_restart_policy=RestartPolicy.ON_FAILURE,
     single_replica_types=("Master",),
 )
 TF_JOB = JobKind(
@@ -115,7 +216,7 @@ TF_JOB = JobKind(
     default_container="tensorflow",
     default_port_name="tfjob-port",
     default_port=2222,
-    kind_fields=("successPolicy", "enableDynamicWorker"),
+    default_restart_policy=RestartPolicy.NEVER,
     single_replica_types=("Chief", "Master"),
     exclusive_replica_types=("Chief", "Master"),
 )
@@ -128,7 +229,7 @@ MPI_JOB = JobKind(
     default_container="mpi",
     default_port_name="mpi-port",
     default_port=9999,
-    kind_fields=("slotsPerWorker", "mainContainer"),
+    default_restart_policy=RestartPolicy.NEVER,
     requires_default_container=False,
     required_replica_types=("Launcher",),
     single_replica_types=("Launcher",),
@@ -142,6 +243,7 @@ XGBOOST_JOB = JobKind(
     default_container="xgboost",
     default_port_name="xgboostjob-port",
     default_port=9999,
+    default_restart_policy=RestartPolicy.NEVER,
     required_replica_types=("Master",),
     single_replica_types=("Master",),
 )
@@ -154,7 +256,7 @@ PADDLE_JOB = JobKind(
     default_container="paddle",
     default_port_name="master",
     default_port=36543,
-    kind_fields=("elasticPolicy",),
+    default_restart_policy=RestartPolicy.ON_FAILURE,
 )
 JAX_JOB = JobKind(
     kind="JAXJob",
@@ -165,13 +267,7 @@ JAX_JOB = JobKind(
     default_container="jax",
     default_port_name="jaxjob-port",
     default_port=6666,
+    default_restart_policy=RestartPolicy.NEVER,
 )
 
-JOB_KINDS: dict[str, JobKind] = {
-    k.kind: k for k in (PYTORCH_JOB, TF_JOB, MPI_JOB, XGBOOST_JOB, PADDLE_JOB, JAX_JOB)
-}
-
-# RunPolicy.cleanPodPolicy values; every kind defaults to None.
-CLEAN_POD_POLICY_ALL = "All"
-CLEAN_POD_POLICY_RUNNING = "Running"
-CLEAN_POD_POLICY_NONE = "None"
+JOB_KINDS: dict[str, JobKind] = {k.kind: k for k in (PYTORCH_JOB, TF_JOB, MPI_JOB, XGBOOST_JOB, PADDLE_JOB, JAX_JOB)}

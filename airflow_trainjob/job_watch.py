@@ -28,8 +28,9 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from airflow_trainjob.api_errors import ApiCall, exception_for, one_line
-from airflow_trainjob.constants import GROUP, JOB_KINDS, VERSION
+from airflow_trainjob.hooks.addressing import JobAddress, name_field_selector
 from airflow_trainjob.hooks.retries import is_transient
+from airflow_trainjob.hooks.training_job import watch_timeout
 
 #: Longest single watch request (seconds); the caller's next deadline makes it shorter.
 WATCH_SECONDS = 300
@@ -69,13 +70,14 @@ class JobWatch:
     :param log: where outages and recoveries are reported.
     """
 
-    def __init__(self, hook: Any, job: dict[str, Any], *, poll_interval: float, outage_tolerance: float,
-                 log: logging.Logger):
+    def __init__(
+        self, hook: Any, job: dict[str, Any], *, poll_interval: float, outage_tolerance: float, log: logging.Logger
+    ):
         self._hook = hook
         self._job = job
         meta = job["metadata"]
         self._name, self._namespace, self._uid = meta["name"], meta["namespace"], meta.get("uid")
-        self._plural = JOB_KINDS[job["kind"]].plural
+        self._address = JobAddress(job["kind"], self._namespace, self._name)
         self._poll_interval = poll_interval
         self._outage_tolerance = outage_tolerance
         self._log = log
@@ -109,7 +111,7 @@ class JobWatch:
             started = time.monotonic()
             delivered = False
             try:
-                for seen, resource_version in self._watch(resource_version, window):
+                for seen, resource_version in self._watch(resource_version, window):  # noqa: B007, B020 - kept for the next watch
                     delivered = True
                     self._answered()
                     yield seen
@@ -138,9 +140,14 @@ class JobWatch:
                     # watching is (a Role without "watch"), the job is polled, with a watch tried now and then.
                     if not self._watch_refused:
                         self._watch_refused = True
-                        self._log.info("Watching %s %s/%s was refused (%s); reading it every %g s instead",
-                                       self._job["kind"], self._namespace, self._name, one_line(e),
-                                       self._poll_interval)
+                        self._log.info(
+                            "Watching %s %s/%s was refused (%s); reading it every %g s instead",
+                            self._job["kind"],
+                            self._namespace,
+                            self._name,
+                            one_line(e),
+                            self._poll_interval,
+                        )
                     failures = WATCH_FAILURES_BEFORE_POLLING
                     continue
                 failures += 1
@@ -159,12 +166,12 @@ class JobWatch:
         try:
             for event in watcher.stream(
                 self._hook.custom_object_client.list_namespaced_custom_object,
-                GROUP, VERSION, self._namespace, self._plural,
-                field_selector=f"metadata.name={self._name}",
+                *self._address.collection(),
+                field_selector=name_field_selector(self._name),
                 resource_version=resource_version,
                 timeout_seconds=seconds,
                 allow_watch_bookmarks=True,
-                _request_timeout=(10.0, seconds + 30.0),
+                _request_timeout=watch_timeout(seconds),
             ):
                 obj = event.get("raw_object") or {}
                 resource_version = (obj.get("metadata") or {}).get("resourceVersion") or resource_version
@@ -211,8 +218,13 @@ class JobWatch:
         now = time.monotonic()
         if self._outage_since is None:
             self._outage_since = now
-            self._log.warning("%s %s/%s: the Kubernetes API is not answering as expected (%s); still waiting",
-                              self._job["kind"], self._namespace, self._name, one_line(error))
+            self._log.warning(
+                "%s %s/%s: the Kubernetes API is not answering as expected (%s); still waiting",
+                self._job["kind"],
+                self._namespace,
+                self._name,
+                one_line(error),
+            )
         elif now - self._outage_since > self._outage_tolerance:
             raise self._classified(error) from None
 
@@ -222,8 +234,13 @@ class JobWatch:
 
     def _answered(self) -> None:
         if self._outage_since is not None:
-            self._log.info("%s %s/%s: the Kubernetes API answers again after %.0f s", self._job["kind"],
-                           self._namespace, self._name, time.monotonic() - self._outage_since)
+            self._log.info(
+                "%s %s/%s: the Kubernetes API answers again after %.0f s",
+                self._job["kind"],
+                self._namespace,
+                self._name,
+                time.monotonic() - self._outage_since,
+            )
             self._outage_since = None
 
 

@@ -71,7 +71,7 @@ class LeadLogFollower(threading.Thread):
                     socket.socket.shutdown(sock, socket.SHUT_RDWR)
                 else:
                     response.close()
-            except Exception:  # noqa: BLE001 - closing a half-broken socket may raise anything; we're done with it
+            except Exception:
                 pass
         if self.is_alive() and threading.current_thread() is not self:
             self.join(timeout)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_trainjob.constants import API_VERSION
@@ -62,12 +62,12 @@ def _annotation_value_problem(value: object) -> str | None:
     return None if isinstance(value, str) else f"value must be a string, got {type(value).__name__} {value!r}"
 
 
-def _map_problems(path: str, mapping: object, check_value) -> list[str]:
+def _map_problems(path: str, mapping: object, check_value: Callable[[object], str | None]) -> list[str]:
     if mapping is None:
         return []
     if not isinstance(mapping, Mapping):
         return [f"{path}: must be a mapping of strings to strings, got {type(mapping).__name__}"]
-    problems = []
+    problems: list[str] = []
     for key, value in mapping.items():
         issue = label_key_problem(key) or check_value(value)
         if issue:

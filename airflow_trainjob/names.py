@@ -111,9 +111,7 @@ def sanitize_label_value(value: object) -> str:
     return f"{cleaned}-{tag}" if cleaned else tag
 
 
-def generate_job_name(
-    dag_id: str, task_id: str, run_id: str, map_index: int, max_length: int
-) -> str:
+def generate_job_name(dag_id: str, task_id: str, run_id: str, map_index: int, max_length: int) -> str:
     """A DNS-1035 job name for one task instance, the same on every try of it.
 
     Readable part from ``dag_id`` and ``task_id``, then a hash of the whole task instance identity

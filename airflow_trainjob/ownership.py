@@ -13,8 +13,8 @@ from typing import Any
 
 from airflow_trainjob.constants import (
     LABEL_DAG_ID,
-    LABEL_PREFIX,
     LABEL_MAP_INDEX,
+    LABEL_PREFIX,
     LABEL_RUN_ID,
     LABEL_TASK_ID,
     LABEL_TRY_NUMBER,
@@ -72,11 +72,15 @@ class TaskInstanceIdentity:
         labels = self.labels()
         return ",".join(f"{k}={labels[k]}" for k in _INSTANCE_KEYS)
 
+    def instance_labels(self) -> dict[str, str]:
+        """The labels of this task instance whatever its try: what a job of any of its tries carries (the
+        ``owner_labels`` of its trigger)."""
+        labels = self.labels()
+        return {k: labels[k] for k in _INSTANCE_KEYS}
+
     def owns(self, job: Mapping[str, Any]) -> bool:
         """True when ``job`` carries this task instance's labels (any try)."""
-        job_labels = (job.get("metadata") or {}).get("labels") or {}
-        mine = self.labels()
-        return all(job_labels.get(k) == mine[k] for k in _INSTANCE_KEYS)
+        return carries_labels(job, self.instance_labels())
 
     def created_by_this_try(self, job: Mapping[str, Any]) -> bool:
         """True when ``job`` is this task instance's and was created by this very try."""
@@ -87,11 +91,49 @@ class TaskInstanceIdentity:
         """True when ``job`` is this task instance's and this try follows it now (it created it, or attached or
         reconnected to it since): what a killed try may delete. An older try killed late (a clear races the
         next try) leaves a job that a newer try follows."""
-        return self.owns(job) and following_try(job) == str(self.try_number)
+        return why_not_followed(job, self.instance_labels(), try_number=self.try_number) is None
 
 
 def following_try(job: Mapping[str, Any]) -> str | None:
     """The try number that follows ``job`` now: the one that attached last, else the one that created it."""
     meta = job.get("metadata") or {}
-    return ((meta.get("annotations") or {}).get(ANNOTATION_FOLLOWED_BY_TRY)
-            or (meta.get("labels") or {}).get(LABEL_TRY_NUMBER))
+    return (meta.get("annotations") or {}).get(ANNOTATION_FOLLOWED_BY_TRY) or (meta.get("labels") or {}).get(
+        LABEL_TRY_NUMBER
+    )
+
+
+def carries_labels(job: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """True when ``job`` has every one of ``labels`` with the same value (and ``labels`` is not empty)."""
+    job_labels = (job.get("metadata") or {}).get("labels") or {}
+    return bool(labels) and all(job_labels.get(k) == v for k, v in labels.items())
+
+
+def why_not_followed(
+    job: Mapping[str, Any],
+    owner_labels: Mapping[str, str],
+    *,
+    uid: str | None = None,
+    try_number: int | str | None = None,
+) -> str | None:
+    """ "Is this still my job": why ``job`` is not the job a task's try may treat as its own now (delete it when the
+    try is killed), or None when it is. The one decision behind :meth:`TaskInstanceIdentity.follows`, for a holder
+    of an identity's labels rather than the identity itself (the trigger, whose kwargs are primitives).
+
+    :param job: the job as the API has it now (a JSON dict).
+    :param owner_labels: the task instance's labels the job must carry (:meth:`TaskInstanceIdentity.instance_labels`);
+        empty: the holder owns no job (a sensor's wait on a job made elsewhere).
+    :param uid: the job object the holder knows (a same-named successor is not its job); None: any.
+    :param try_number: the try asking: a job that a later try follows now (:func:`following_try`, a clear that raced
+        the next try) is that try's to decide on; None: any try's.
+    :returns: a few words for a log line (``not the job this task created``, ``try 3 of this task follows it now,
+        not try 2``), or None.
+    """
+    if not owner_labels:
+        return "this wait does not own the job"
+    meta = job.get("metadata") or {}
+    if (uid and meta.get("uid") != uid) or not carries_labels(job, owner_labels):
+        return "not the job this task created"
+    following = following_try(job)
+    if try_number is not None and following != str(try_number):
+        return f"try {following} of this task follows it now, not try {try_number}"
+    return None

@@ -14,12 +14,14 @@ from typing import Any
 from airflow_trainjob.constants import (
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
-    REASON_OOM_KILLED,
+    REASON_EVICTED,
+    REASON_EXITED_WITH_CODE,
+    CleanPodPolicy,
     JobKind,
 )
+from airflow_trainjob.failures import ExitClass, exit_class
 
 Pod = Mapping[str, Any]
-REASON_EVICTED = "Evicted"
 
 
 def _labels(pod: Pod) -> Mapping[str, str]:
@@ -66,8 +68,13 @@ class ContainerEnd:
     restarted: bool = False
 
     @property
+    def exit_class(self) -> ExitClass:
+        """What this end means: :func:`airflow_trainjob.failures.exit_class` of its exit code and reason."""
+        return exit_class(self.exit_code, self.reason)
+
+    @property
     def failed(self) -> bool:
-        return self.exit_code != 0 or self.reason in (REASON_OOM_KILLED, REASON_EVICTED)
+        return self.exit_class.failed
 
     def describe(self) -> str:
         code = f"exit code {self.exit_code}" if self.exit_code is not None else "no exit code"
@@ -114,7 +121,7 @@ def ends_from_events(events: Iterable[Mapping[str, Any]], job_name: str, kind: J
     deleted the pods themselves."""
     ends = []
     for event in events:
-        if event.get("reason") != "ExitedWithCode":
+        if event.get("reason") != REASON_EXITED_WITH_CODE:
             continue
         match = _EXITED_WITH_CODE.search(event.get("message") or "")
         if not match:
@@ -160,9 +167,9 @@ def pending_reasons(pods: Iterable[Pod], kind: JobKind) -> list[str]:
 def pods_to_clean(pods: Iterable[Pod], clean_pod_policy: str) -> list[Pod]:
     """The pods ``cleanPodPolicy`` removes: ``All`` every one, ``Running`` those still Pending or
     Running, ``None`` (and the undefined ``""``) none."""
-    if clean_pod_policy == "All":
+    if clean_pod_policy == CleanPodPolicy.ALL:
         return list(pods)
-    if clean_pod_policy == "Running":
+    if clean_pod_policy == CleanPodPolicy.RUNNING:
         return [p for p in pods if phase_of(p) in ("Pending", "Running")]
     return []
 
@@ -170,14 +177,15 @@ def pods_to_clean(pods: Iterable[Pod], clean_pod_policy: str) -> list[Pod]:
 def owned_by(pod: Pod, job_uid: str | None) -> bool:
     """True when ``pod`` has an owner reference to the job object with ``job_uid`` (never a same-named successor's)."""
     return bool(job_uid) and any(
-        o.get("uid") == job_uid for o in (pod.get("metadata") or {}).get("ownerReferences") or [])
+        o.get("uid") == job_uid for o in (pod.get("metadata") or {}).get("ownerReferences") or []
+    )
 
 
 def lead_pod(pods: Iterable[Pod], kind: JobKind) -> Pod | None:
     """The pod whose log tells the job's story: the kind's lead replica (Master, Chief, Launcher),
     else worker 0."""
     by_replica = {replica_of(p, kind): p for p in pods}
-    for replica_type in (*kind.lead_replica_types, "Worker"):
+    for replica_type in kind.lead_order:
         if (replica_type, 0) in by_replica:
             return by_replica[(replica_type, 0)]
     return None

@@ -15,9 +15,10 @@ from airflow.providers.common.compat.sdk import AirflowFailException
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob import conditions
+from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.exceptions import TrainingJobError
-from airflow_trainjob.failures import failure_message, is_permanent
+from airflow_trainjob.failures import failure_message, is_permanent, restart_policies
 from airflow_trainjob.pods import container_ends, ends_from_events, log_container
 
 #: Failed replicas whose log tail is quoted (the first ones to fail).
@@ -38,8 +39,9 @@ def announced_end(hook: Any, job: dict[str, Any]) -> dict[str, Any] | None:
     :param hook: a :class:`TrainingJobHook`.
     """
     meta = job["metadata"]
-    status = conditions.status_from_events(hook.list_events(meta["namespace"], {meta["name"]}), job["kind"],
-                                           meta.get("uid"))
+    status = conditions.status_from_events(
+        hook.list_events(meta["namespace"], {meta["name"]}), job["kind"], meta.get("uid")
+    )
     return None if status is None else {**job, "status": conditions.with_announced_end(job.get("status"), status)}
 
 
@@ -52,8 +54,8 @@ def _template_container(job: dict[str, Any], kind: Any, replica: str) -> str:
 def failure_exception(
     hook: Any, job: dict[str, Any], log_tail_lines: int = 50, seen_pods: Iterable[dict[str, Any]] = ()
 ) -> Exception:
-    """The exception for failed ``job``: ``AirflowFailException`` when its first failure is permanent
-    (exit code 1-127), else :class:`TrainingJobError` (Airflow may retry).
+    """The exception for failed ``job``: ``AirflowFailException`` when the failure that failed it is permanent
+    (exit code 1-127, see :mod:`airflow_trainjob.failures`), else :class:`TrainingJobError` (Airflow may retry).
 
     The exits come from the job's pods as they are now, else as they were last seen
     (``seen_pods``), else from the operator's ``ExitedWithCode`` events: with ``cleanPodPolicy``
@@ -81,20 +83,24 @@ def failure_exception(
             )
         except ApiException as e:
             # The pod may be gone already (cleanPodPolicy, TTL): the verdict does not need its log.
-            log.warning("Could not read the log of %s (pod %s): %s", end.replica, end.pod, e.reason)
+            log.warning("Could not read the log of %s (pod %s): %s", end.replica, end.pod, one_line(e))
     try:
         involved = {name, *(p["metadata"]["name"] for p in pods)}
         raw_events = hook.list_events(namespace, involved)
     except ApiException as e:
-        log.warning("Could not list the events of %s: %s", job_ref(job), e.reason)
+        log.warning("Could not list the events of %s: %s", job_ref(job), one_line(e))
         raw_events = []
     if not any(e.failed for e in ends):
         # The pods are gone: their exits from the operator's events, each container named from the job's template.
-        ends = [replace(e, container=e.container or _template_container(job, kind, e.replica))
-                for e in ends_from_events(raw_events, name, kind)]
+        ends = [
+            replace(e, container=e.container or _template_container(job, kind, e.replica))
+            for e in ends_from_events(raw_events, name, kind)
+        ]
     events = [
         f"{e.get('type')} {e.get('reason')} {e['involvedObject'].get('name')}: {e.get('message', '')}"
         for e in raw_events
     ]
-    message = failure_message(job_ref(job), job.get("status"), ends, events, tails)
-    return AirflowFailException(message) if is_permanent(ends) else TrainingJobError(message)
+    policies = restart_policies(job)
+    message = failure_message(job_ref(job), job.get("status"), ends, events, tails, policies)
+    permanent = is_permanent(ends, policies, conditions.failed_at(job.get("status")))
+    return AirflowFailException(message) if permanent else TrainingJobError(message)

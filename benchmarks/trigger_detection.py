@@ -47,6 +47,7 @@ PORT_BASE = 56443
 
 # --- tracker processes -------------------------------------------------------------------------------------------
 
+
 def _rss_kb() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
@@ -62,8 +63,9 @@ async def _until_stopped(stop_file: Path, deadline: float) -> None:
         await asyncio.sleep(0.5)
 
 
-async def _track(role: str, names: list[str], kubeconfig: str, ready_file: Path, stop_file: Path,
-                 deadline: float) -> dict:
+async def _track(
+    role: str, names: list[str], kubeconfig: str, ready_file: Path, stop_file: Path, deadline: float
+) -> dict:
     """One asyncio loop following every job; returns when all were seen terminal or the main process says stop."""
     # Import everything first, so the baseline RSS holds the libraries and the difference is per-job cost.
     if role == "ours":
@@ -86,8 +88,9 @@ async def _track(role: str, names: list[str], kubeconfig: str, ready_file: Path,
         # What the triggerer's run_trigger does for a trigger with a shared_stream_key.
         key = trigger.shared_stream_key()
         try:
-            async for event in trigger.filter_shared_stream(manager.subscribe(trigger_id=trigger_id,
-                                                                              trigger=trigger, key=key)):
+            async for event in trigger.filter_shared_stream(
+                manager.subscribe(trigger_id=trigger_id, trigger=trigger, key=key)
+            ):
                 seen[trigger.name] = [time.time(), event.payload["outcome"]]
                 if event.payload["outcome"] != "finished":
                     errors[event.payload["message"][:120]] += 1
@@ -104,16 +107,25 @@ async def _track(role: str, names: list[str], kubeconfig: str, ready_file: Path,
                 if any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True" for c in conds):
                     seen[name] = [time.time(), "finished"]
                     return
-            except Exception as e:  # noqa: BLE001 - a peer keeps polling through errors; count them
+            except Exception as e:
                 errors[f"{type(e).__name__}: {str(e)[:80]}"] += 1
             await asyncio.sleep(POLL_INTERVAL)
 
     api = None
     if role == "ours":
         manager = SharedStreamManager()
-        tasks = [asyncio.create_task(drive_trigger(manager, i, TrainingJobTrigger(
-            kind=KIND, name=n, namespace=NAMESPACE, kubernetes_conn_id=CONN_ID, poll_interval=POLL_INTERVAL)))
-            for i, n in enumerate(names)]
+        tasks = [
+            asyncio.create_task(
+                drive_trigger(
+                    manager,
+                    i,
+                    TrainingJobTrigger(
+                        kind=KIND, name=n, namespace=NAMESPACE, kubernetes_conn_id=CONN_ID, poll_interval=POLL_INTERVAL
+                    ),
+                )
+            )
+            for i, n in enumerate(names)
+        ]
     else:
         configuration = client.Configuration()
         await config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
@@ -148,28 +160,31 @@ async def _track(role: str, names: list[str], kubeconfig: str, ready_file: Path,
 def tracker_main(args: argparse.Namespace) -> None:
     work = Path(args.work)
     names = json.loads((work / "jobs.json").read_text())
-    out = asyncio.run(_track(args.role, names, args.kubeconfig, work / f"{args.role}.ready",
-                             work / "stop", args.deadline))
+    out = asyncio.run(
+        _track(args.role, names, args.kubeconfig, work / f"{args.role}.ready", work / "stop", args.deadline)
+    )
     (work / f"{args.role}.json").write_text(json.dumps(out))
 
 
 # --- main process: cluster, jobs, writer, metrics, table ---------------------------------------------------------
 
-_SAMPLE = re.compile(r'^apiserver_request_total\{(.*)\}\s+(\S+)$')
+_SAMPLE = re.compile(r"^apiserver_request_total\{(.*)\}\s+(\S+)$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
 def _request_counts(api_client) -> Counter:
     """apiserver_request_total by (verb, resource, subresource, scope), from the apiserver's /metrics."""
-    resp = api_client.call_api("/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False,
-                               _return_http_data_only=True)
-    counts: Counter = Counter()
+    resp = api_client.call_api(
+        "/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True
+    )
+    counts: Counter[tuple[str | None, ...]] = Counter()
     for line in resp.data.decode().splitlines():
         m = _SAMPLE.match(line)
         if m:
             lab = dict(_LABEL.findall(m.group(1)))
-            counts[(lab.get("verb"), lab.get("resource"), lab.get("subresource", ""), lab.get("scope"))] += float(
-                m.group(2))
+            counts[(lab.get("verb"), lab.get("resource"), lab.get("subresource", ""), lab.get("scope"))] += int(
+                float(m.group(2))
+            )  # a counter: a whole number, printed as a float
     return counts
 
 
@@ -193,23 +208,43 @@ def _attribute(diff: Counter) -> dict[str, Counter]:
 def _job(name: str) -> dict:
     container = {"name": "pytorch", "image": "bench/none:0", "command": ["true"]}
     return {
-        "apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": KIND,
         "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "restartPolicy": "Never",
-                                                    "template": {"spec": {"containers": [container]}}}},
-                 "runPolicy": {"cleanPodPolicy": "None"}},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [container]}}}
+            },
+            "runPolicy": {"cleanPodPolicy": "None"},
+        },
     }
 
 
 def _status(phase: str) -> dict:
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    cond = lambda t, s: {"type": t, "status": s, "reason": f"PyTorchJob{t}", "message": f"bench {t}",  # noqa: E731
-                         "lastUpdateTime": now, "lastTransitionTime": now}
+    cond = lambda t, s: {
+        "type": t,
+        "status": s,
+        "reason": f"PyTorchJob{t}",
+        "message": f"bench {t}",
+        "lastUpdateTime": now,
+        "lastTransitionTime": now,
+    }
     if phase == "Running":
-        return {"status": {"conditions": [cond("Created", "True"), cond("Running", "True")],
-                           "replicaStatuses": {"Master": {"active": 1}}, "startTime": now}}
-    return {"status": {"conditions": [cond("Created", "True"), cond("Running", "False"), cond("Succeeded", "True")],
-                       "replicaStatuses": {"Master": {"succeeded": 1}}, "completionTime": now}}
+        return {
+            "status": {
+                "conditions": [cond("Created", "True"), cond("Running", "True")],
+                "replicaStatuses": {"Master": {"active": 1}},
+                "startTime": now,
+            }
+        }
+    return {
+        "status": {
+            "conditions": [cond("Created", "True"), cond("Running", "False"), cond("Succeeded", "True")],
+            "replicaStatuses": {"Master": {"succeeded": 1}},
+            "completionTime": now,
+        }
+    }
 
 
 def _pct(values: list[float], q: int) -> float:
@@ -244,15 +279,21 @@ def _table(n: int, window: float, res: dict, written: dict, by: dict) -> str:
         ("detection latency p99", "< 1 s", o["p99"], p["p99"]),
         ("detection latency max", "", o["max"], p["max"]),
         ("API requests (apiserver_request_total)", "", o["reqs"], p["reqs"]),
-        ("requests per job-hour (this run)", f"≥ 50× fewer than peers (got {ratio:.1f}×)",
-         f"{o['rph']:.2f}", f"{p['rph']:.0f}"),
+        (
+            "requests per job-hour (this run)",
+            f"≥ 50× fewer than peers (got {ratio:.1f}×)",
+            f"{o['rph']:.2f}",
+            f"{p['rph']:.0f}",
+        ),
         ("CPU seconds of the loop", "", o["cpu"], p["cpu"]),
         ("peak RSS of the loop", "", o["rss"], p["rss"]),
         ("RSS added per 1,000 jobs", "< 100 MB", o["added"], p["added"]),
         ("errors / non-finished events", "none", o["err"], p["err"]),
     ]
-    head = (f"N = {n} PyTorchJobs, Succeeded writes spread over {window:.0f} s; "
-            f"ours = {n} TrainingJobTrigger on the shared stream (one watch per namespace and kind), peers = GET every {POLL_INTERVAL:.0f} s\n\n")
+    head = (
+        f"N = {n} PyTorchJobs, Succeeded writes spread over {window:.0f} s; "
+        f"ours = {n} TrainingJobTrigger on the shared stream (one watch per namespace and kind), peers = GET every {POLL_INTERVAL:.0f} s\n\n"
+    )
     lines = ["| metric | target | ours (TrainingJobTrigger) | peers (GET every 10 s) |", "|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
     return head + "\n".join(lines)
@@ -276,22 +317,44 @@ def main_run(args: argparse.Namespace) -> int:
         (work / "jobs.json").write_text(json.dumps(names))
         t = time.time()
         with ThreadPoolExecutor(8) as pool:  # creation is setup, not measured: parallel to keep it short
-            list(pool.map(lambda nm: custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL,
-                                                                            _job(nm)), names))
+            list(
+                pool.map(
+                    lambda nm: custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, _job(nm)),
+                    names,
+                )
+            )
         _say(f"created {n} jobs in {time.time() - t:.1f} s")
 
         before = _request_counts(api_client)
-        env = {**os.environ,
-               f"AIRFLOW_CONN_{CONN_ID.upper()}": cluster.airflow_connection(NAMESPACE),
-               "AIRFLOW_HOME": str(work / "airflow"), "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING"}
+        env = {
+            **os.environ,
+            f"AIRFLOW_CONN_{CONN_ID.upper()}": cluster.airflow_connection(NAMESPACE),
+            "AIRFLOW_HOME": str(work / "airflow"),
+            "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
+        }
         # Hard stop for the trackers, whatever happens here: setup + the window + generous slack.
         deadline = time.time() + 120 + n * 0.1 + args.window + 120
         for role in ("ours", "peers"):
             log = open(work / f"{role}.log", "w")
-            procs.append(subprocess.Popen(
-                [sys.executable, __file__, "--role", role, "--work", str(work), "--kubeconfig",
-                 str(cluster.kubeconfig), "--deadline", str(deadline)],
-                env=env, stdout=log, stderr=subprocess.STDOUT))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--role",
+                        role,
+                        "--work",
+                        str(work),
+                        "--kubeconfig",
+                        str(cluster.kubeconfig),
+                        "--deadline",
+                        str(deadline),
+                    ],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            )
         limit = time.time() + 180
         while not all((work / f"{r}.ready").exists() for r in ("ours", "peers")):
             if time.time() > limit or any(p.poll() is not None for p in procs):
@@ -334,19 +397,23 @@ def main_run(args: argparse.Namespace) -> int:
                 _say(f"apiserver_request_total +{v:.0f} verb/resource/subresource/scope={'/'.join(key)}")
         res = {r: json.loads((work / f"{r}.json").read_text()) for r in ("ours", "peers")}
         print(_table(n, args.window, res, written, _attribute(diff)))
-        print(f"\nRequests attributed by labels (verb/resource/subresource/scope): peers GET the `status` "
-              f"subresource; ours LIST/WATCH/GET the jobs and LIST pods (1.20 labels a custom-object GET as LIST). Writer (PATCH status, not counted above): "
-              f"{sum(_attribute(diff)['writer'].values()):.0f}. Requests per job-hour = requests / sum over jobs "
-              f"of (seen − tracker start); this run's jobs last about {args.window / 2 + settle + 5:.0f} s on "
-              f"average, so one-off costs weigh heavily.")
+        print(
+            f"\nRequests attributed by labels (verb/resource/subresource/scope): peers GET the `status` "
+            f"subresource; ours LIST/WATCH/GET the jobs and LIST pods (1.20 labels a custom-object GET as LIST). Writer (PATCH status, not counted above): "
+            f"{sum(_attribute(diff)['writer'].values()):.0f}. Requests per job-hour = requests / sum over jobs "
+            f"of (seen − tracker start); this run's jobs last about {args.window / 2 + settle + 5:.0f} s on "
+            f"average, so one-off costs weigh heavily."
+        )
         from airflow_trainjob.triggers.job_stream import WATCH_SECONDS
 
         # Not measured, for long jobs: while nothing changes, a stream re-opens its one watch every WATCH_SECONDS,
         # shared by all the jobs of its namespace and kind; a 10 s poller makes 360 GETs per job-hour.
         per_stream = 3600 / WATCH_SECONDS
-        print(f"Derived steady state for long, quiet jobs: ours {per_stream:.0f} WATCH requests per hour per "
-              f"namespace and kind, {per_stream / n:.3f} per job-hour at N = {n}, vs {3600 / POLL_INTERVAL:.0f} "
-              f"per job-hour for 10 s polling.")
+        print(
+            f"Derived steady state for long, quiet jobs: ours {per_stream:.0f} WATCH requests per hour per "
+            f"namespace and kind, {per_stream / n:.3f} per job-hour at N = {n}, vs {3600 / POLL_INTERVAL:.0f} "
+            f"per job-hour for 10 s polling."
+        )
         return 0
     finally:
         for p in procs:

@@ -110,4 +110,4 @@ with DAG(
             raise AirflowFailException(f"accuracy {metrics['accuracy']} is below 0.8: not publishing this model")
         return metrics
 
-    report(train.output)
+    report(train.output)  # type: ignore[arg-type]  # an XComArg: the summary dict, at run time

@@ -28,8 +28,8 @@ def main(dataset_date: str, metrics_file: str, epochs: int) -> None:
     features, labels = load_digits(return_X_y=True)
     x_train, x_test, y_train, y_test = train_test_split(features / 16.0, labels, test_size=0.25, random_state=0)
     shard = len(x_train) // world  # equal shards: every replica takes the same number of steps
-    x = torch.tensor(x_train[rank * shard:(rank + 1) * shard], dtype=torch.float32)
-    y = torch.tensor(y_train[rank * shard:(rank + 1) * shard])
+    x = torch.tensor(x_train[rank * shard : (rank + 1) * shard], dtype=torch.float32)
+    y = torch.tensor(y_train[rank * shard : (rank + 1) * shard])
     print(f"rank {rank}/{world}: {len(x)} training images (dataset date {dataset_date})", flush=True)
 
     model = torch.nn.parallel.DistributedDataParallel(
@@ -41,7 +41,7 @@ def main(dataset_date: str, metrics_file: str, epochs: int) -> None:
     for epoch in range(1, epochs + 1):
         permutation = torch.randperm(len(x))
         for start in range(0, len(x), 32):
-            batch = permutation[start:start + 32]
+            batch = permutation[start : start + 32]
             optimizer.zero_grad()
             loss = loss_fn(model(x[batch]), y[batch])
             loss.backward()

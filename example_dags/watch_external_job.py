@@ -38,10 +38,10 @@ with DAG(
 ) as dag:
 
     @task
-    def submit_elsewhere(run_id: str) -> str:
+    def submit_elsewhere(run_id: str | None = None) -> str:  # run_id: from the task's context
         """Create the job the way another system would; return its name (one job per DAG run)."""
         hook = TrainingJobHook()
-        name = "external-" + hashlib.sha256(run_id.encode()).hexdigest()[:12]
+        name = "external-" + hashlib.sha256(str(run_id).encode()).hexdigest()[:12]
         spec = TrainingJobSpec.parse("XGBoostJob", {"Master": replica(1), "Worker": replica(2)})
         try:
             hook.create_job(build_manifest(spec=spec, name=name, namespace=hook.resolve_namespace()))
@@ -54,7 +54,7 @@ with DAG(
     TrainingJobSensor(
         task_id="wait_for_job",
         kind="XGBoostJob",
-        job_name=submit_elsewhere(),
+        job_name=submit_elsewhere(),  # type: ignore[arg-type]  # an XComArg: the name, at run time
         mode="reschedule",
         poke_interval=5,
         timeout=600,

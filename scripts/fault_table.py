@@ -26,12 +26,16 @@ def main(path: str) -> None:
     print("|---|---|---|---:|---:|---:|---:|")
     for (kind, mode), group in sorted(groups.items(), key=lambda item: (item[0][1], item[0][0])):
         where = ", ".join(sorted({r["where"] for r in group}))
-        print(f"| {kind} | {mode} | {where} | {len(group)} | {sum(r['survived'] for r in group)} | "
-              f"{sum(r['duplicated'] for r in group)} | {sum(r['orphaned'] for r in group)} |")
+        print(
+            f"| {kind} | {mode} | {where} | {len(group)} | {sum(r['survived'] for r in group)} | "
+            f"{sum(r['duplicated'] for r in group)} | {sum(r['orphaned'] for r in group)} |"
+        )
     for mode in sorted({r["mode"] for r in rows}):
         of_mode = [r for r in rows if r["mode"] == mode]
-        print(f"| **all** | **{mode}** | | **{len(of_mode)}** | **{sum(r['survived'] for r in of_mode)}** | "
-              f"**{sum(r['duplicated'] for r in of_mode)}** | **{sum(r['orphaned'] for r in of_mode)}** |")
+        print(
+            f"| **all** | **{mode}** | | **{len(of_mode)}** | **{sum(r['survived'] for r in of_mode)}** | "
+            f"**{sum(r['duplicated'] for r in of_mode)}** | **{sum(r['orphaned'] for r in of_mode)}** |"
+        )
     never = [r["test"] for r in rows if not r["injected"]]
     failed = [r for r in rows if not r["survived"]]
     print()

@@ -4,7 +4,7 @@
 #   ./scripts/report.sh [extra pytest args]
 # By default through ./scripts/test.sh (its .venv and its own test cluster, started and stopped; ~15 min on
 # 2 cores). With PYTHON set (a dev venv's python), pytest runs directly on the cluster the test fixtures start.
-# The rows go to $AIRFLOW_TRAINJOB_REPORT (default: a temporary file), one JSON line each (tests/report.py).
+# The rows go to $AIRFLOW_TRAINJOB_REPORT (default: a temporary file), one JSON line each (tests/support/report.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 report="${AIRFLOW_TRAINJOB_REPORT:-$(mktemp -t trainjob-report.XXXXXX.jsonl)}"
@@ -21,7 +21,7 @@ fi
 status=$?
 python="${PYTHON:-.venv/bin/python}"
 echo
-"$python" -m tests.report "$report"
+"$python" -m tests.support.report "$report"
 echo
 "$python" scripts/fault_table.py "$report"
 echo "rows: $report" >&2

@@ -1,28 +1,102 @@
 #!/usr/bin/env bash
 # The project's test command: sets up everything the tests need, then runs them.
-#   ./scripts/test.sh [pytest arguments...]
+#   ./scripts/test.sh [--unit | --integration | --faults] [pytest arguments...]
+# Tiers (markers set at collection: `cluster` by the local cluster's pytest plugin for every test whose fixtures
+# reach a cluster, `faults` by tests/conftest.py for every test that injects faults; `-m` selects them):
+#   --unit         -m "not cluster": pure decisions, models, the operator's branches on an in-memory fake hook.
+#                  Builds and starts no cluster (any test reaching one fails: AIRFLOW_TRAINJOB_TEST_NO_CLUSTER=1).
+#                  Under a minute.
+#   --integration  -m "cluster and not faults": against the real local apiserver, controller and kubelet.
+#   --faults       -m faults: the fault matrices (fault proxy, stopped apiserver/controller, SIGKILL).
+#   (no tier)      the whole suite, what CI runs. Without test paths it runs as 3 pytest processes (shards, by
+#                  file) side by side on the one test cluster -- the tests mostly wait on the cluster, so 2 cores
+#                  keep up: ~8.3 min instead of ~17.6 on 2 cores -- then the tests marked alone; each process
+#                  prints its 25 slowest tests. AIRFLOW_TRAINJOB_TEST_PARALLEL=0: one process, in turn.
+#                  With test paths (or a tier): one pytest process over what was asked.
+# Steps:
 # 1. .venv (Python 3.10+) with the provider, its test extras and the example's torch + scikit-learn;
-# 2. the local cluster's binaries (built once from Debian's source package, then cached: ~5 min cold);
-# 3. a test cluster of its own (state dir and ports apart from the demo's), stopped again at exit;
-# 4. pytest.
+# 2. except --unit: the local cluster's binaries (built once from Debian's source package, then cached: ~5 min
+#    cold), and a test cluster of its own (state dir and ports apart from the demo's), stopped again at exit;
+# 3. pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+tier=()
+cluster=yes
+case "${1:-}" in
+  --unit) tier=(-m "not cluster"); cluster=no; shift ;;
+  --integration) tier=(-m "cluster and not faults"); shift ;;
+  --faults) tier=(-m faults); shift ;;
+esac
+
+# The shards of a whole-suite run, by file (balanced from --durations). Every file with a test that starts a
+# private cluster (ports base+10..13 and base+40..43: spare_cluster, private_cluster, kubernetes_only_cluster) is
+# in SHARD_2, so no two processes start one at once; a file named in neither runs in the third shard. Tests
+# marked `alone` (they restart the session cluster's kubelet, or count its watches) run afterwards, by themselves.
+SHARD_1=(tests/operators/test_faults.py tests/hooks/test_faults.py tests/test_fault_proxy.py
+         local-cluster/tests/test_kubelet.py local-cluster/tests/test_training_jobs.py
+         local-cluster/tests/test_controller_env.py local-cluster/tests/test_pod_events.py
+         local-cluster/tests/test_crd_schema.py)
+SHARD_2=(tests/operators/test_process_faults.py tests/hooks/test_refusals.py tests/operators/test_no_controller.py
+         tests/triggers/test_job_stream.py local-cluster/tests/test_cluster.py local-cluster/tests/test_controller.py
+         local-cluster/tests/test_suspension.py)
+
 export AIRFLOW_TRAINJOB_TEST_STATE_DIR=${AIRFLOW_TRAINJOB_TEST_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/airflow-trainjob/test-cluster}
 export AIRFLOW_TRAINJOB_TEST_PORT_BASE=${AIRFLOW_TRAINJOB_TEST_PORT_BASE:-27443}
+PARALLEL=${AIRFLOW_TRAINJOB_TEST_PARALLEL:-1}
 
-EXTRAS=test,examples
+EXTRAS=test,examples,lint
 . scripts/setup-venv.sh
 
-local_cluster() { "$VENV/bin/python" -m airflow_trainjob_local "$@" --state-dir "$AIRFLOW_TRAINJOB_TEST_STATE_DIR"; }
-echo "==> local cluster binaries (the first build takes about 5 minutes)"
-build_start=$(date +%s)
-"$VENV/bin/python" -m airflow_trainjob_local build
-echo "    binaries ready after $(( $(date +%s) - build_start )) s"
-echo "==> starting the test cluster in $AIRFLOW_TRAINJOB_TEST_STATE_DIR (ports from $AIRFLOW_TRAINJOB_TEST_PORT_BASE)"
-trap 'echo "==> stopping the test cluster"; local_cluster down' EXIT
-local_cluster up --port-base "$AIRFLOW_TRAINJOB_TEST_PORT_BASE" >/dev/null
+if [ "$cluster" = yes ]; then
+  local_cluster() { "$VENV/bin/python" -m airflow_trainjob_local "$@" --state-dir "$AIRFLOW_TRAINJOB_TEST_STATE_DIR"; }
+  echo "==> local cluster binaries (the first build takes about 5 minutes)"
+  build_start=$(date +%s)
+  "$VENV/bin/python" -m airflow_trainjob_local build
+  echo "    binaries ready after $(( $(date +%s) - build_start )) s"
+  echo "==> starting the test cluster in $AIRFLOW_TRAINJOB_TEST_STATE_DIR (ports from $AIRFLOW_TRAINJOB_TEST_PORT_BASE)"
+  trap 'echo "==> stopping the test cluster"; local_cluster down' EXIT
+  local_cluster up --port-base "$AIRFLOW_TRAINJOB_TEST_PORT_BASE" >/dev/null
+else
+  echo "==> unit tier: no cluster (built or started)"
+  export AIRFLOW_TRAINJOB_TEST_NO_CLUSTER=1
+fi
 
-echo "==> running the tests"
-# pytest exits 5 when it collects no test; set -e turns that into a failure too.
-"$VENV/bin/python" -m pytest "$@"
+# A whole-suite run: no tier, no test path, -m or -k among the arguments (options such as -q or -x are passed to
+# every shard).
+whole_suite=yes
+[ ${#tier[@]} -eq 0 ] || whole_suite=no
+for arg in "$@"; do
+  if [[ "$arg" == -m* || "$arg" == -k* || ( "$arg" != -* && ( -e "${arg%%::*}" || "$arg" == *::* ) ) ]]; then
+    whole_suite=no
+  fi
+done
+
+# pytest exits 5 when it collects no test; set -e (or the shards' status) turns that into a failure too.
+pytest_cmd=("$VENV/bin/python" -m pytest -c pyproject.toml --rootdir .)
+if [ "$whole_suite" = no ] || [ "$PARALLEL" = 0 ]; then
+  echo "==> running the tests"
+  "${pytest_cmd[@]}" ${tier[@]+"${tier[@]}"} "$@"
+  exit 0
+fi
+
+echo "==> running the whole suite as 3 shards side by side, then the tests marked alone"
+logs=$(mktemp -d -t trainjob-tests.XXXXXX)
+ignore=()
+for path in "${SHARD_1[@]}" "${SHARD_2[@]}"; do ignore+=(--ignore="$path"); done
+suite_start=$(date +%s)
+"${pytest_cmd[@]}" -m "not alone" "$@" "${SHARD_1[@]}" >"$logs/1.log" 2>&1 & pids=($!)
+"${pytest_cmd[@]}" -m "not alone" "$@" "${SHARD_2[@]}" >"$logs/2.log" 2>&1 & pids+=($!)
+"${pytest_cmd[@]}" -m "not alone" "$@" tests local-cluster/tests "${ignore[@]}" >"$logs/3.log" 2>&1 & pids+=($!)
+status=0
+for i in 1 2 3; do
+  rc=0; wait "${pids[$((i - 1))]}" || rc=$?
+  echo "==> shard $i of 3 (exit $rc, $(( $(date +%s) - suite_start )) s after the start)"
+  cat "$logs/$i.log"
+  [ "$rc" -eq 0 ] || status=1
+done
+rm -rf "$logs"
+echo "==> the tests marked alone, with nothing else on the cluster"
+"${pytest_cmd[@]}" -m alone "$@" tests local-cluster/tests || status=1
+echo "==> whole suite: $(( $(date +%s) - suite_start )) s, $([ $status -eq 0 ] && echo passed || echo FAILED)"
+exit $status

@@ -31,8 +31,11 @@ def condition(type_: str, status: str, at: float, reason: str = "") -> dict:
 def job(suspend=None, conds=(), queue: str | None = "team-a") -> dict:
     run_policy = {} if suspend is None else {"suspend": suspend}
     labels = {"kueue.x-k8s.io/queue-name": queue} if queue else {}
-    return {"metadata": {"name": "j", "labels": labels}, "spec": {"runPolicy": run_policy},
-            "status": {"conditions": list(conds)}}
+    return {
+        "metadata": {"name": "j", "labels": labels},
+        "spec": {"runPolicy": run_policy},
+        "status": {"conditions": list(conds)},
+    }
 
 
 CREATED = condition("Created", "True", T0)
@@ -114,16 +117,22 @@ def test_queue_timeout_counts_in_the_queue_only():
 def test_preempted_job_gets_a_new_queue_clock_and_a_new_startup_clock():
     d = Deadlines(started_at=T0, startup_timeout=20, queue_timeout=60)
     d.observe(job(conds=[CREATED, condition("Running", "True", T0 + 5)]), T0 + 6)
-    preempted = [CREATED, condition("Running", "False", T0 + 100, "PyTorchJobSuspended"),
-                 condition("Suspended", "True", T0 + 100, "PyTorchJobSuspended")]
+    preempted = [
+        CREATED,
+        condition("Running", "False", T0 + 100, "PyTorchJobSuspended"),
+        condition("Suspended", "True", T0 + 100, "PyTorchJobSuspended"),
+    ]
     assert d.observe(job(suspend=True, conds=preempted), T0 + 101) == "requeued"
     line = queue_line("PyTorchJob ml/j", d, "requeued", T0 + 101)
     assert "was suspended again after it had been admitted (Kueue preempted or evicted it" in line
     assert "its training starts over then, unless the program resumes from a checkpoint" in line
     assert d.queued_for(T0 + 150) == pytest.approx(50)
     assert d.passed(T0 + 159) is None and d.passed(T0 + 161) == (QUEUE_TIMEOUT, 60)
-    resumed = [CREATED, condition("Running", "False", T0 + 100, "PyTorchJobSuspended"),
-               condition("Suspended", "False", T0 + 140, "PyTorchJobResumed")]
+    resumed = [
+        CREATED,
+        condition("Running", "False", T0 + 100, "PyTorchJobSuspended"),
+        condition("Suspended", "False", T0 + 140, "PyTorchJobResumed"),
+    ]
     assert d.observe(job(suspend=False, conds=resumed), T0 + 141) == "admitted"
     # Running (False since the suspension) predates the admission: the job has not started again yet.
     assert d.passed(T0 + 160) is None and d.passed(T0 + 162) == (STARTUP_TIMEOUT, 20)
@@ -168,17 +177,20 @@ def test_queue_lines_name_the_queue_and_the_time():
     turn = d.observe(job(suspend=True), T0)
     assert queue_line("PyTorchJob ml/j", d, turn, T0 + 42) == (
         "PyTorchJob ml/j is waiting in Kueue queue 'team-a' (suspended: not admitted yet) for 42 s; "
-        "queue_timeout 900 s (858 s left); startup_timeout counts from admission")
+        "queue_timeout 900 s (858 s left); startup_timeout counts from admission"
+    )
     turn = d.observe(job(suspend=False, conds=[condition("Suspended", "False", T0 + 50)]), T0 + 51)
     assert queue_line("PyTorchJob ml/j", d, turn, T0 + 51) == (
-        "PyTorchJob ml/j was admitted from Kueue queue 'team-a'; startup_timeout of 600 s counts from now")
+        "PyTorchJob ml/j was admitted from Kueue queue 'team-a'; startup_timeout of 600 s counts from now"
+    )
 
 
 def test_a_sensor_has_no_deadlines_to_name_and_sees_the_whole_wait():
     d = Deadlines(started_at=T0)
     d.observe(job(suspend=True, conds=[condition("Suspended", "True", T0 - 18)]), T0)
     assert queue_line("PyTorchJob ml/j", d, "queued", T0 + 2) == (
-        "PyTorchJob ml/j is waiting in Kueue queue 'team-a' (suspended: not admitted yet) for 20 s")
+        "PyTorchJob ml/j is waiting in Kueue queue 'team-a' (suspended: not admitted yet) for 20 s"
+    )
 
 
 def test_the_queue_is_logged_at_each_turn_and_every_five_minutes():

@@ -25,22 +25,36 @@ from airflow_trainjob.exceptions import (
     QuotaExceededError,
     TrainingJobError,
 )
-from tests.refusal_support import LEAK_MARKERS, assert_nothing_leaks
+from tests.support.refusals import LEAK_MARKERS, assert_nothing_leaks
 
-HEADERS = HTTPHeaderDict({
-    "Audit-Id": "0f6c1d9e-2b7a-4f57-9d55-6c1e8f0b7a21",
-    "Cache-Control": "no-cache, private",
-    "Content-Type": "application/json",
-    "X-Kubernetes-Pf-Flowschema-Uid": "6c1e8f0b", "X-Kubernetes-Pf-Prioritylevel-Uid": "2b7a4f57",
-    "Date": "Tue, 01 Dec 2026 19:40:00 GMT", "Content-Length": "512",
-})
+HEADERS = HTTPHeaderDict(
+    {
+        "Audit-Id": "0f6c1d9e-2b7a-4f57-9d55-6c1e8f0b7a21",
+        "Cache-Control": "no-cache, private",
+        "Content-Type": "application/json",
+        "X-Kubernetes-Pf-Flowschema-Uid": "6c1e8f0b",
+        "X-Kubernetes-Pf-Prioritylevel-Uid": "2b7a4f57",
+        "Date": "Tue, 01 Dec 2026 19:40:00 GMT",
+        "Content-Length": "512",
+    }
+)
 CREATE = ApiCall.for_job("create", "PyTorchJob", "team-a", "train-1", purpose="create a training job")
 GET = ApiCall.for_job("get", "PyTorchJob", "team-a", "train-1", purpose="read a training job")
 
 
 def status(code: int, reason: str, message: str, details: dict | None = None) -> str:
-    return json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-                       "reason": reason, "details": details or {}, "code": code})
+    return json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "reason": reason,
+            "details": details or {},
+            "code": code,
+        }
+    )
 
 
 class Response:
@@ -68,99 +82,338 @@ def answer(request):
 
 
 PAGE_NOT_FOUND = "404 page not found\n"
-JOB_NOT_FOUND = status(404, "NotFound", 'pytorchjobs.kubeflow.org "train-1" not found',
-                       {"name": "train-1", "group": "kubeflow.org", "kind": "pytorchjobs"})
+JOB_NOT_FOUND = status(
+    404,
+    "NotFound",
+    'pytorchjobs.kubeflow.org "train-1" not found',
+    {"name": "train-1", "group": "kubeflow.org", "kind": "pytorchjobs"},
+)
 NAMESPACE_NOT_FOUND = status(404, "NotFound", 'namespaces "team-a" not found', {"name": "team-a", "kind": "namespaces"})
-TOO_LONG = status(422, "Invalid", 'PyTorchJob.kubeflow.org "train-1" is invalid: metadata.annotations: Too long: must have '
-                  "at most 262144 bytes", {"name": "train-1", "group": "kubeflow.org", "kind": "PyTorchJob", "causes": [
-                      {"reason": "FieldValueTooLong", "message": "Too long: must have at most 262144 bytes",
-                       "field": "metadata.annotations"}]})
-SCHEMA = status(422, "Invalid", 'PyTorchJob.kubeflow.org "train-1" is invalid: [spec.runPolicy: Invalid value: "integer": '
-                'spec.runPolicy in body must be of type object: "integer", spec.pytorchReplicaSpecs: Required value]',
-                {"name": "train-1", "group": "kubeflow.org", "kind": "PyTorchJob", "causes": [
-                    {"reason": "FieldValueInvalid", "field": "spec.runPolicy",
-                     "message": 'Invalid value: "integer": spec.runPolicy in body must be of type object: "integer"'},
-                    {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.pytorchReplicaSpecs"}]})
-WEBHOOK_400 = status(400, "", 'admission webhook "gpu-policy.example.com" denied the request: no more than 4 GPUs per job')
-WEBHOOK_422 = status(422, "Invalid", 'admission webhook "spec-policy.example.com" denied the request: the job spec breaks '
-                     "team policy", {"causes": [{"field": "spec.runPolicy.backoffLimit", "message": "must be set",
-                                                 "reason": "FieldValueRequired"},
-                                                {"field": "metadata.labels[team]", "message": "required"}]})
-QUOTA = status(403, "Forbidden", 'pytorchjobs.kubeflow.org "train-1" is forbidden: exceeded quota: jobs, requested: '
-               "count/pytorchjobs.kubeflow.org=1, used: count/pytorchjobs.kubeflow.org=2, limited: "
-               "count/pytorchjobs.kubeflow.org=2", {"name": "train-1", "group": "kubeflow.org", "kind": "pytorchjobs"})
-QUOTA_TWO = status(403, "Forbidden", 'pods "p" is forbidden: exceeded quota: compute, requested: limits.cpu=4,pods=1, '
-                   "used: limits.cpu=6,pods=3, limited: limits.cpu=8,pods=3", {"name": "p", "kind": "pods"})
-QUOTA_UNKNOWN = status(403, "Forbidden", 'pytorchjobs.kubeflow.org "train-1" is forbidden: status unknown for quota: jobs, '
-                       "resources: count/pytorchjobs.kubeflow.org", {"name": "train-1", "kind": "pytorchjobs"})
-RBAC = status(403, "Forbidden", 'pytorchjobs.kubeflow.org is forbidden: User "system:serviceaccount:team-a:airflow-worker" '
-              'cannot create resource "pytorchjobs" in API group "kubeflow.org" in the namespace "team-a"',
-              {"group": "kubeflow.org", "kind": "pytorchjobs"})
-RBAC_LOG = status(403, "Forbidden", 'pods "train-1-master-0" is forbidden: User "system:serviceaccount:team-a:airflow-worker" '
-                  'cannot get resource "pods/log" in API group "" in the namespace "team-a"',
-                  {"name": "train-1-master-0", "kind": "pods"})
-TERMINATING = status(403, "Forbidden", "pytorchjobs.kubeflow.org \"train-1\" is forbidden: unable to create new content in "
-                     "namespace team-a because it is being terminated", {"name": "train-1", "kind": "pytorchjobs"})
+TOO_LONG = status(
+    422,
+    "Invalid",
+    'PyTorchJob.kubeflow.org "train-1" is invalid: metadata.annotations: Too long: must have at most 262144 bytes',
+    {
+        "name": "train-1",
+        "group": "kubeflow.org",
+        "kind": "PyTorchJob",
+        "causes": [
+            {
+                "reason": "FieldValueTooLong",
+                "message": "Too long: must have at most 262144 bytes",
+                "field": "metadata.annotations",
+            }
+        ],
+    },
+)
+SCHEMA = status(
+    422,
+    "Invalid",
+    'PyTorchJob.kubeflow.org "train-1" is invalid: [spec.runPolicy: Invalid value: "integer": '
+    'spec.runPolicy in body must be of type object: "integer", spec.pytorchReplicaSpecs: Required value]',
+    {
+        "name": "train-1",
+        "group": "kubeflow.org",
+        "kind": "PyTorchJob",
+        "causes": [
+            {
+                "reason": "FieldValueInvalid",
+                "field": "spec.runPolicy",
+                "message": 'Invalid value: "integer": spec.runPolicy in body must be of type object: "integer"',
+            },
+            {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.pytorchReplicaSpecs"},
+        ],
+    },
+)
+WEBHOOK_400 = status(
+    400, "", 'admission webhook "gpu-policy.example.com" denied the request: no more than 4 GPUs per job'
+)
+WEBHOOK_422 = status(
+    422,
+    "Invalid",
+    'admission webhook "spec-policy.example.com" denied the request: the job spec breaks team policy',
+    {
+        "causes": [
+            {"field": "spec.runPolicy.backoffLimit", "message": "must be set", "reason": "FieldValueRequired"},
+            {"field": "metadata.labels[team]", "message": "required"},
+        ]
+    },
+)
+QUOTA = status(
+    403,
+    "Forbidden",
+    'pytorchjobs.kubeflow.org "train-1" is forbidden: exceeded quota: jobs, requested: '
+    "count/pytorchjobs.kubeflow.org=1, used: count/pytorchjobs.kubeflow.org=2, limited: "
+    "count/pytorchjobs.kubeflow.org=2",
+    {"name": "train-1", "group": "kubeflow.org", "kind": "pytorchjobs"},
+)
+QUOTA_TWO = status(
+    403,
+    "Forbidden",
+    'pods "p" is forbidden: exceeded quota: compute, requested: limits.cpu=4,pods=1, '
+    "used: limits.cpu=6,pods=3, limited: limits.cpu=8,pods=3",
+    {"name": "p", "kind": "pods"},
+)
+QUOTA_UNKNOWN = status(
+    403,
+    "Forbidden",
+    'pytorchjobs.kubeflow.org "train-1" is forbidden: status unknown for quota: jobs, '
+    "resources: count/pytorchjobs.kubeflow.org",
+    {"name": "train-1", "kind": "pytorchjobs"},
+)
+RBAC = status(
+    403,
+    "Forbidden",
+    'pytorchjobs.kubeflow.org is forbidden: User "system:serviceaccount:team-a:airflow-worker" '
+    'cannot create resource "pytorchjobs" in API group "kubeflow.org" in the namespace "team-a"',
+    {"group": "kubeflow.org", "kind": "pytorchjobs"},
+)
+RBAC_LOG = status(
+    403,
+    "Forbidden",
+    'pods "train-1-master-0" is forbidden: User "system:serviceaccount:team-a:airflow-worker" '
+    'cannot get resource "pods/log" in API group "" in the namespace "team-a"',
+    {"name": "train-1-master-0", "kind": "pods"},
+)
+TERMINATING = status(
+    403,
+    "Forbidden",
+    'pytorchjobs.kubeflow.org "train-1" is forbidden: unable to create new content in '
+    "namespace team-a because it is being terminated",
+    {"name": "train-1", "kind": "pytorchjobs"},
+)
 UNAUTHORIZED = status(401, "Unauthorized", "Unauthorized")
-CONFLICT = status(409, "AlreadyExists", 'pytorchjobs.kubeflow.org "train-1" already exists',
-                  {"name": "train-1", "group": "kubeflow.org", "kind": "pytorchjobs"})
+CONFLICT = status(
+    409,
+    "AlreadyExists",
+    'pytorchjobs.kubeflow.org "train-1" already exists',
+    {"name": "train-1", "group": "kubeflow.org", "kind": "pytorchjobs"},
+)
 UNAVAILABLE = status(503, "ServiceUnavailable", "the server is currently unable to handle the request")
 
 #: (id, call, code, phrase, body, refusal, exception class, words the message must have)
 CASES = [
-    ("kind-not-served", CREATE, 404, "Not Found", PAGE_NOT_FOUND, Refusal.KIND_NOT_SERVED, KindNotServedError,
-     ["the cluster does not serve pytorchjobs.kubeflow.org/v1 — is the Kubeflow training operator installed?",
-      "404 Not Found to create PyTorchJob team-a/train-1"]),
-    ("kind-not-served-get", GET, 404, "Not Found", PAGE_NOT_FOUND, Refusal.KIND_NOT_SERVED, KindNotServedError,
-     ["the cluster does not serve pytorchjobs.kubeflow.org/v1"]),
-    ("kind-not-served-status-without-name", GET, 404, "Not Found",
-     status(404, "NotFound", "the server could not find the requested resource"), Refusal.KIND_NOT_SERVED,
-     KindNotServedError, ["the cluster does not serve pytorchjobs.kubeflow.org/v1"]),
-    ("job-not-found", GET, 404, "Not Found", JOB_NOT_FOUND, Refusal.NOT_FOUND, QuietApiException,
-     ["PyTorchJob team-a/train-1 does not exist (404 NotFound)"]),
-    ("namespace-not-found", CREATE, 404, "Not Found", NAMESPACE_NOT_FOUND, Refusal.NAMESPACE_MISSING,
-     NamespaceNotFoundError, ['namespace "team-a" does not exist', "404 NotFound to create PyTorchJob team-a/train-1"]),
-    ("invalid", CREATE, 422, "Unprocessable Entity", TOO_LONG, Refusal.INVALID, JobRejectedError,
-     ["as invalid (422 Invalid): metadata.annotations: Too long: must have at most 262144 bytes"]),
-    ("invalid-two-fields", CREATE, 422, "Unprocessable Entity", SCHEMA, Refusal.INVALID, JobRejectedError,
-     ['spec.runPolicy: Invalid value: "integer"', "; spec.pytorchReplicaSpecs: Required value"]),
-    ("webhook-400", CREATE, 400, "Bad Request", WEBHOOK_400, Refusal.DENIED, JobRejectedError,
-     ['admission webhook "gpu-policy.example.com" denied the request to create PyTorchJob team-a/train-1 '
-      "(400 Bad Request): no more than 4 GPUs per job"]),
-    ("webhook-422-causes", CREATE, 422, "Unprocessable Entity", WEBHOOK_422, Refusal.DENIED, JobRejectedError,
-     ['admission webhook "spec-policy.example.com" denied', "(422 Invalid): the job spec breaks team policy; "
-      "spec.runPolicy.backoffLimit: must be set; metadata.labels[team]: required"]),
-    ("quota", CREATE, 403, "Forbidden", QUOTA, Refusal.QUOTA, QuotaExceededError,
-     ['ResourceQuota "jobs" in namespace team-a has no room to create PyTorchJob team-a/train-1',
-      "count/pytorchjobs.kubeflow.org: requested 1, used 2, limited to 2", "a later try may fit"]),
-    ("quota-two-resources", ApiCall("create", "pods", namespace="team-a", name="p"), 403, "Forbidden", QUOTA_TWO,
-     Refusal.QUOTA, QuotaExceededError,
-     ["limits.cpu: requested 4, used 6, limited to 8; pods: requested 1, used 3, limited to 3"]),
-    ("quota-not-computed", CREATE, 403, "Forbidden", QUOTA_UNKNOWN, Refusal.QUOTA, QuotaExceededError,
-     ['ResourceQuota "jobs" (count/pytorchjobs.kubeflow.org) has no computed usage yet', "resourcequota controller"]),
-    ("rbac", CREATE, 403, "Forbidden", RBAC, Refusal.FORBIDDEN, KubernetesAccessError,
-     ['RBAC does not allow user "system:serviceaccount:team-a:airflow-worker" to create pytorchjobs.kubeflow.org in '
-      'namespace "team-a"', "needed to create a training job",
-      'allows verb "create" on resource "pytorchjobs" in API group "kubeflow.org"']),
-    ("rbac-core-subresource", ApiCall("get", "pods/log", namespace="team-a", name="train-1-master-0"), 403,
-     "Forbidden", RBAC_LOG, Refusal.FORBIDDEN, KubernetesAccessError,
-     ['to get pods/log in namespace "team-a"', 'verb "get" on resource "pods/log" in the core API group']),
-    ("forbidden-other", CREATE, 403, "Forbidden", TERMINATING, Refusal.FORBIDDEN, KubernetesAccessError,
-     ["403 Forbidden to create PyTorchJob team-a/train-1 through connection 'kubernetes_default': ", "because it is being terminated"]),
-    ("unauthorized", GET, 401, "Unauthorized", UNAUTHORIZED, Refusal.UNAUTHORIZED, KubernetesAccessError,
-     ["401 Unauthorized to get PyTorchJob team-a/train-1", "credentials of connection 'kubernetes_default'"]),
-    ("conflict", CREATE, 409, "Conflict", CONFLICT, Refusal.CONFLICT, QuietApiException,
-     ['409 AlreadyExists to create PyTorchJob team-a/train-1: pytorchjobs.kubeflow.org "train-1" already exists']),
-    ("unavailable", GET, 503, "Service Unavailable", UNAVAILABLE, Refusal.TRANSIENT, QuietApiException,
-     ["503 ServiceUnavailable to get PyTorchJob team-a/train-1: the server is currently unable"]),
-    ("no-body", GET, 500, "Internal Server Error", "", Refusal.TRANSIENT, QuietApiException,
-     ["500 Internal Server Error to get PyTorchJob team-a/train-1"]),
+    (
+        "kind-not-served",
+        CREATE,
+        404,
+        "Not Found",
+        PAGE_NOT_FOUND,
+        Refusal.KIND_NOT_SERVED,
+        KindNotServedError,
+        [
+            "the cluster does not serve pytorchjobs.kubeflow.org/v1 — is the Kubeflow training operator installed?",
+            "404 Not Found to create PyTorchJob team-a/train-1",
+        ],
+    ),
+    (
+        "kind-not-served-get",
+        GET,
+        404,
+        "Not Found",
+        PAGE_NOT_FOUND,
+        Refusal.KIND_NOT_SERVED,
+        KindNotServedError,
+        ["the cluster does not serve pytorchjobs.kubeflow.org/v1"],
+    ),
+    (
+        "kind-not-served-status-without-name",
+        GET,
+        404,
+        "Not Found",
+        status(404, "NotFound", "the server could not find the requested resource"),
+        Refusal.KIND_NOT_SERVED,
+        KindNotServedError,
+        ["the cluster does not serve pytorchjobs.kubeflow.org/v1"],
+    ),
+    (
+        "job-not-found",
+        GET,
+        404,
+        "Not Found",
+        JOB_NOT_FOUND,
+        Refusal.NOT_FOUND,
+        QuietApiException,
+        ["PyTorchJob team-a/train-1 does not exist (404 NotFound)"],
+    ),
+    (
+        "namespace-not-found",
+        CREATE,
+        404,
+        "Not Found",
+        NAMESPACE_NOT_FOUND,
+        Refusal.NAMESPACE_MISSING,
+        NamespaceNotFoundError,
+        ['namespace "team-a" does not exist', "404 NotFound to create PyTorchJob team-a/train-1"],
+    ),
+    (
+        "invalid",
+        CREATE,
+        422,
+        "Unprocessable Entity",
+        TOO_LONG,
+        Refusal.INVALID,
+        JobRejectedError,
+        ["as invalid (422 Invalid): metadata.annotations: Too long: must have at most 262144 bytes"],
+    ),
+    (
+        "invalid-two-fields",
+        CREATE,
+        422,
+        "Unprocessable Entity",
+        SCHEMA,
+        Refusal.INVALID,
+        JobRejectedError,
+        ['spec.runPolicy: Invalid value: "integer"', "; spec.pytorchReplicaSpecs: Required value"],
+    ),
+    (
+        "webhook-400",
+        CREATE,
+        400,
+        "Bad Request",
+        WEBHOOK_400,
+        Refusal.DENIED,
+        JobRejectedError,
+        [
+            'admission webhook "gpu-policy.example.com" denied the request to create PyTorchJob team-a/train-1 '
+            "(400 Bad Request): no more than 4 GPUs per job"
+        ],
+    ),
+    (
+        "webhook-422-causes",
+        CREATE,
+        422,
+        "Unprocessable Entity",
+        WEBHOOK_422,
+        Refusal.DENIED,
+        JobRejectedError,
+        [
+            'admission webhook "spec-policy.example.com" denied',
+            "(422 Invalid): the job spec breaks team policy; "
+            "spec.runPolicy.backoffLimit: must be set; metadata.labels[team]: required",
+        ],
+    ),
+    (
+        "quota",
+        CREATE,
+        403,
+        "Forbidden",
+        QUOTA,
+        Refusal.QUOTA,
+        QuotaExceededError,
+        [
+            'ResourceQuota "jobs" in namespace team-a has no room to create PyTorchJob team-a/train-1',
+            "count/pytorchjobs.kubeflow.org: requested 1, used 2, limited to 2",
+            "a later try may fit",
+        ],
+    ),
+    (
+        "quota-two-resources",
+        ApiCall("create", "pods", namespace="team-a", name="p"),
+        403,
+        "Forbidden",
+        QUOTA_TWO,
+        Refusal.QUOTA,
+        QuotaExceededError,
+        ["limits.cpu: requested 4, used 6, limited to 8; pods: requested 1, used 3, limited to 3"],
+    ),
+    (
+        "quota-not-computed",
+        CREATE,
+        403,
+        "Forbidden",
+        QUOTA_UNKNOWN,
+        Refusal.QUOTA,
+        QuotaExceededError,
+        ['ResourceQuota "jobs" (count/pytorchjobs.kubeflow.org) has no computed usage yet', "resourcequota controller"],
+    ),
+    (
+        "rbac",
+        CREATE,
+        403,
+        "Forbidden",
+        RBAC,
+        Refusal.FORBIDDEN,
+        KubernetesAccessError,
+        [
+            'RBAC does not allow user "system:serviceaccount:team-a:airflow-worker" to create pytorchjobs.kubeflow.org in '
+            'namespace "team-a"',
+            "needed to create a training job",
+            'allows verb "create" on resource "pytorchjobs" in API group "kubeflow.org"',
+        ],
+    ),
+    (
+        "rbac-core-subresource",
+        ApiCall("get", "pods/log", namespace="team-a", name="train-1-master-0"),
+        403,
+        "Forbidden",
+        RBAC_LOG,
+        Refusal.FORBIDDEN,
+        KubernetesAccessError,
+        ['to get pods/log in namespace "team-a"', 'verb "get" on resource "pods/log" in the core API group'],
+    ),
+    (
+        "forbidden-other",
+        CREATE,
+        403,
+        "Forbidden",
+        TERMINATING,
+        Refusal.FORBIDDEN,
+        KubernetesAccessError,
+        [
+            "403 Forbidden to create PyTorchJob team-a/train-1 through connection 'kubernetes_default': ",
+            "because it is being terminated",
+        ],
+    ),
+    (
+        "unauthorized",
+        GET,
+        401,
+        "Unauthorized",
+        UNAUTHORIZED,
+        Refusal.UNAUTHORIZED,
+        KubernetesAccessError,
+        ["401 Unauthorized to get PyTorchJob team-a/train-1", "credentials of connection 'kubernetes_default'"],
+    ),
+    (
+        "conflict",
+        CREATE,
+        409,
+        "Conflict",
+        CONFLICT,
+        Refusal.CONFLICT,
+        QuietApiException,
+        ['409 AlreadyExists to create PyTorchJob team-a/train-1: pytorchjobs.kubeflow.org "train-1" already exists'],
+    ),
+    (
+        "unavailable",
+        GET,
+        503,
+        "Service Unavailable",
+        UNAVAILABLE,
+        Refusal.TRANSIENT,
+        QuietApiException,
+        ["503 ServiceUnavailable to get PyTorchJob team-a/train-1: the server is currently unable"],
+    ),
+    (
+        "no-body",
+        GET,
+        500,
+        "Internal Server Error",
+        "",
+        Refusal.TRANSIENT,
+        QuietApiException,
+        ["500 Internal Server Error to get PyTorchJob team-a/train-1"],
+    ),
 ]
 NOT_RETRIED = {KindNotServedError, NamespaceNotFoundError, JobRejectedError}
 
 
-@pytest.mark.parametrize(("call", "code", "phrase", "body", "refusal", "raised_as", "words"),
-                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("call", "code", "phrase", "body", "refusal", "raised_as", "words"),
+    [c[1:] for c in CASES],
+    ids=[c[0] for c in CASES],
+)
 def test_each_answer_is_one_line_of_its_class(answer, call, code, phrase, body, refusal, raised_as, words):
     error = answer(code, phrase, body)
     described = describe(error, call, conn_id="kubernetes_default")
@@ -207,7 +460,10 @@ def test_refusals_carry_status_reason_and_the_reading():
 def test_a_refusal_is_described_without_knowing_the_call():
     error = ApiException(http_resp=Response(403, "Forbidden", RBAC))
     message = describe(error).message
-    assert 'RBAC does not allow user "system:serviceaccount:team-a:airflow-worker" to create pytorchjobs.kubeflow.org' in message
+    assert (
+        'RBAC does not allow user "system:serviceaccount:team-a:airflow-worker" to create pytorchjobs.kubeflow.org'
+        in message
+    )
     assert "403 Forbidden" in message
     plain = ApiException(http_resp=Response(404, "Not Found", PAGE_NOT_FOUND))
     assert describe(plain).message == "404 Not Found: no such object or path"  # a core path could be anything
@@ -230,7 +486,9 @@ def test_errors_that_are_not_answers():
 
 def test_a_long_answer_is_capped_to_one_line():
     causes = [{"field": f"spec.field{i}", "message": "x" * 500} for i in range(20)]
-    error = ApiException(http_resp=Response(422, "Unprocessable Entity", status(422, "Invalid", "bad\nlines", {"causes": causes})))
+    error = ApiException(
+        http_resp=Response(422, "Unprocessable Entity", status(422, "Invalid", "bad\nlines", {"causes": causes}))
+    )
     message = describe(error, CREATE).message
     assert len(message) <= api_errors.MAX_LINE and "\n" not in message and message.endswith("...")
     assert "spec.field0: " in message
@@ -238,7 +496,8 @@ def test_a_long_answer_is_capped_to_one_line():
 
 def test_the_missing_kind_has_one_wording():
     assert api_errors.kind_not_served_message("tfjobs.kubeflow.org/v1") == (
-        "the cluster does not serve tfjobs.kubeflow.org/v1 — is the Kubeflow training operator installed?")
+        "the cluster does not serve tfjobs.kubeflow.org/v1 — is the Kubeflow training operator installed?"
+    )
 
 
 def test_classes_follow_airflow_retry_rules():

@@ -17,19 +17,31 @@ from airflow_trainjob.cleanup_hold import (
 
 
 def manifest(**run_policy) -> dict:
-    return {"kind": "PyTorchJob", "metadata": {"name": "j", "annotations": {"team": "ml"}},
-            "spec": {"runPolicy": run_policy, "pytorchReplicaSpecs": {}}}
+    return {
+        "kind": "PyTorchJob",
+        "metadata": {"name": "j", "annotations": {"team": "ml"}},
+        "spec": {"runPolicy": run_policy, "pytorchReplicaSpecs": {}},
+    }
 
 
 def pod(name: str, phase: str) -> dict:
     return {"metadata": {"name": name}, "status": {"phase": phase}}
 
 
-@pytest.mark.parametrize(("asked", "recorded"), [
-    ({"cleanPodPolicy": "All"}, {"cleanPodPolicy": "All"}),
-    ({"cleanPodPolicy": "Running", "ttlSecondsAfterFinished": 0}, {"cleanPodPolicy": "Running", "ttlSecondsAfterFinished": 0}),
-    ({"cleanPodPolicy": "None", "ttlSecondsAfterFinished": 30}, {"cleanPodPolicy": "None", "ttlSecondsAfterFinished": 30}),
-])
+@pytest.mark.parametrize(
+    ("asked", "recorded"),
+    [
+        ({"cleanPodPolicy": "All"}, {"cleanPodPolicy": "All"}),
+        (
+            {"cleanPodPolicy": "Running", "ttlSecondsAfterFinished": 0},
+            {"cleanPodPolicy": "Running", "ttlSecondsAfterFinished": 0},
+        ),
+        (
+            {"cleanPodPolicy": "None", "ttlSecondsAfterFinished": 30},
+            {"cleanPodPolicy": "None", "ttlSecondsAfterFinished": 30},
+        ),
+    ],
+)
 def test_hold_sends_none_and_no_ttl_and_records_the_choice(asked, recorded):
     original = manifest(**asked, backoffLimit=2)
     sent = hold(original)
@@ -37,8 +49,9 @@ def test_hold_sends_none_and_no_ttl_and_records_the_choice(asked, recorded):
     assert json.loads(sent["metadata"]["annotations"][ANNOTATION_HELD_RUN_POLICY]) == recorded
     assert sent["metadata"]["annotations"]["team"] == "ml"
     assert original["spec"]["runPolicy"] == {**asked, "backoffLimit": 2}  # the caller's manifest is untouched
-    assert user_run_policy(sent) == UserRunPolicy(recorded["cleanPodPolicy"],
-                                                  recorded.get("ttlSecondsAfterFinished"), held=True)
+    assert user_run_policy(sent) == UserRunPolicy(
+        recorded["cleanPodPolicy"], recorded.get("ttlSecondsAfterFinished"), held=True
+    )
 
 
 def test_nothing_to_hold_is_sent_as_it_is():
@@ -48,8 +61,10 @@ def test_nothing_to_hold_is_sent_as_it_is():
     assert release_patch(sent) is None and pods_to_stop([pod("a", "Running")], user_run_policy(sent)) == []
 
 
-@pytest.mark.parametrize("raw", ["not json", '{"cleanPodPolicy": "Sometimes"}', '{"cleanPodPolicy": "All", '
-                                 '"ttlSecondsAfterFinished": -1}', "[]"])
+@pytest.mark.parametrize(
+    "raw",
+    ["not json", '{"cleanPodPolicy": "Sometimes"}', '{"cleanPodPolicy": "All", "ttlSecondsAfterFinished": -1}', "[]"],
+)
 def test_an_annotation_that_does_not_parse_falls_back_to_the_spec(raw):
     job = manifest(cleanPodPolicy="Running")
     job["metadata"]["annotations"][ANNOTATION_HELD_RUN_POLICY] = raw

@@ -28,13 +28,20 @@ FAILED = {
     "conditions": [
         cond("Created"),
         cond("Running", "False"),
-        cond("Failed", reason="PyTorchJobFailed", message="PyTorchJob ml/train has failed because 1 Worker replica(s) failed."),
+        cond(
+            "Failed",
+            reason="PyTorchJobFailed",
+            message="PyTorchJob ml/train has failed because 1 Worker replica(s) failed.",
+        ),
     ],
     "replicaStatuses": {"Master": {"active": 0}, "Worker": {"active": 1, "failed": 1}},
 }
 
 
-@pytest.mark.parametrize("status", [None, {}, {"conditions": None}, {"conditions": []}, {"replicaStatuses": None}, "garbage", {"conditions": "x"}])
+@pytest.mark.parametrize(
+    "status",
+    [None, {}, {"conditions": None}, {"conditions": []}, {"replicaStatuses": None}, "garbage", {"conditions": "x"}],
+)
 def test_missing_or_empty_status_means_not_started(status):
     assert conditions.phase(status) == conditions.NOT_STARTED
     assert not conditions.is_terminal(status)
@@ -44,9 +51,13 @@ def test_missing_or_empty_status_means_not_started(status):
 
 @pytest.mark.parametrize(
     ("status", "phase"),
-    [(RUNNING, "Running"), (SUCCEEDED, "Succeeded"), (FAILED, "Failed"),
-     ({"conditions": [cond("Created")]}, "Created"),
-     ({"conditions": [cond("Created"), cond("Running", "False"), cond("Restarting")]}, "Restarting")],
+    [
+        (RUNNING, "Running"),
+        (SUCCEEDED, "Succeeded"),
+        (FAILED, "Failed"),
+        ({"conditions": [cond("Created")]}, "Created"),
+        ({"conditions": [cond("Created"), cond("Running", "False"), cond("Restarting")]}, "Restarting"),
+    ],
 )
 def test_phase(status, phase):
     assert conditions.phase(status) == phase
@@ -86,7 +97,10 @@ def test_suspended_outranks_running_but_not_an_end():
 
 
 def test_failed_outranks_succeeded_unless_succeeded_came_later():
-    both = [cond("Failed", lastTransitionTime="2026-01-01T10:00:00Z"), cond("Succeeded", lastTransitionTime="2026-01-01T09:00:00Z")]
+    both = [
+        cond("Failed", lastTransitionTime="2026-01-01T10:00:00Z"),
+        cond("Succeeded", lastTransitionTime="2026-01-01T09:00:00Z"),
+    ]
     assert conditions.phase({"conditions": both}) == "Failed"
     both[1]["lastTransitionTime"] = "2026-01-01T11:00:00Z"
     assert conditions.phase({"conditions": both}) == "Succeeded"

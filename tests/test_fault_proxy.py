@@ -9,15 +9,16 @@ from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from tests.fault_proxy import Fault
+from tests.support.fault_proxy import Fault
 
 
 @pytest.fixture
 def api(fault_proxy, local_cluster):
     """An official client through the proxy, with urllib3's own silent retries off (the test sees each fault)."""
     configuration = client.Configuration()
-    config.load_kube_config(config_file=str(fault_proxy.kubeconfig(local_cluster.kubeconfig)),
-                            client_configuration=configuration)
+    config.load_kube_config(
+        config_file=str(fault_proxy.kubeconfig(local_cluster.kubeconfig)), client_configuration=configuration
+    )
     configuration.retries = False
     with client.ApiClient(configuration) as api_client:
         yield client.CoreV1Api(api_client)
@@ -25,8 +26,12 @@ def api(fault_proxy, local_cluster):
 
 def test_requests_pass_through_with_the_callers_own_credentials(api, fault_proxy, namespace):
     assert api.read_namespace(namespace).metadata.name == namespace
-    assert fault_proxy.requests[-1] == {"method": "GET", "path": f"/api/v1/namespaces/{namespace}", "watch": False,
-                                        "answer": 200}
+    assert fault_proxy.requests[-1] == {
+        "method": "GET",
+        "path": f"/api/v1/namespaces/{namespace}",
+        "watch": False,
+        "answer": 200,
+    }
     anonymous = client.Configuration()
     anonymous.host, anonymous.ssl_ca_cert = fault_proxy.url, api.api_client.configuration.ssl_ca_cert
     with client.ApiClient(anonymous) as api_client, pytest.raises(ApiException) as refused:
@@ -37,8 +42,16 @@ def test_requests_pass_through_with_the_callers_own_credentials(api, fault_proxy
 
 @pytest.mark.parametrize("status", [429, 500, 502, 503, 504])
 def test_status_faults_are_answered_as_kubernetes_status(api, fault_proxy, namespace, status):
-    fault = fault_proxy.add(Fault("status", method="GET", path="/namespaces/", status=status, times=2,
-                                  retry_after=3 if status == 429 else None))
+    fault = fault_proxy.add(
+        Fault(
+            "status",
+            method="GET",
+            path="/namespaces/",
+            status=status,
+            times=2,
+            retry_after=3 if status == 429 else None,
+        )
+    )
     for _ in range(2):
         with pytest.raises(ApiException) as raised:
             api.read_namespace(namespace)
@@ -95,14 +108,18 @@ def test_cut_ends_a_watch_mid_stream(api, fault_proxy, namespace):
 def test_expire_answers_a_watch_with_410_gone(api, fault_proxy, namespace):
     fault = fault_proxy.add(Fault("expire", watch=True, path="/configmaps"))
     with pytest.raises(ApiException) as raised:
-        for _ in watch.Watch().stream(api.list_namespaced_config_map, namespace, resource_version="1", timeout_seconds=5):
+        for _ in watch.Watch().stream(
+            api.list_namespaced_config_map, namespace, resource_version="1", timeout_seconds=5
+        ):
             pass
     assert raised.value.status == 410 and "Expired" in raised.value.reason
     assert fault_proxy.hits(fault) == 1
 
 
 def test_rules_match_by_method_path_watch_and_count(api, fault_proxy, namespace):
-    fault = fault_proxy.add(Fault("status", method="GET", path="/configmaps/", watch=False, status=500, skip=1, times=1))
+    fault = fault_proxy.add(
+        Fault("status", method="GET", path="/configmaps/", watch=False, status=500, skip=1, times=1)
+    )
     _config_maps(api, namespace, 1)  # POST: no match
     api.read_namespaced_config_map("cm-0", namespace)  # first match: skipped
     with pytest.raises(ApiException):

@@ -11,6 +11,7 @@ from kubernetes.client import V1Container, V1PodSpec, V1PodTemplateSpec, V1Resou
 from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import ElasticPolicy, PyTorchJobFields, ReplicaSpec, RunPolicy, TrainingJobSpec
+from airflow_trainjob.models.kinds import kind_field_names
 
 DATA = Path(__file__).parent / "data"
 
@@ -27,7 +28,9 @@ def template(name, *args):
 INPUTS = {
     "PyTorchJob": dict(
         replica_specs={
-            "Master": ReplicaSpec(template=template("pytorch", "import train; train.main('{{ ds }}')"), restart_policy="OnFailure"),
+            "Master": ReplicaSpec(
+                template=template("pytorch", "import train; train.main('{{ ds }}')"), restart_policy="OnFailure"
+            ),
             "Worker": {
                 "replicas": 2,
                 "restartPolicy": "ExitCode",
@@ -47,7 +50,9 @@ INPUTS = {
             },
         },
         run_policy=RunPolicy(clean_pod_policy="All", backoff_limit=3, active_deadline_seconds=7200),
-        kind_fields=PyTorchJobFields(nproc_per_node="auto", elastic_policy=ElasticPolicy(rdzv_backend="c10d", max_restarts=2)),
+        kind_fields=PyTorchJobFields(
+            nproc_per_node="auto", elastic_policy=ElasticPolicy(rdzv_backend="c10d", max_restarts=2)
+        ),
     ),
     "TFJob": dict(
         replica_specs={
@@ -130,7 +135,7 @@ def test_manifest_shape(kind):
     spec = manifest["spec"]
     assert "cleanPodPolicy" in spec["runPolicy"]
     assert JOB_KINDS[kind].replica_specs_key in spec
-    assert set(spec) <= {"runPolicy", JOB_KINDS[kind].replica_specs_key, *JOB_KINDS[kind].kind_fields}
+    assert set(spec) <= {"runPolicy", JOB_KINDS[kind].replica_specs_key, *kind_field_names(kind)}
 
     def no_nulls(node):
         if isinstance(node, dict):

@@ -27,8 +27,14 @@ def test_valid_names_pass():
 
 @pytest.mark.parametrize(
     ("dag_id", "task_id"),
-    [("retrain", "train"), ("Retrain_Daily.v2", "train_Model"), ("123", "456"), ("___", "..."),
-     ("a" * 250, "b" * 250), ("données", "entraînement")],
+    [
+        ("retrain", "train"),
+        ("Retrain_Daily.v2", "train_Model"),
+        ("123", "456"),
+        ("___", "..."),
+        ("a" * 250, "b" * 250),
+        ("données", "entraînement"),
+    ],
 )
 def test_generated_names_are_valid_deterministic_and_bounded(dag_id, task_id):
     for max_length in (63, 54, 40, 20):

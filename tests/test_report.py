@@ -1,10 +1,10 @@
-"""tests/report.py: rows recorded by tests add up to the figures the README's table shows."""
+"""tests/support/report.py: rows recorded by tests add up to the figures the README's table shows."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests import report
+from tests.support import report
 
 
 def test_rows_go_to_the_file_and_summarize(tmp_path, monkeypatch):

@@ -1,21 +1,35 @@
-"""Retrying Kubernetes API calls through transient failures, with tenacity.
+"""Retrying Kubernetes API calls through transient failures, with tenacity: one classification for the sync
+hook (``kubernetes``, urllib3) and the async hook (``kubernetes_asyncio``, aiohttp).
 
 Retried: 429 (waiting as long as ``Retry-After`` says), 500, 502, 503, 504, and connection-level
 errors (reset, refused, read timeout). Everything else — above all 401/403, 404 and 409, which are
-answers, not accidents — is raised at once.
+answers, not accidents — is raised at once. :func:`retry_transient` decorates plain and ``async`` functions alike
+(tenacity sleeps with ``asyncio.sleep`` for a coroutine function: the event loop is never blocked).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
+import aiohttp
 import tenacity
 from kubernetes.client.exceptions import ApiException
+from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 from urllib3.exceptions import HTTPError
 
 log = logging.getLogger(__name__)
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 TRANSIENT_STATUS_CODES = frozenset({429, 500, 502, 503, 504})
+#: Error answers of either client (both carry ``status``, ``reason``, ``headers`` and ``body``).
+API_EXCEPTIONS = (ApiException, AsyncApiException)
+#: Connection-level failures of either client's transport: reset, refused, timed out, a broken stream.
+CONNECTION_ERRORS = (HTTPError, ConnectionError, TimeoutError, asyncio.TimeoutError, aiohttp.ClientError)
 #: Attempts per call, including the first.
 ATTEMPTS = 6
 #: Exponential backoff bounds, seconds.
@@ -25,15 +39,15 @@ RETRY_AFTER_CAP = 60.0
 
 
 def is_transient(exc: BaseException) -> bool:
-    """True for the failures worth another attempt."""
-    if isinstance(exc, ApiException):
+    """True for the failures worth another attempt: a 429/5xx answer of either client, or a connection error."""
+    if isinstance(exc, API_EXCEPTIONS):
         return exc.status in TRANSIENT_STATUS_CODES
-    return isinstance(exc, (HTTPError, ConnectionError, TimeoutError))
+    return isinstance(exc, CONNECTION_ERRORS)
 
 
 def retry_after_seconds(exc: BaseException | None) -> float | None:
     """The ``Retry-After`` of a 429/503 answer in seconds, if it gave one as a number."""
-    if not isinstance(exc, ApiException) or exc.status not in (429, 503):
+    if not isinstance(exc, API_EXCEPTIONS) or exc.status not in (429, 503):
         return None
     value = (exc.headers or {}).get("Retry-After")
     try:
@@ -43,7 +57,7 @@ def retry_after_seconds(exc: BaseException | None) -> float | None:
 
 
 class _WaitRetryAfterOrBackoff(tenacity.wait.wait_base):
-    def __init__(self):
+    def __init__(self) -> None:
         self._backoff = tenacity.wait_exponential(min=WAIT_MIN, max=WAIT_MAX)
 
     def __call__(self, retry_state: tenacity.RetryCallState) -> float:
@@ -52,12 +66,31 @@ class _WaitRetryAfterOrBackoff(tenacity.wait.wait_base):
         return server_says if server_says is not None else self._backoff(retry_state)
 
 
-def retry_transient(func):
-    """Decorate a Kubernetes API call to retry transient failures, then re-raise the last one."""
+def _log_retry(retry_state: tenacity.RetryCallState) -> None:
+    """Say which call is retried, when, and why in one line (tenacity's own ``before_sleep_log`` prints ``str()``
+    of the exception: an ``ApiException``'s is its response headers and body)."""
+    from airflow_trainjob.api_errors import one_line  # api_errors reads this module's classification
+
+    exc = retry_state.outcome.exception() if retry_state.outcome else None
+    seconds = retry_state.next_action.sleep if retry_state.next_action else 0.0
+    name = getattr(retry_state.fn, "__qualname__", "a Kubernetes API call")
+    log.warning(
+        "Retrying %s in %.1f s (attempt %d of %d failed: %s)",
+        name,
+        seconds,
+        retry_state.attempt_number,
+        ATTEMPTS,
+        one_line(exc) if exc is not None else "no error",
+    )
+
+
+def retry_transient(func: Callable[P, R]) -> Callable[P, R]:
+    """Decorate a Kubernetes API call (a function or a coroutine function) to retry transient failures, then
+    re-raise the last one."""
     return tenacity.retry(
         stop=tenacity.stop_after_attempt(ATTEMPTS),
         wait=_WaitRetryAfterOrBackoff(),
         retry=tenacity.retry_if_exception(is_transient),
         reraise=True,
-        before_sleep=tenacity.before_sleep_log(log, logging.WARNING),
+        before_sleep=_log_retry,
     )(func)

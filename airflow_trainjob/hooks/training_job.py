@@ -7,49 +7,83 @@ described by :mod:`airflow_trainjob.api_errors` for the call that met it and rai
 response's headers or body: a refusal as this provider's exception (missing kind or namespace, invalid or
 denied by admission, quota, RBAC, credentials), anything else the caller decides on (404 of an object, 409,
 spent retries) as a :class:`~airflow_trainjob.api_errors.QuietApiException`.
+
+``AsyncTrainingJobHook`` is the same hook for the triggerer: a subclass that builds the same requests
+(:mod:`airflow_trainjob.hooks.addressing`), with the same timeouts, retries and error classification, sent with
+``kubernetes_asyncio`` on a client the cncf.kubernetes ``AsyncKubernetesHook`` authenticates (its connection and
+kubeconfig loading is asynchronous: nothing blocks the event loop).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
-from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
+from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook, KubernetesHook
 from airflow.providers.common.compat.sdk import AirflowNotFoundException
-from kubernetes.client import ApiClient, V1DeleteOptions, rest
-from kubernetes.client.exceptions import ApiException
+from kubernetes.client import ApiClient, rest
+from kubernetes_asyncio import client as async_client
+from kubernetes_asyncio import watch as async_watch
 from urllib3.util.retry import Retry
 
 from airflow_trainjob.api_errors import ApiCall, exception_for
-from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_JOB_NAME, VERSION
 from airflow_trainjob.exceptions import InvalidJobSpecError
-from airflow_trainjob.hooks.retries import retry_transient
+from airflow_trainjob.hooks.addressing import (
+    JobAddress,
+    delete_options,
+    involved_object_selector,
+    job_pod_selector,
+    name_field_selector,
+)
+from airflow_trainjob.hooks.retries import API_EXCEPTIONS, retry_transient
 
 #: Where Kubernetes mounts the namespace of the pod a process runs in.
 IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_NAMESPACE = "default"
-#: ``(connect, read)`` seconds of every API call: a connection that stalls (a half-dead peer, a hung proxy) ends
-#: as a read timeout, which is retried, instead of hanging the task. Followed log streams get the connect part only.
+#: ``(connect, read)`` seconds of every API call, of either hook (both clients take this tuple): a connection that
+#: stalls (a half-dead peer, a hung proxy) ends as a read timeout, which is retried, instead of hanging the task.
+#: Followed log streams get the connect part only.
 REQUEST_TIMEOUT = (10.0, 60.0)
+#: Seconds a watch's client waits beyond the ``timeoutSeconds`` it asked the server for before it gives up.
+WATCH_GRACE_SECONDS = 30.0
+
+
+def watch_timeout(seconds: float) -> tuple[float, float]:
+    """``(connect, read)`` seconds of a watch that asks the server to end it after ``seconds``."""
+    return REQUEST_TIMEOUT[0], seconds + WATCH_GRACE_SECONDS
+
+
 #: urllib3's own retries, under the hook's: refused connections only. By default urllib3 also retries 429/503
 #: answers that carry Retry-After (three times, sleeping as long as the server says, with no cap), which would
 #: multiply every call's attempts by four and bypass RETRY_AFTER_CAP. The hook's retries decide alone.
-TRANSPORT_RETRIES = Retry(total=None, connect=3, read=0, status=0, redirect=3, other=0,
-                          respect_retry_after_header=False, raise_on_status=False)
+TRANSPORT_RETRIES = Retry(
+    total=None,
+    connect=3,
+    read=0,
+    status=0,
+    redirect=3,
+    other=0,
+    respect_retry_after_header=False,
+    raise_on_status=False,
+)
 
 
 P = ParamSpec("P")
 R = TypeVar("R")
+H = TypeVar("H", bound="TrainingJobHook")
 
 
 def _api_call(
     verb: str, purpose: str, resource: str | None = None, *, names_object: bool = True
-) -> Callable[[Callable[Concatenate[TrainingJobHook, P], R]], Callable[Concatenate[TrainingJobHook, P], R]]:
-    """Retry transient failures of the decorated call; raise what is left as :func:`api_errors.exception_for`
-    says, ``from None`` (a chained ``ApiException`` would print its headers and body in the task log).
+) -> Callable[[Callable[Concatenate[H, P], R]], Callable[Concatenate[H, P], R]]:
+    """Retry transient failures of the decorated call (a method of either hook, plain or ``async``); raise what is
+    left as :func:`api_errors.exception_for` says, ``from None`` (a chained ``ApiException`` would print its
+    headers and body in the task log).
 
     :param verb: the Kubernetes verb of the call (``create``, ``get``, ``list``, ``patch``, ``delete``).
     :param purpose: why the provider makes it (said when RBAC forbids it), e.g. ``create a training job``.
@@ -59,25 +93,42 @@ def _api_call(
         pods are listed).
     """
 
-    def decorate(func: Callable[Concatenate[TrainingJobHook, P], R]) -> Callable[Concatenate[TrainingJobHook, P], R]:
+    def decorate(func: Callable[Concatenate[H, P], R]) -> Callable[Concatenate[H, P], R]:
         retried = retry_transient(func)
         signature = inspect.signature(func)
 
+        def failure(self: H, error: Exception, args: Any, kwargs: Any) -> Exception:
+            arguments = signature.bind_partial(self, *args, **kwargs).arguments
+            return exception_for(
+                error, _request(verb, purpose, resource, names_object, arguments), conn_id=self.conn_id
+            )
+
+        if inspect.iscoroutinefunction(func):  # an AsyncTrainingJobHook call: the same, awaited
+
+            @functools.wraps(func)
+            async def call_async(self: H, *args: P.args, **kwargs: P.kwargs) -> Any:
+                try:
+                    return await retried(self, *args, **kwargs)  # type: ignore[misc]
+                except API_EXCEPTIONS as e:
+                    raise failure(self, e, args, kwargs) from None
+
+            return cast(Callable[Concatenate[H, P], R], call_async)
+
         @functools.wraps(func)
-        def call(self: TrainingJobHook, *args: P.args, **kwargs: P.kwargs) -> R:
+        def call(self: H, *args: P.args, **kwargs: P.kwargs) -> R:
             try:
                 return retried(self, *args, **kwargs)
-            except ApiException as e:
-                arguments = signature.bind_partial(self, *args, **kwargs).arguments
-                request = _request(verb, purpose, resource, names_object, arguments)
-                raise exception_for(e, request, conn_id=self.conn_id) from None
+            except API_EXCEPTIONS as e:
+                raise failure(self, e, args, kwargs) from None
 
         return call
 
     return decorate
 
 
-def _request(verb: str, purpose: str, resource: str | None, names_object: bool, arguments: Mapping[str, Any]) -> ApiCall:
+def _request(
+    verb: str, purpose: str, resource: str | None, names_object: bool, arguments: Mapping[str, Any]
+) -> ApiCall:
     """What a hook call asked the API, from its arguments."""
     manifest = arguments.get("manifest")
     if isinstance(manifest, Mapping):
@@ -115,11 +166,13 @@ class TrainingJobHook(KubernetesHook):
         try:
             self.get_connection(self.conn_id)
         except AirflowNotFoundException:
-            raise InvalidJobSpecError([
-                f"kubernetes_conn_id: no connection {self.conn_id!r} is defined; allowed: the id of an existing "
-                f"kubernetes connection (Admin > Connections, a secrets backend, or an AIRFLOW_CONN_* variable), "
-                f"or {self.default_conn_name!r} undefined for in-cluster / default kubeconfig"
-            ]) from None
+            raise InvalidJobSpecError(
+                [
+                    f"kubernetes_conn_id: no connection {self.conn_id!r} is defined; allowed: the id of an existing "
+                    f"kubernetes connection (Admin > Connections, a secrets backend, or an AIRFLOW_CONN_* variable), "
+                    f"or {self.default_conn_name!r} undefined for in-cluster / default kubeconfig"
+                ]
+            ) from None
         self._connection_found = True
 
     def resolve_namespace(self, namespace: str | None = None) -> str:
@@ -135,8 +188,9 @@ class TrainingJobHook(KubernetesHook):
         return DEFAULT_NAMESPACE
 
     @staticmethod
-    def _plural(kind: str) -> str:
-        return JOB_KINDS[kind].plural
+    def address(kind: str, namespace: str, name: str | None = None) -> JobAddress:
+        """Where the job (or, without ``name``, the jobs of ``kind`` in ``namespace``) lives on the API."""
+        return JobAddress(kind, namespace, name)
 
     @_api_call("create", "create a training job")
     def create_job(self, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -149,9 +203,9 @@ class TrainingJobHook(KubernetesHook):
         :raises KubernetesAccessError: 401, or RBAC forbids the create (naming verb, resource and namespace).
         :raises QuietApiException: 409 when a job of that name exists, and other answers (spent retries, ...).
         """
+        address = self.address(manifest["kind"], manifest["metadata"]["namespace"])
         return self.custom_object_client.create_namespaced_custom_object(
-            GROUP, VERSION, manifest["metadata"]["namespace"], self._plural(manifest["kind"]), manifest,
-            _request_timeout=REQUEST_TIMEOUT,
+            *address.collection(), manifest, _request_timeout=REQUEST_TIMEOUT
         )
 
     @_api_call("get", "read a training job")
@@ -163,14 +217,14 @@ class TrainingJobHook(KubernetesHook):
         :raises KubernetesAccessError: 401, or RBAC forbids reading it.
         """
         return self.custom_object_client.get_namespaced_custom_object(
-            GROUP, VERSION, namespace, self._plural(kind), name, _request_timeout=REQUEST_TIMEOUT
+            *self.address(kind, namespace, name).object(), _request_timeout=REQUEST_TIMEOUT
         )
 
     @_api_call("patch", "patch a training job")
     def patch_job(self, kind: str, name: str, namespace: str, patch: dict[str, Any]) -> dict[str, Any]:
         """Apply a JSON merge patch to the job; returns the patched object."""
         return self.custom_object_client.patch_namespaced_custom_object(
-            GROUP, VERSION, namespace, self._plural(kind), name, patch, _request_timeout=REQUEST_TIMEOUT
+            *self.address(kind, namespace, name).object(), patch, _request_timeout=REQUEST_TIMEOUT
         )
 
     @_api_call("delete", "delete a training job")
@@ -183,13 +237,13 @@ class TrainingJobHook(KubernetesHook):
         :param propagation: ``Background`` or ``Foreground``.
         :returns: True if this call deleted it, False if it was already gone.
         """
-        options = V1DeleteOptions(propagation_policy=propagation, preconditions={"uid": uid} if uid else None)
         try:
             self.custom_object_client.delete_namespaced_custom_object(
-                GROUP, VERSION, namespace, self._plural(kind), name, body=options,
+                *self.address(kind, namespace, name).object(),
+                body=delete_options(uid, propagation),
                 _request_timeout=REQUEST_TIMEOUT,
             )
-        except ApiException as e:
+        except API_EXCEPTIONS as e:
             if e.status == 404:
                 return False
             raise
@@ -200,17 +254,18 @@ class TrainingJobHook(KubernetesHook):
         """The pods the training operator created for job ``name`` (by its job-name label), as the
         API's JSON dicts (camelCase), so they can be inspected and passed around like job objects."""
         pods = self.core_v1_client.list_namespaced_pod(
-            namespace, label_selector=f"{LABEL_JOB_NAME}={name}", _request_timeout=REQUEST_TIMEOUT
+            namespace, label_selector=job_pod_selector(name), _request_timeout=REQUEST_TIMEOUT
         ).items
         return [self.api_client.sanitize_for_serialization(p) for p in pods]
 
     @_api_call("delete", "delete a pod", "pods")
     def delete_pod(self, name: str, namespace: str, uid: str | None = None) -> bool:
         """Delete a pod; 404 counts as done. :returns: True if this call deleted it."""
-        options = V1DeleteOptions(preconditions={"uid": uid} if uid else None)
         try:
-            self.core_v1_client.delete_namespaced_pod(name, namespace, body=options, _request_timeout=REQUEST_TIMEOUT)
-        except ApiException as e:
+            self.core_v1_client.delete_namespaced_pod(
+                name, namespace, body=delete_options(uid), _request_timeout=REQUEST_TIMEOUT
+            )
+        except API_EXCEPTIONS as e:
             if e.status == 404:
                 return False
             raise
@@ -227,7 +282,7 @@ class TrainingJobHook(KubernetesHook):
         previous: bool = False,
     ) -> str:
         """A container's log as text (``tail_lines``: count; ``since_seconds``: seconds back)."""
-        kwargs = {k: v for k, v in dict(container=container, tail_lines=tail_lines, since_seconds=since_seconds).items() if v}
+        kwargs = _log_options(container, tail_lines, since_seconds)
         # Raw bytes, decoded here: the client's own decoding of this plain-text answer is unreliable.
         response = self.core_v1_client.read_namespaced_pod_log(
             name, namespace, previous=previous, _preload_content=False, _request_timeout=REQUEST_TIMEOUT, **kwargs
@@ -237,7 +292,7 @@ class TrainingJobHook(KubernetesHook):
         finally:
             response.release_conn()
 
-    def open_pod_log_stream(self, name: str, namespace: str, container: str | None = None):
+    def open_pod_log_stream(self, name: str, namespace: str, container: str | None = None) -> Any:
         """Follow a container's log: the open HTTP response, to read with ``.stream()`` and end
         with ``.close()``. Not retried: the caller decides how to resume a follow stream."""
         kwargs = {"container": container} if container else {}
@@ -248,7 +303,234 @@ class TrainingJobHook(KubernetesHook):
     @_api_call("list", "list events", "events", names_object=False)
     def list_events(self, namespace: str, involved_names: set[str]) -> list[dict[str, Any]]:
         """Events in ``namespace`` about any object named in ``involved_names``, as JSON dicts, oldest first."""
-        events = [self.api_client.sanitize_for_serialization(e) for e in self.core_v1_client.list_namespaced_event(
-            namespace, _request_timeout=REQUEST_TIMEOUT).items]
-        chosen = [e for e in events if (e.get("involvedObject") or {}).get("name") in involved_names]
-        return sorted(chosen, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or e["metadata"].get("creationTimestamp") or "")
+        events = [
+            self.api_client.sanitize_for_serialization(e)
+            for e in self.core_v1_client.list_namespaced_event(namespace, _request_timeout=REQUEST_TIMEOUT).items
+        ]
+        return _events_about(events, involved_names)
+
+
+def _log_options(container: str | None, tail_lines: int | None, since_seconds: int | None) -> dict[str, Any]:
+    """The keyword arguments of a log read that are set (either client's ``read_namespaced_pod_log``)."""
+    return {k: v for k, v in dict(container=container, tail_lines=tail_lines, since_seconds=since_seconds).items() if v}
+
+
+def _events_about(events: Iterable[dict[str, Any]], involved_names: Iterable[str]) -> list[dict[str, Any]]:
+    """The events (JSON dicts) about an object named in ``involved_names``, oldest first."""
+    names = set(involved_names)
+    chosen = [e for e in events if (e.get("involvedObject") or {}).get("name") in names]
+    return sorted(
+        chosen,
+        key=lambda e: (
+            e.get("lastTimestamp") or e.get("eventTime") or (e.get("metadata") or {}).get("creationTimestamp") or ""
+        ),
+    )
+
+
+class AsyncTrainingJobHook(TrainingJobHook):
+    """:class:`TrainingJobHook` for the triggerer: the same requests, timeouts, retries and error classification,
+    sent with ``kubernetes_asyncio``.
+
+    The same connection arguments as the sync hook (``kubernetes_conn_id``, ``cluster_context``, ``config_file``,
+    ``in_cluster``). The client is opened by :meth:`connect`, authenticated by the cncf.kubernetes
+    ``AsyncKubernetesHook`` (which reads the connection and the kubeconfig asynchronously, and re-reads exec-plugin
+    credentials on each connect); the ``*_async`` calls and :meth:`watch_jobs` use the client of the
+    :meth:`connect` they run within — one client for every trigger of a shared stream — or, outside any, one of
+    their own for the call. The sync methods inherited from :class:`TrainingJobHook` block: never call them on
+    the event loop.
+
+    Error answers: the one-shot calls (get, pods, log, events, deletes) retry transient failures and raise what is
+    left as the sync hook does (:func:`~airflow_trainjob.api_errors.exception_for`, ``from None``: a refusal as this
+    provider's exception, else a :class:`~airflow_trainjob.api_errors.QuietApiException` with the ``status``);
+    :meth:`list_jobs_async` and :meth:`watch_jobs` are not retried and raise the client's own ``ApiException`` and
+    connection errors: a list-then-watch loop decides on 410 and outages itself.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._async_api: async_client.ApiClient | None = None
+
+    @cached_property
+    def _auth(self) -> AsyncKubernetesHook:
+        """The cncf.kubernetes async hook of the same connection: it loads the configuration for :meth:`connect`."""
+        return AsyncKubernetesHook(
+            conn_id=self.conn_id,
+            kubernetes_conn_id=self.conn_id,  # None stays None: no connection, as for this hook
+            cluster_context=self.cluster_context,
+            config_file=self.config_file,
+            config_dict=self.config_dict,
+            in_cluster=self.in_cluster,
+        )
+
+    @contextlib.asynccontextmanager
+    async def connect(self) -> AsyncIterator[async_client.ApiClient]:
+        """Open a client on the connection for the calls made within (closed at the end).
+
+        :raises Exception: what loading the connection or kubeconfig raises (an unknown connection, a bad kubeconfig).
+        """
+        async with self._auth.get_conn() as api:
+            outer, self._async_api = self._async_api, api
+            try:
+                yield api
+            finally:
+                self._async_api = outer
+
+    @property
+    def connected(self) -> bool:
+        """A :meth:`connect` is open: calls use its client."""
+        return self._async_api is not None
+
+    @contextlib.asynccontextmanager
+    async def _client(self) -> AsyncIterator[async_client.ApiClient]:
+        if self._async_api is not None:
+            yield self._async_api
+        else:
+            async with self.connect() as api:
+                yield api
+
+    def _to_dict(self, api: async_client.ApiClient, obj: Any) -> Any:
+        return api.sanitize_for_serialization(obj)
+
+    # --- the jobs -----------------------------------------------------------------------------------
+
+    @_api_call("get", "read a training job")
+    async def get_job_async(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
+        """The job as the API has it (:meth:`TrainingJobHook.get_job`, awaited).
+
+        :raises QuietApiException: 404 when the job does not exist (yet), and other answers the caller decides on.
+        :raises KindNotServedError: the cluster does not serve the kind; :raises KubernetesAccessError: 401/403.
+        """
+        async with self._client() as api:
+            return await async_client.CustomObjectsApi(api).get_namespaced_custom_object(
+                *self.address(kind, namespace, name).object(), _request_timeout=REQUEST_TIMEOUT
+            )
+
+    @_api_call("delete", "delete a training job")
+    async def delete_job_async(
+        self, kind: str, name: str, namespace: str, uid: str | None = None, propagation: str = "Background"
+    ) -> bool:
+        """Delete the job (:meth:`TrainingJobHook.delete_job`, awaited); 404 counts as done.
+
+        :param uid: delete only the object with this uid (a same-named successor answers 409).
+        :returns: True if this call deleted it, False if it was already gone.
+        """
+        async with self._client() as api:
+            try:
+                await async_client.CustomObjectsApi(api).delete_namespaced_custom_object(
+                    *self.address(kind, namespace, name).object(),
+                    body=delete_options(uid, propagation),
+                    _request_timeout=REQUEST_TIMEOUT,
+                )
+            except API_EXCEPTIONS as e:
+                if e.status == 404:
+                    return False
+                raise
+        return True
+
+    async def list_jobs_async(
+        self, kind: str, namespace: str, *, limit: int | None = None, continue_token: str | None = None
+    ) -> dict[str, Any]:
+        """One page of the jobs of ``kind`` in ``namespace``: the list object (``items``, ``metadata.continue``,
+        ``metadata.resourceVersion``). Not retried.
+
+        :param limit: items per page (count); None: all.
+        :param continue_token: the previous page's ``metadata.continue``.
+        :raises ApiException: ``kubernetes_asyncio``'s, as the server answered; connection errors as they came.
+        """
+        async with self._client() as api:
+            return await async_client.CustomObjectsApi(api).list_namespaced_custom_object(
+                *self.address(kind, namespace).collection(),
+                limit=limit,
+                _continue=continue_token,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+
+    async def watch_jobs(
+        self, kind: str, namespace: str, resource_version: str | None, *, timeout_seconds: int, name: str | None = None
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """The watch events (``{"type", "object", "raw_object"}``, bookmarks included) of the jobs of ``kind`` in
+        ``namespace`` (of job ``name`` only, if given) from ``resource_version``, until the server ends the watch
+        after ``timeout_seconds``. Not retried; the watch is closed however the iteration ends.
+
+        :raises ApiException: ``kubernetes_asyncio``'s (410 Gone: the version was compacted away); connection
+            errors as they came.
+        """
+        address = self.address(kind, namespace, name)
+        selector = {"field_selector": name_field_selector(name)} if name else {}
+        async with self._client() as api:
+            watcher = async_watch.Watch()
+            try:
+                async for event in watcher.stream(
+                    async_client.CustomObjectsApi(api).list_namespaced_custom_object,
+                    *address.collection(),
+                    resource_version=resource_version,
+                    timeout_seconds=timeout_seconds,
+                    allow_watch_bookmarks=True,
+                    _request_timeout=watch_timeout(timeout_seconds),
+                    **selector,
+                ):
+                    yield event
+            finally:
+                await watcher.close()
+
+    # --- the pods and events of a job ---------------------------------------------------------------
+
+    @_api_call("list", "list a training job's pods", "pods", names_object=False)
+    async def list_job_pods_async(self, name: str, namespace: str) -> list[dict[str, Any]]:
+        """The pods of job ``name`` as JSON dicts (:meth:`TrainingJobHook.list_job_pods`, awaited)."""
+        async with self._client() as api:
+            pods = await async_client.CoreV1Api(api).list_namespaced_pod(
+                namespace, label_selector=job_pod_selector(name), _request_timeout=REQUEST_TIMEOUT
+            )
+            return [self._to_dict(api, p) for p in pods.items]
+
+    @_api_call("delete", "delete a pod", "pods")
+    async def delete_pod_async(self, name: str, namespace: str, uid: str | None = None) -> bool:
+        """Delete a pod; 404 counts as done (:meth:`TrainingJobHook.delete_pod`, awaited).
+
+        :param uid: delete only the pod with this uid (a successor of the same name answers 409).
+        :returns: True if this call deleted it.
+        """
+        async with self._client() as api:
+            try:
+                await async_client.CoreV1Api(api).delete_namespaced_pod(
+                    name, namespace, body=delete_options(uid), _request_timeout=REQUEST_TIMEOUT
+                )
+            except API_EXCEPTIONS as e:
+                if e.status == 404:
+                    return False
+                raise
+        return True
+
+    @_api_call("get", "read a pod's log", "pods/log")
+    async def read_pod_log_async(
+        self,
+        name: str,
+        namespace: str,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        since_seconds: int | None = None,
+        previous: bool = False,
+    ) -> str:
+        """A container's log as text (:meth:`TrainingJobHook.read_pod_log`, awaited; ``tail_lines``: count;
+        ``since_seconds``: seconds back)."""
+        async with self._client() as api:
+            return await async_client.CoreV1Api(api).read_namespaced_pod_log(
+                name,
+                namespace,
+                previous=previous,
+                _request_timeout=REQUEST_TIMEOUT,
+                **_log_options(container, tail_lines, since_seconds),
+            )
+
+    @_api_call("list", "list events", "events", names_object=False)
+    async def list_events_async(self, namespace: str, involved_names: Iterable[str]) -> list[dict[str, Any]]:
+        """Events in ``namespace`` about any object named in ``involved_names``, as JSON dicts, oldest first
+        (:meth:`TrainingJobHook.list_events`, awaited; one name is selected by the server)."""
+        names = set(involved_names)
+        selector = {"field_selector": involved_object_selector(next(iter(names)))} if len(names) == 1 else {}
+        async with self._client() as api:
+            events = await async_client.CoreV1Api(api).list_namespaced_event(
+                namespace, _request_timeout=REQUEST_TIMEOUT, **selector
+            )
+            return _events_about([self._to_dict(api, e) for e in events.items], names)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-
 from airflow.providers.common.compat.sdk import BaseOperatorLink, conf
 
 from airflow_trainjob.constants import JOB_KINDS

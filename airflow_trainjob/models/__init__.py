@@ -2,7 +2,8 @@
 
 Models of what we write (``ReplicaSpec``, ``RunPolicy``, ``SchedulingPolicy`` and the kind fields)
 refuse unknown fields; models of what we read (``JobStatus`` and its parts) keep them.
-Attributes are snake_case; JSON uses the API's camelCase (``model_dump(by_alias=True)``).
+Attributes are snake_case; JSON uses the API's camelCase (``model_dump(by_alias=True)``). The enums
+of API values are :mod:`airflow_trainjob.constants`'s, re-exported here.
 :func:`parse_whole_job` reads a whole job document (dict, YAML/JSON, Kubeflow SDK object).
 """
 
@@ -17,8 +18,6 @@ from airflow_trainjob.models.common import (
     RestartPolicy,
     RunPolicy,
     SchedulingPolicy,
-    is_permanent_exit_code,
-    is_retryable_exit_code,
 )
 from airflow_trainjob.models.job import TrainingJobSpec
 from airflow_trainjob.models.kinds import (
@@ -27,7 +26,9 @@ from airflow_trainjob.models.kinds import (
     PaddleElasticPolicy,
     PaddleJobFields,
     PyTorchJobFields,
+    RDZVBackend,
     RDZVConf,
+    SuccessPolicy,
     TFJobFields,
 )
 from airflow_trainjob.models.whole_job import WholeJob, parse_whole_job
@@ -43,16 +44,16 @@ __all__ = [
     "PaddleElasticPolicy",
     "PaddleJobFields",
     "PyTorchJobFields",
+    "RDZVBackend",
     "RDZVConf",
     "ReplicaSpec",
     "ReplicaStatus",
     "RestartPolicy",
     "RunPolicy",
     "SchedulingPolicy",
+    "SuccessPolicy",
     "TFJobFields",
     "TrainingJobSpec",
     "WholeJob",
-    "is_permanent_exit_code",
-    "is_retryable_exit_code",
     "parse_whole_job",
 ]

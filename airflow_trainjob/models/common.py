@@ -1,13 +1,16 @@
-"""The kubeflow/common v1 API (``pkg/apis/kubeflow.org/v1/common_types.go`` in the training operator)."""
+"""The kubeflow/common v1 API (``pkg/apis/kubeflow.org/v1/common_types.go`` in the training operator).
+
+The enums of its values (:class:`RestartPolicy`, :class:`CleanPodPolicy`, :class:`ManagedBy`,
+:class:`JobConditionType`) are defined in :mod:`airflow_trainjob.constants` and re-exported here.
+"""
 
 from __future__ import annotations
 
-from enum import Enum
-from typing import Any, Optional
+from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
-from airflow_trainjob.constants import FATAL_EXIT_CODE
+from airflow_trainjob.constants import CleanPodPolicy, JobConditionType, ManagedBy, RestartPolicy
 from airflow_trainjob.models.base import (
     NonNegativeInt32,
     PositiveInt64,
@@ -27,62 +30,7 @@ __all__ = [
     "RestartPolicy",
     "RunPolicy",
     "SchedulingPolicy",
-    "is_permanent_exit_code",
-    "is_retryable_exit_code",
 ]
-
-
-class RestartPolicy(str, Enum):
-    """``ReplicaSpec.restartPolicy``: how the operator treats a replica's pod that exits."""
-
-    ALWAYS = "Always"
-    ON_FAILURE = "OnFailure"
-    NEVER = "Never"
-    #: Exit code 1-127 fails the job; 128-255 recreates the pod (see :func:`is_retryable_exit_code`).
-    EXIT_CODE = "ExitCode"
-
-
-class CleanPodPolicy(str, Enum):
-    """``RunPolicy.cleanPodPolicy``: which pods the operator deletes when the job finishes."""
-
-    UNDEFINED = ""
-    ALL = "All"
-    RUNNING = "Running"
-    NONE = "None"
-
-
-class ManagedBy(str, Enum):
-    """``RunPolicy.managedBy``: the controller that reconciles the job (the operator's webhook allows these two)."""
-
-    TRAINING_OPERATOR = "kubeflow.org/training-operator"
-    MULTIKUEUE = "kueue.x-k8s.io/multikueue"
-
-
-class JobConditionType(str, Enum):
-    """Known ``JobCondition.type`` values. Conditions of other types are read and kept as strings."""
-
-    CREATED = "Created"
-    PENDING = "Pending"
-    RUNNING = "Running"
-    RESTARTING = "Restarting"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    SCALING = "Scaling"
-    #: v1.9: ``runPolicy.suspend`` is true (e.g. Kueue holds the job); ``False`` once resumed.
-    SUSPENDED = "Suspended"
-
-
-def is_retryable_exit_code(exit_code: int) -> bool:
-    """True for exit codes 128-255 (killed by a signal, e.g. 137 for SIGKILL or OOM).
-
-    The ``ExitCode`` restart policy recreates such a pod; this provider lets Airflow retry.
-    """
-    return 128 <= exit_code <= 255
-
-
-def is_permanent_exit_code(exit_code: int) -> bool:
-    """True for exit codes 1-127: the program itself failed; retrying the same code fails again."""
-    return FATAL_EXIT_CODE <= exit_code <= 127
 
 
 class SchedulingPolicy(WriteModel):
@@ -95,11 +43,11 @@ class SchedulingPolicy(WriteModel):
     :param schedule_timeout_seconds: ``scheduleTimeoutSeconds``, seconds the gang may wait.
     """
 
-    min_available: Optional[NonNegativeInt32] = None
-    queue: Optional[str] = None
-    min_resources: Optional[dict[str, str | int | float]] = None
-    priority_class: Optional[str] = None
-    schedule_timeout_seconds: Optional[NonNegativeInt32] = None
+    min_available: NonNegativeInt32 | None = None
+    queue: str | None = None
+    min_resources: dict[str, str | int | float] | None = None
+    priority_class: str | None = None
+    schedule_timeout_seconds: NonNegativeInt32 | None = None
 
     @field_validator("min_resources", mode="after")
     @classmethod
@@ -137,12 +85,12 @@ class RunPolicy(WriteModel):
     """
 
     clean_pod_policy: CleanPodPolicy = CleanPodPolicy.RUNNING
-    ttl_seconds_after_finished: Optional[NonNegativeInt32] = None
-    active_deadline_seconds: Optional[PositiveInt64] = None
-    backoff_limit: Optional[NonNegativeInt32] = None
-    scheduling_policy: Optional[SchedulingPolicy] = None
-    suspend: Optional[bool] = None
-    managed_by: Optional[ManagedBy] = None
+    ttl_seconds_after_finished: NonNegativeInt32 | None = None
+    active_deadline_seconds: PositiveInt64 | None = None
+    backoff_limit: NonNegativeInt32 | None = None
+    scheduling_policy: SchedulingPolicy | None = None
+    suspend: bool | None = None
+    managed_by: ManagedBy | None = None
 
     @field_validator("managed_by", mode="before")
     @classmethod
@@ -170,7 +118,8 @@ class ReplicaSpec(WriteModel):
     :param restart_policy: ``restartPolicy``, see :class:`RestartPolicy`. When none is given the
         provider writes ``Never``, the default the kubeflow/common API documents; training-operator
         v1.9 would default ``OnFailure`` for PyTorchJob and PaddleJob and ``Never`` for TFJob, MPIJob,
-        XGBoostJob and JAXJob (``<Kind>DefaultRestartPolicy``).
+        XGBoostJob and JAXJob (``<Kind>DefaultRestartPolicy``, kept as
+        :attr:`~airflow_trainjob.constants.JobKind.default_restart_policy`).
     """
 
     replicas: NonNegativeInt32 = 1
@@ -188,21 +137,21 @@ class JobCondition(ReadModel):
 
     type: str
     status: str
-    reason: Optional[str] = None
-    message: Optional[str] = None
-    last_update_time: Optional[str] = None
-    last_transition_time: Optional[str] = None
+    reason: str | None = None
+    message: str | None = None
+    last_update_time: str | None = None
+    last_transition_time: str | None = None
 
 
 class ReplicaStatus(ReadModel):
     """One entry of ``status.replicaStatuses``: pod counts of one replica type."""
 
-    initial: Optional[int] = None
-    pending: Optional[int] = None
-    active: Optional[int] = None
-    succeeded: Optional[int] = None
-    failed: Optional[int] = None
-    label_selector: Optional[dict[str, Any]] = None
+    initial: int | None = None
+    pending: int | None = None
+    active: int | None = None
+    succeeded: int | None = None
+    failed: int | None = None
+    label_selector: dict[str, Any] | None = None
 
 
 class JobStatus(ReadModel):
@@ -210,13 +159,13 @@ class JobStatus(ReadModel):
 
     conditions: list[JobCondition] = Field(default_factory=list)
     replica_statuses: dict[str, ReplicaStatus] = Field(default_factory=dict)
-    start_time: Optional[str] = None
-    completion_time: Optional[str] = None
-    last_reconcile_time: Optional[str] = None
+    start_time: str | None = None
+    completion_time: str | None = None
+    last_reconcile_time: str | None = None
 
     @field_validator("conditions", "replica_statuses", mode="before")
     @classmethod
-    def _null_is_empty(cls, value: Any, info) -> Any:
+    def _null_is_empty(cls, value: Any, info: ValidationInfo) -> Any:
         if value is None:
             return [] if info.field_name == "conditions" else {}
         return value

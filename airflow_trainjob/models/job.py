@@ -25,10 +25,11 @@ import yaml
 from kubernetes.client import ApiClient
 from pydantic import BaseModel
 
-from airflow_trainjob.constants import JOB_KINDS, JobKind
+from airflow_trainjob.constants import JOB_KINDS, REPLICA_TYPE_WORKER, JobKind
+from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.models.base import WriteModel
 from airflow_trainjob.models.common import ReplicaSpec, RunPolicy
-from airflow_trainjob.models.errors import raise_if, validate_as
+from airflow_trainjob.models.errors import validate_as
 from airflow_trainjob.models.kinds import DEPRECATED_FIELDS_MODELS, KIND_FIELDS_MODELS
 
 #: ``replica_specs`` for :func:`parse_parts` when the caller has already reported them missing.
@@ -81,9 +82,10 @@ class TrainingJobSpec:
         """
         job_kind = JOB_KINDS.get(kind) if isinstance(kind, str) else None
         if job_kind is None:
-            raise_if([f"kind: {kind!r} is not a training job kind; allowed: {', '.join(JOB_KINDS)}"])
+            raise InvalidJobSpecError([f"kind: {kind!r} is not a training job kind; allowed: {', '.join(JOB_KINDS)}"])
         spec, problems = parse_parts(job_kind, replica_specs, run_policy, kind_fields, SpecPaths())
-        raise_if(problems)
+        if spec is None or problems:
+            raise InvalidJobSpecError(problems)
         return spec
 
     def highest_indexes(self) -> dict[str, int]:
@@ -93,7 +95,7 @@ class TrainingJobSpec:
         highest = {}
         for replica_type, spec in self.replica_specs.items():
             count = spec.replicas
-            if replica_type == "Worker":
+            if replica_type == REPLICA_TYPE_WORKER:
                 count = max(count, elastic_max)
             if count > 0:
                 highest[replica_type] = count - 1
@@ -216,8 +218,7 @@ def _replica_specs(
         replica_type = _canonical_type(job_kind, key)
         if replica_type is None:
             problems.append(
-                f"{where}: {key!r} is not a {job_kind.kind} replica type; "
-                f"allowed: {', '.join(job_kind.replica_types)}"
+                f"{where}: {key!r} is not a {job_kind.kind} replica type; allowed: {', '.join(job_kind.replica_types)}"
             )
             continue
         if replica_type in given:
@@ -302,9 +303,7 @@ def _load_text(value: Any, path: str, problems: list[str]) -> Any:
         return None
 
 
-def _kind_rule_problems(
-    kind: JobKind, specs: dict[str, ReplicaSpec], given: dict[str, str], path: str
-) -> list[str]:
+def _kind_rule_problems(kind: JobKind, specs: dict[str, ReplicaSpec], given: dict[str, str], path: str) -> list[str]:
     """The training operator's own validation of a kind's replica specs, applied before sending.
 
     ``given`` holds every type given, even one whose spec was invalid (already reported), so that a
@@ -319,10 +318,11 @@ def _kind_rule_problems(
                 f"{path}.{given[replica_type]}.replicas: must be 1 for a {kind.kind} "
                 f"(got {specs[replica_type].replicas})"
             )
-    if not any(t in given for t in kind.lead_replica_types) and "Worker" in specs and specs["Worker"].replicas < 1:
+    worker = specs.get(REPLICA_TYPE_WORKER)
+    if not any(t in given for t in kind.lead_replica_types) and worker is not None and worker.replicas < 1:
         without = f"with no {' or '.join(kind.lead_replica_types)} replica spec, " if kind.lead_replica_types else ""
         problems.append(
-            f"{path}.{given['Worker']}.replicas: {without}worker 0 leads a {kind.kind}, "
+            f"{path}.{given[REPLICA_TYPE_WORKER]}.replicas: {without}worker 0 leads a {kind.kind}, "
             "so at least 1 is needed (got 0)"
         )
     exclusive = [t for t in kind.exclusive_replica_types if t in given]

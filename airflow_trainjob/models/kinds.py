@@ -2,48 +2,40 @@
 
 Mirrors ``pytorch_types.go``, ``tensorflow_types.go``, ``mpi_types.go`` and ``paddlepaddle_types.go``
 of the training operator's v1 API. XGBoostJob and JAXJob have no fields of their own.
+
+Each kind's fields model is the one list of its fields (:func:`kind_field_names`); the per-kind table
+(:data:`airflow_trainjob.constants.JOB_KINDS`) does not repeat them.
 """
 
 from __future__ import annotations
 
-from enum import Enum
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import model_validator
 
+from airflow_trainjob.constants import CleanPodPolicy, RDZVBackend, SuccessPolicy
 from airflow_trainjob.models.base import NonNegativeInt32, Port, PositiveInt32, WriteModel
-from airflow_trainjob.models.common import CleanPodPolicy
-
-
-class RDZVBackend(str, Enum):
-    """``elasticPolicy.rdzvBackend``: the torchrun rendezvous backend."""
-
-    C10D = "c10d"
-    ETCD = "etcd"
-    ETCD_V2 = "etcd-v2"
 
 
 class RDZVConf(WriteModel):
     """One ``elasticPolicy.rdzvConf`` entry: an extra rendezvous option ``key=value``."""
 
-    key: Optional[str] = None
-    value: Optional[str] = None
+    key: str | None = None
+    value: str | None = None
 
 
 class _ElasticBounds(WriteModel):
-    min_replicas: Optional[PositiveInt32] = None
-    max_replicas: Optional[PositiveInt32] = None
-    max_restarts: Optional[NonNegativeInt32] = None
+    min_replicas: PositiveInt32 | None = None
+    max_replicas: PositiveInt32 | None = None
+    max_restarts: NonNegativeInt32 | None = None
     #: autoscaling/v2 MetricSpec dicts, passed through unmodelled (the HPA's own API).
-    metrics: Optional[list[dict[str, Any]]] = None
+    metrics: list[dict[str, Any]] | None = None
 
     @model_validator(mode="after")
-    def _min_not_above_max(self):
+    def _min_not_above_max(self) -> _ElasticBounds:
         if self.min_replicas is not None and self.max_replicas is not None:
             if self.min_replicas > self.max_replicas:
-                raise ValueError(
-                    f"minReplicas ({self.min_replicas}) must not exceed maxReplicas ({self.max_replicas})"
-                )
+                raise ValueError(f"minReplicas ({self.min_replicas}) must not exceed maxReplicas ({self.max_replicas})")
         return self
 
 
@@ -63,13 +55,13 @@ class ElasticPolicy(_ElasticBounds):
     :param metrics: ``metrics``, autoscaling/v2 MetricSpec dicts for an HPA.
     """
 
-    rdzv_backend: Optional[RDZVBackend] = None
-    rdzv_port: Optional[Port] = None
-    rdzv_host: Optional[str] = None
-    rdzv_id: Optional[str] = None
-    rdzv_conf: Optional[list[RDZVConf]] = None
-    standalone: Optional[bool] = None
-    n_proc_per_node: Optional[PositiveInt32] = None
+    rdzv_backend: RDZVBackend | None = None
+    rdzv_port: Port | None = None
+    rdzv_host: str | None = None
+    rdzv_id: str | None = None
+    rdzv_conf: list[RDZVConf] | None = None
+    standalone: bool | None = None
+    n_proc_per_node: PositiveInt32 | None = None
 
 
 class PaddleElasticPolicy(_ElasticBounds):
@@ -89,8 +81,8 @@ class PyTorchJobFields(WriteModel):
         defaults it to ``auto`` unless ``elasticPolicy.nProcPerNode`` is set.
     """
 
-    elastic_policy: Optional[ElasticPolicy] = None
-    nproc_per_node: Optional[str] = None
+    elastic_policy: ElasticPolicy | None = None
+    nproc_per_node: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -104,25 +96,14 @@ class PyTorchJobFields(WriteModel):
         return data
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> PyTorchJobFields:
         value = self.nproc_per_node
         if value is not None and value not in ("auto", "cpu", "gpu"):
             if not (value.isdigit() and int(value) >= 1):
-                raise ValueError(
-                    f"nprocPerNode must be 'auto', 'cpu', 'gpu' or a positive integer, got {value!r}"
-                )
+                raise ValueError(f"nprocPerNode must be 'auto', 'cpu', 'gpu' or a positive integer, got {value!r}")
         if value is not None and self.elastic_policy and self.elastic_policy.n_proc_per_node is not None:
-            raise ValueError(
-                "set nprocPerNode or elasticPolicy.nProcPerNode, not both (the latter is deprecated)"
-            )
+            raise ValueError("set nprocPerNode or elasticPolicy.nProcPerNode, not both (the latter is deprecated)")
         return self
-
-
-class SuccessPolicy(str, Enum):
-    """TFJob ``spec.successPolicy``: ``""`` (chief, else worker 0, decides) or ``AllWorkers``."""
-
-    DEFAULT = ""
-    ALL_WORKERS = "AllWorkers"
 
 
 class TFJobFields(WriteModel):
@@ -134,8 +115,8 @@ class TFJobFields(WriteModel):
         job runs (the operator then gives each pod only the chief and PS addresses).
     """
 
-    success_policy: Optional[SuccessPolicy] = None
-    enable_dynamic_worker: Optional[bool] = None
+    success_policy: SuccessPolicy | None = None
+    enable_dynamic_worker: bool | None = None
 
 
 class MPIJobFields(WriteModel):
@@ -148,8 +129,8 @@ class MPIJobFields(WriteModel):
     The deprecated ``spec.cleanPodPolicy`` is read by :class:`MPIJobDeprecatedFields`, not here.
     """
 
-    slots_per_worker: Optional[PositiveInt32] = None
-    main_container: Optional[str] = None
+    slots_per_worker: PositiveInt32 | None = None
+    main_container: str | None = None
 
 
 class MPIJobDeprecatedFields(WriteModel):
@@ -161,13 +142,13 @@ class MPIJobDeprecatedFields(WriteModel):
         so that the provider's cleanup hold covers it.
     """
 
-    clean_pod_policy: Optional[CleanPodPolicy] = None
+    clean_pod_policy: CleanPodPolicy | None = None
 
 
 class PaddleJobFields(WriteModel):
     """PaddleJob's own spec field ``elasticPolicy``, see :class:`PaddleElasticPolicy`."""
 
-    elastic_policy: Optional[PaddleElasticPolicy] = None
+    elastic_policy: PaddleElasticPolicy | None = None
 
 
 class NoFields(WriteModel):
@@ -188,3 +169,17 @@ KIND_FIELDS_MODELS: dict[str, type[WriteModel]] = {
 DEPRECATED_FIELDS_MODELS: dict[str, type[WriteModel]] = {
     "MPIJob": MPIJobDeprecatedFields,
 }
+
+
+def kind_field_names(kind: str, *, deprecated: bool = False) -> tuple[str, ...]:
+    """The kind's own ``spec`` fields in the API's spelling (``elasticPolicy``, ``nprocPerNode``...), besides
+    ``runPolicy`` and the replica specs: the aliases of its fields model, in the model's order.
+
+    :param kind: a key of :data:`airflow_trainjob.constants.JOB_KINDS`.
+    :param deprecated: also the deprecated fields the kind still reads (an MPIJob's ``cleanPodPolicy``).
+    :raises KeyError: ``kind`` is not a job kind.
+    """
+    models = [KIND_FIELDS_MODELS[kind]]
+    if deprecated and kind in DEPRECATED_FIELDS_MODELS:
+        models.append(DEPRECATED_FIELDS_MODELS[kind])
+    return tuple(f.alias or name for model in models for name, f in model.model_fields.items())

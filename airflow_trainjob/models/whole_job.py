@@ -13,10 +13,10 @@ from typing import Any
 
 import yaml
 
-from airflow_trainjob.constants import API_VERSION, JOB_KINDS, LABEL_PREFIX
+from airflow_trainjob.constants import API_VERSION, JOB_KINDS, LABEL_PREFIX, JobKind
 from airflow_trainjob.models.errors import raise_if
 from airflow_trainjob.models.job import MISSING, SpecPaths, TrainingJobSpec, parse_parts, to_plain
-from airflow_trainjob.models.kinds import DEPRECATED_FIELDS_MODELS, KIND_FIELDS_MODELS
+from airflow_trainjob.models.kinds import kind_field_names
 
 __all__ = ["WholeJob", "parse_whole_job"]
 
@@ -37,14 +37,7 @@ _METADATA_SERVER_WRITTEN = (
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 #: Kubeflow training SDK class -> the kind it models (its ``kind`` attribute is often left unset).
-SDK_KINDS = {
-    "KubeflowOrgV1PyTorchJob": "PyTorchJob",
-    "KubeflowOrgV1TFJob": "TFJob",
-    "KubeflowOrgV1MPIJob": "MPIJob",
-    "KubeflowOrgV1XGBoostJob": "XGBoostJob",
-    "KubeflowOrgV1PaddleJob": "PaddleJob",
-    "KubeflowOrgV1JAXJob": "JAXJob",
-}
+SDK_KINDS = {k.sdk_class: k.kind for k in JOB_KINDS.values()}
 
 
 @dataclass(frozen=True)
@@ -223,21 +216,14 @@ def _string_map(value: Any, path: str, problems: list[str], ignored: list[str], 
     return kept
 
 
-def _spec(job_kind, raw: dict[str, Any], path: str) -> tuple[TrainingJobSpec | None, list[str]]:
+def _spec(job_kind: JobKind, raw: dict[str, Any], path: str) -> tuple[TrainingJobSpec | None, list[str]]:
     key = job_kind.replica_specs_key
-    kind_field_names = [
-        f.alias or n
-        for model in (KIND_FIELDS_MODELS[job_kind.kind], DEPRECATED_FIELDS_MODELS.get(job_kind.kind))
-        if model is not None
-        for n, f in model.model_fields.items()
-    ]
-    allowed = [key, "runPolicy", *kind_field_names]
-    problems = [
-        f"{path}.{k}: unknown field; allowed fields: {', '.join(allowed)}" for k in raw if k not in allowed
-    ]
+    field_names = kind_field_names(job_kind.kind, deprecated=True)
+    allowed = [key, "runPolicy", *field_names]
+    problems = [f"{path}.{k}: unknown field; allowed fields: {', '.join(allowed)}" for k in raw if k not in allowed]
     if key not in raw:
         problems.append(f"{path}.{key}: required (a {job_kind.kind}'s replica specs)")
-    kind_fields = {k: v for k, v in raw.items() if k in kind_field_names}
+    kind_fields = {k: v for k, v in raw.items() if k in field_names}
     paths = SpecPaths(
         replica_specs=f"{path}.{key}",
         run_policy=f"{path}.runPolicy",

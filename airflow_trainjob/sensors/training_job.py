@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
-
-import time
 
 from airflow.providers.common.compat.sdk import BaseSensorOperator, conf
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob import conditions
 from airflow_trainjob.admission import Deadlines, queue_line
-from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, JOB_KINDS, MAX_NAME_LENGTH
+from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, MAX_NAME_LENGTH
 from airflow_trainjob.exceptions import InvalidJobSpecError, JobDeletedError, TrainingJobError, TrainingJobTimeoutError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.models.common import JobConditionType
 from airflow_trainjob.names import job_name_problem, namespace_problem
+from airflow_trainjob.params import conn_id_problem, count_problem, flag_problem, kind_problem, refuse, seconds_problem
 from airflow_trainjob.triggers.training_job import DELETED, FINISHED, TIMED_OUT, TrainingJobTrigger
 from airflow_trainjob.verdict import announced_end, failure_exception, job_ref
 
@@ -75,7 +75,9 @@ class TrainingJobSensor(BaseSensorOperator):
         self.job_name = job_name
         self.namespace = namespace
         # A single string stays one (refused by _check), never a tuple of its characters.
-        self.target_conditions = tuple(target_conditions) if isinstance(target_conditions, (list, tuple)) else target_conditions
+        self.target_conditions = (
+            tuple(target_conditions) if isinstance(target_conditions, (list, tuple)) else target_conditions
+        )
         self.kubernetes_conn_id = kubernetes_conn_id
         self.log_tail_lines = log_tail_lines
         #: The job as the previous poke saw it (poke mode keeps the instance between pokes; reschedule does not).
@@ -126,10 +128,15 @@ class TrainingJobSensor(BaseSensorOperator):
         :raises JobDeletedError: no terminal condition was announced."""
         job = announced_end(self.hook, last_seen)
         if job is None:
-            raise JobDeletedError(f"{job_ref(last_seen)} was deleted before it finished (last seen "
-                                  f"{conditions.summary(last_seen.get('status'))})")
-        self.log.info("%s is gone; the training operator's events say it ended: %s", job_ref(last_seen),
-                      conditions.summary(job.get("status")))
+            raise JobDeletedError(
+                f"{job_ref(last_seen)} was deleted before it finished (last seen "
+                f"{conditions.summary(last_seen.get('status'))})"
+            )
+        self.log.info(
+            "%s is gone; the training operator's events say it ended: %s",
+            job_ref(last_seen),
+            conditions.summary(job.get("status")),
+        )
         return job
 
     def _raise_refusal(self) -> None:
@@ -143,9 +150,7 @@ class TrainingJobSensor(BaseSensorOperator):
 
     def _check(self) -> None:
         """Refuse invalid parameters (as rendered) before any API call: one error per field, naming what is allowed."""
-        problems = []
-        if not isinstance(self.kind, str) or self.kind not in JOB_KINDS:
-            problems.append(f"kind: {self.kind!r} is not a training job kind; allowed: {', '.join(JOB_KINDS)}")
+        problems = [kind_problem(self.kind)]
         name_issue = job_name_problem(self.job_name, MAX_NAME_LENGTH)
         if name_issue:
             problems.append(f"job_name: {name_issue}")
@@ -155,35 +160,35 @@ class TrainingJobSensor(BaseSensorOperator):
                 problems.append(f"namespace: {namespace_issue} (or None for the connection's namespace)")
         targets = self.target_conditions
         if not isinstance(targets, tuple) or not targets:
-            problems.append(f"target_conditions: must be a non-empty list of condition types "
-                            f"({', '.join(TARGET_CONDITIONS)}), got {targets!r}")
+            problems.append(
+                f"target_conditions: must be a non-empty list of condition types "
+                f"({', '.join(TARGET_CONDITIONS)}), got {targets!r}"
+            )
         else:
             unknown = [t for t in targets if t not in TARGET_CONDITIONS]
             if unknown:
                 why = "; Failed always fails the sensor" if CONDITION_FAILED in unknown else ""
-                problems.append(f"target_conditions: {', '.join(map(repr, unknown))} not allowed; "
-                                f"allowed: {', '.join(TARGET_CONDITIONS)}{why}")
-        if isinstance(self.log_tail_lines, bool) or not isinstance(self.log_tail_lines, int) or self.log_tail_lines < 0:
-            problems.append(f"log_tail_lines: must be a count (0 or more), got {self.log_tail_lines!r}")
-        if self.kubernetes_conn_id is not None and (not isinstance(self.kubernetes_conn_id, str) or not self.kubernetes_conn_id):
-            problems.append(f"kubernetes_conn_id: must be the id of a kubernetes connection (a non-empty string), "
-                            f"got {self.kubernetes_conn_id!r}")
-        if not isinstance(self.deferrable, bool):
-            problems.append(f"deferrable: must be True or False, got {type(self.deferrable).__name__} {self.deferrable!r}")
+                problems.append(
+                    f"target_conditions: {', '.join(map(repr, unknown))} not allowed; "
+                    f"allowed: {', '.join(TARGET_CONDITIONS)}{why}"
+                )
+        problems.append(count_problem("log_tail_lines", self.log_tail_lines))
+        problems.append(conn_id_problem(self.kubernetes_conn_id))
+        problems.append(flag_problem("deferrable", self.deferrable))
         # Airflow refuses negative values when the DAG is parsed; zero would poll without pause or time out at once.
-        for field in ("poke_interval", "timeout"):
-            if not getattr(self, field) > 0:
-                problems.append(f"{field}: must be a positive number of seconds, got {getattr(self, field)!r}")
-        if problems:
-            raise InvalidJobSpecError(problems)
-        self.hook.require_connection()
+        problems += [
+            seconds_problem(field, getattr(self, field), optional=False) for field in ("poke_interval", "timeout")
+        ]
+        refuse([p for p in problems if p is not None], self.hook)
 
     def _resolved_namespace(self) -> str:
         """The namespace to read from (parameter, else the connection's), refused before use if invalid."""
         namespace = self.hook.resolve_namespace(self.namespace)
         issue = namespace_problem(namespace)
         if issue:
-            raise InvalidJobSpecError([f"namespace: {issue} (the namespace extra of connection {self.kubernetes_conn_id!r})"])
+            raise InvalidJobSpecError(
+                [f"namespace: {issue} (the namespace extra of connection {self.kubernetes_conn_id!r})"]
+            )
         return namespace
 
     def poke(self, context: Any) -> bool:
@@ -204,7 +209,7 @@ class TrainingJobSensor(BaseSensorOperator):
         now = time.time()
         seen = Deadlines(started_at=now)  # the sensor has no deadline of its own here: only the queue line
         seen.observe(job, now)
-        if seen.state.queued:  # Kueue holds it: waiting, not failed
+        if seen.state is not None and seen.state.queued:  # Kueue holds it: waiting, not failed
             self.log.info("%s", queue_line(job_ref(job), seen, None, now))
         if conditions.is_failed(status):
             raise failure_exception(self.hook, job, self.log_tail_lines)

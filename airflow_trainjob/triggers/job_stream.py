@@ -14,6 +14,10 @@ wait, and with the cache marked stale so no deadline is judged on it; while watc
 stream lists every ``poll_interval`` seconds instead. A refusal that retrying will not fix (401/403, or 404 because the
 cluster does not serve the kind) is published as :attr:`JobStream.error` for the triggers to report, and
 the stream keeps retrying with a fresh client, slowly.
+
+Every request goes through the source's :class:`~airflow_trainjob.hooks.training_job.AsyncTrainingJobHook`
+(:meth:`JobStream.hook`, connected while the stream runs): the stream builds no client of its own, and the
+triggers make their other reads (a job the cache has not seen, its pods, events, logs) on the same connection.
 """
 
 from __future__ import annotations
@@ -23,18 +27,14 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook
-from kubernetes_asyncio import client as async_client
-from kubernetes_asyncio import watch as async_watch
-from kubernetes_asyncio.client.exceptions import ApiException
-
-from airflow_trainjob.constants import GROUP, JOB_KINDS, VERSION
-from airflow_trainjob.hooks.retries import TRANSIENT_STATUS_CODES
+from airflow_trainjob.api_errors import ApiCall, one_line
+from airflow_trainjob.hooks.addressing import JobAddress
+from airflow_trainjob.hooks.retries import API_EXCEPTIONS, CONNECTION_ERRORS, TRANSIENT_STATUS_CODES
+from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
 
 log = logging.getLogger(__name__)
 
@@ -52,24 +52,22 @@ BACKOFF_MIN, BACKOFF_MAX = 1.0, 30.0
 SHORTEST_HEALTHY_WATCH = 1.0
 #: Page size of the list (items per request).
 LIST_PAGE_SIZE = 500
-#: Client-side bound of one list request (seconds).
-LIST_TIMEOUT = 60.0
 
 #: Seconds a deleted job's final object is kept (:meth:`JobStream.final_state`), for the triggers still to judge it.
 DELETED_KEPT_SECONDS = 600.0
 #: At most this many deleted jobs are kept (the oldest go first).
 DELETED_KEPT_MAX = 20_000
 
-#: Errors that never end a wait: the stream backs off and tries again.
-TRANSIENT_ERRORS = (OSError, asyncio.TimeoutError, aiohttp.ClientError)
+#: Errors that never end a wait: the stream backs off and tries again (the hooks' connection errors, and any OSError).
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (OSError, *CONNECTION_ERRORS)
 
 
 @dataclass(frozen=True)
 class StreamSource:
     """Where a stream's jobs come from: the shared-stream key of the triggers that share it.
 
-    The connection fields are resolved by the cncf.kubernetes ``AsyncKubernetesHook`` exactly as the
-    synchronous ``KubernetesHook`` resolves them.
+    The connection fields are resolved by :class:`AsyncTrainingJobHook` (through the cncf.kubernetes
+    ``AsyncKubernetesHook``) exactly as the synchronous hook resolves them.
     """
 
     kubernetes_conn_id: str | None
@@ -81,19 +79,32 @@ class StreamSource:
 
     @classmethod
     def from_trigger_kwargs(cls, kwargs: dict[str, Any]) -> StreamSource:
-        return cls(**{name: kwargs.get(name) for name in cls.__dataclass_fields__})
+        values: dict[str, Any] = {name: kwargs.get(name) for name in cls.__dataclass_fields__}
+        return cls(**values)
 
-    def hook(self) -> AsyncKubernetesHook:
-        """The async hook for this source's connection (a new one: its clients are opened per use)."""
-        return AsyncKubernetesHook(
+    def hook(self) -> AsyncTrainingJobHook:
+        """The async hook for this source's connection (a new one; its client is opened by ``connect()``).
+        Constructing it reads nothing: the connection is read, asynchronously, when it connects."""
+        return AsyncTrainingJobHook(
             conn_id=self.kubernetes_conn_id,
             cluster_context=self.cluster_context,
             config_file=self.config_file,
             in_cluster=self.in_cluster,
         )
 
+    @property
+    def address(self) -> JobAddress:
+        """The jobs of the source's kind in its namespace."""
+        return JobAddress(self.kind, self.namespace)
+
+    def call(self) -> ApiCall:
+        """The stream's request, as its errors name it."""
+        return ApiCall.for_job(
+            "list or watch", self.kind, self.namespace, purpose="wait for a training job in the triggerer"
+        )
+
     def __str__(self) -> str:
-        return f"{JOB_KINDS[self.kind].plural}.{GROUP} in namespace {self.namespace}"
+        return str(self.address)
 
 
 @dataclass(frozen=True)
@@ -113,8 +124,8 @@ class JobStream:
 
     Readers use :attr:`jobs` (name -> job as an API JSON dict, ``metadata.managedFields`` dropped),
     :attr:`synced` (``jobs`` reflects a successful list, and nothing has failed since), :attr:`error`
-    (why the API refuses this stream, or None) and :attr:`api` (the stream's client, to make other reads
-    on the same connection).
+    (why the API refuses this stream, or None), and :attr:`hook` with :attr:`connected` (the stream's hook, whose
+    client is open while the stream runs: other reads on the same connection).
     """
 
     def __init__(self, source: StreamSource, poll_interval: float = 10.0):
@@ -125,14 +136,15 @@ class JobStream:
         self._deleted: dict[str, tuple[float, dict[str, Any]]] = {}
         self.synced = False
         self.error: str | None = None
-        self.api: async_client.ApiClient | None = None
+        #: The source's hook: the stream's list and watch, and the triggers' other reads, go through it.
+        self.hook = source.hook()
         self._changed = asyncio.Event()
         self._dirty: set[str] | None = set()  # None: everything
         self._refusals = 0  # refusals in a row, each with a fresh client
         #: What the stream did: ``lists``, ``watches``, ``expired`` (410), ``failures`` (transient).
         self.stats: Counter[str] = Counter()
 
-    async def changes(self) -> AsyncIterator[JobChanges]:
+    async def changes(self) -> AsyncGenerator[JobChanges, None]:
         """Keep the cache current and yield what changed, batched (:data:`BATCH_SECONDS`). Never ends."""
         keeper = asyncio.create_task(self._keep_current(), name=f"job stream: {self.source}")
         try:
@@ -149,14 +161,17 @@ class JobStream:
 
     # --- keeping the cache current -------------------------------------------------------------------
 
+    @property
+    def connected(self) -> bool:
+        """The stream's client is open: :attr:`hook`'s calls use it."""
+        return self.hook.connected
+
     async def _keep_current(self) -> None:
         """Open a client for the source and sync with it; after a refusal, try again with a fresh client."""
-        hook = self.source.hook()
         while True:
             try:
-                async with hook.get_conn() as api:
-                    self.api = api
-                    await self._sync(async_client.CustomObjectsApi(api))
+                async with self.hook.connect():
+                    await self._sync()
             except _Refused as refused:
                 # A fresh client re-reads the credentials (rotated tokens); a second refusal in a row is
                 # reported. Only a watch that answered resets the count: a Role may allow list but not watch.
@@ -164,27 +179,25 @@ class JobStream:
                 if self._refusals >= 2:
                     self._publish_error(str(refused))
                 await asyncio.sleep(_backoff(self._refusals))
-            except Exception as e:  # noqa: BLE001 - no client (bad kubeconfig, ...): tell the triggers, retry slowly
-                self._publish_error(f"cannot watch {self.source}: {type(e).__name__}: {e}")
+            except Exception as e:
+                self._publish_error(f"cannot watch {self.source}: {one_line(e)}")
                 await asyncio.sleep(BACKOFF_MAX)
-            finally:
-                self.api = None
 
-    async def _sync(self, custom: async_client.CustomObjectsApi) -> None:
+    async def _sync(self) -> None:
         """List, then watch from the list's resourceVersion, forever. Raises :class:`_Refused`."""
         resource_version: str | None = None
         failures = expired_in_a_row = 0
         while True:
             try:
                 if resource_version is None:
-                    resource_version = await self._list(custom)
+                    resource_version = await self._list()
                 if failures >= WATCH_FAILURES_BEFORE_POLLING:
                     await asyncio.sleep(self.poll_interval)
                     resource_version = None  # list again; every other round, try a watch
                     failures -= 1
                     continue
                 started = time.monotonic()
-                resource_version, delivered = await self._watch(custom, resource_version)
+                resource_version, delivered = await self._watch(resource_version)
                 self._recovered()  # the list and the watch both answered: whatever refused us is gone
                 if delivered or time.monotonic() - started >= SHORTEST_HEALTHY_WATCH:
                     failures = expired_in_a_row = 0
@@ -192,7 +205,7 @@ class JobStream:
                 failures += 1  # the stream closes as soon as it opens: count it, back off (nothing was missed)
                 await asyncio.sleep(_backoff(failures))
                 continue
-            except ApiException as e:
+            except API_EXCEPTIONS as e:  # the hook's list and watch raise the client's own
                 if e.status == 410:
                     self.stats["expired"] += 1
                     resource_version = None  # compacted away: list again, watch from there
@@ -200,27 +213,25 @@ class JobStream:
                     await asyncio.sleep(0 if expired_in_a_row == 1 else _backoff(expired_in_a_row - 1))
                     continue
                 if e.status not in TRANSIENT_STATUS_CODES:
-                    raise _Refused(_refusal_message(e, self.source)) from e
+                    raise _Refused(one_line(e, self.source.call(), self.source.kubernetes_conn_id)) from None
                 failures += 1
-                self._mark_stale(f"{e.status} {e.reason}")
+                self._mark_stale(one_line(e, self.source.call()))
             except TRANSIENT_ERRORS as e:
                 failures += 1
-                self._mark_stale(f"{type(e).__name__}: {e}")
+                self._mark_stale(one_line(e, self.source.call()))
             # Changes may have been missed since the failure: start again from a list (a consistent snapshot)
             # rather than trust the cache, so no job is judged on a state older than it looks.
             resource_version = None
             await asyncio.sleep(_backoff(failures))
 
-    async def _list(self, custom: async_client.CustomObjectsApi) -> str:
+    async def _list(self) -> str:
         """Replace the cache with a fresh list (page by page); return its resourceVersion."""
-        plural = JOB_KINDS[self.source.kind].plural
         self.stats["lists"] += 1
         listed: dict[str, dict[str, Any]] = {}
         token = None
         while True:
-            page = await custom.list_namespaced_custom_object(
-                GROUP, VERSION, self.source.namespace, plural,
-                limit=LIST_PAGE_SIZE, _continue=token, _request_timeout=LIST_TIMEOUT,
+            page = await self.hook.list_jobs_async(
+                self.source.kind, self.source.namespace, limit=LIST_PAGE_SIZE, continue_token=token
             )
             for job in page.get("items") or []:
                 listed[job["metadata"]["name"]] = _trimmed(job)
@@ -235,21 +246,16 @@ class JobStream:
         self._mark(None)
         return page["metadata"]["resourceVersion"]
 
-    async def _watch(self, custom: async_client.CustomObjectsApi, resource_version: str) -> tuple[str, bool]:
+    async def _watch(self, resource_version: str) -> tuple[str, bool]:
         """Apply watch events until the server ends the watch; return the last resourceVersion and whether
         anything arrived. Raises ApiException (410 included) and transient errors."""
         self.stats["watches"] += 1
         delivered = False
-        watcher = async_watch.Watch()
+        events = self.hook.watch_jobs(
+            self.source.kind, self.source.namespace, resource_version, timeout_seconds=WATCH_SECONDS
+        )
         try:
-            async for event in watcher.stream(
-                custom.list_namespaced_custom_object,
-                GROUP, VERSION, self.source.namespace, JOB_KINDS[self.source.kind].plural,
-                resource_version=resource_version,
-                timeout_seconds=WATCH_SECONDS,
-                allow_watch_bookmarks=True,
-                _request_timeout=aiohttp.ClientTimeout(total=WATCH_SECONDS + 30, connect=10),
-            ):
+            async for event in events:
                 if not isinstance(event, dict):  # a line cut short: the connection dropped mid-event
                     raise ConnectionResetError("the watch stream ended in the middle of an event")
                 delivered = True
@@ -265,7 +271,7 @@ class JobStream:
                     self.jobs[name] = _trimmed(obj)
                 self._mark({name})
         finally:
-            await watcher.close()
+            await events.aclose()
         return resource_version, delivered
 
     def _keep_deleted(self, job: dict[str, Any]) -> None:
@@ -299,7 +305,7 @@ class JobStream:
     def _mark_stale(self, why: str) -> None:
         self.stats["failures"] += 1
         if self.synced:
-            log.info("Watching %s failed (%s); retrying", self.source, why)
+            log.info("The shared stream's watch failed, retrying: %s", why)  # why names the source
         self.synced = False
 
     def _recovered(self) -> None:
@@ -316,15 +322,8 @@ class JobStream:
 
 
 class _Refused(Exception):
-    """The API refused the stream's list or watch in a way retrying the same client will not fix."""
-
-
-def _refusal_message(e: ApiException, source: StreamSource) -> str:
-    """One line about a refusal of the stream's list or watch, worded as everywhere (:mod:`airflow_trainjob.api_errors`)."""
-    from airflow_trainjob.api_errors import ApiCall, describe
-
-    call = ApiCall.for_job("list or watch", source.kind, source.namespace, purpose="wait for a training job in the triggerer")
-    return describe(e, call, source.kubernetes_conn_id).message
+    """The API refused the stream's list or watch in a way retrying the same client will not fix (its one line,
+    from :func:`~airflow_trainjob.api_errors.one_line`)."""
 
 
 def _trimmed(job: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,9 @@ falls back to polling is described in :mod:`~airflow_trainjob.triggers.job_strea
 Deadlines count from ``started_at`` (epoch seconds in the kwargs) and from the job's own queue transitions (see
 :mod:`airflow_trainjob.admission`), so a triggerer restart neither resets nor falsely trips them; they are judged
 only on a cache that is in sync with the server. What the status means
-is decided by :mod:`airflow_trainjob.conditions`, as on the synchronous path.
+is decided by :mod:`airflow_trainjob.conditions`, as on the synchronous path; whether a job is still this task's
+by :mod:`airflow_trainjob.ownership`. Every request goes through the stream's
+:class:`~airflow_trainjob.hooks.training_job.AsyncTrainingJobHook`: the trigger builds no client.
 """
 
 from __future__ import annotations
@@ -19,19 +21,18 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
-from kubernetes_asyncio import client as async_client
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from airflow_trainjob import conditions
 from airflow_trainjob.admission import QUEUE_LINE_SECONDS, Deadlines, queue_line
-from airflow_trainjob.api_errors import ApiCall, exception_for, one_line
+from airflow_trainjob.api_errors import RAISED_ERRORS, ApiCall, QuietApiException, one_line
 from airflow_trainjob.cleanup_hold import pods_to_stop, user_run_policy
-from airflow_trainjob.constants import CONDITION_SUCCEEDED, GROUP, JOB_KINDS, LABEL_JOB_NAME, LABEL_PREFIX, VERSION
+from airflow_trainjob.constants import CONDITION_SUCCEEDED, JOB_KINDS, LABEL_PREFIX
+from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.hooks.retries import TRANSIENT_STATUS_CODES
-from airflow_trainjob.ownership import following_try
+from airflow_trainjob.ownership import why_not_followed
 from airflow_trainjob.pods import lead_pod, log_container, owned_by
 from airflow_trainjob.triggers.job_stream import (
     TRANSIENT_ERRORS,
@@ -114,8 +115,9 @@ class TrainingJobTrigger(BaseEventTrigger):
         self.timeout = timeout
         self.startup_timeout = startup_timeout
         self.queue_timeout = queue_timeout
-        self._deadlines = Deadlines(started_at=self.started_at, timeout=timeout, startup_timeout=startup_timeout,
-                                    queue_timeout=queue_timeout)
+        self._deadlines = Deadlines(
+            started_at=self.started_at, timeout=timeout, startup_timeout=startup_timeout, queue_timeout=queue_timeout
+        )
         self.poll_interval = poll_interval
         self.wait_for_creation = wait_for_creation
         self.owner_labels = dict(owner_labels or {})
@@ -149,19 +151,20 @@ class TrainingJobTrigger(BaseEventTrigger):
         )
 
     @property
-    def _plural(self) -> str:
-        return JOB_KINDS[self.kind].plural
+    def _address(self) -> JobAddress:
+        return JobAddress(self.kind, self.namespace, self.name)
 
     def _call(self, verb: str) -> ApiCall:
         return ApiCall.for_job(verb, self.kind, self.namespace, self.name)
 
     @property
     def _ref(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}"
+        return self._address.ref
 
     def _event(self, outcome: str, message: str, job: dict | None = None, **extra: Any) -> TriggerEvent:
-        return TriggerEvent({"outcome": outcome, "message": message, "job": _job_summary(job) if job else None,
-                             "pods": [], **extra})
+        return TriggerEvent(
+            {"outcome": outcome, "message": message, "job": _job_summary(job) if job else None, "pods": [], **extra}
+        )
 
     # --- the shared stream ---------------------------------------------------------------------------
 
@@ -214,7 +217,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                     raise RuntimeError("the shared stream ended")
                 if _readable(stream):
                     event = await self._judge(stream)
-        except Exception as e:  # noqa: BLE001 - the task must hear of any failure, with its cause
+        except Exception as e:
             event = self._event(ERROR, f"waiting for {self._ref} failed: {one_line(e, self._call('get'))}")
         finally:
             sifter.cancel()
@@ -233,14 +236,19 @@ class TrainingJobTrigger(BaseEventTrigger):
                 return self._judge_deleted(final)
             if job is None and self.wait_for_creation:
                 which = self._deadline_passed()
-                return self._event(TIMED_OUT, f"{self._ref} was not created before the deadline",
-                                   which=which) if which else None
+                return (
+                    self._event(TIMED_OUT, f"{self._ref} was not created before the deadline", which=which)
+                    if which
+                    else None
+                )
             # The cache may not have seen the job's creation yet (or its predecessor's deletion): ask.
             try:
                 job = await self._read(stream)
             except TRANSIENT_ERRORS:
-                return None  # cannot tell now: judged again at the next change or deadline
-            except ApiException as e:
+                return (
+                    None  # cannot tell now (the hook's retries are spent): judged again at the next change or deadline
+                )
+            except QuietApiException as e:
                 if e.status in TRANSIENT_STATUS_CODES:
                     return None
                 raise
@@ -263,12 +271,18 @@ class TrainingJobTrigger(BaseEventTrigger):
             listed = await self._pods(stream) if conditions.is_failed(status) or stops else []
             pods = [_pod_summary(p) for p in listed] if conditions.is_failed(status) else []
             lead_log = await self._stop_pods_at_terminal(stream, job, listed) if stops else None
-            return self._event(FINISHED, f"{self._ref}: {conditions.summary(status)}", job, pods=pods,
-                               **({"lead_log": lead_log} if lead_log else {}))
+            return self._event(
+                FINISHED,
+                f"{self._ref}: {conditions.summary(status)}",
+                job,
+                pods=pods,
+                **({"lead_log": lead_log} if lead_log else {}),
+            )
         which = self._deadline_passed()
         if which is not None:
-            return self._event(TIMED_OUT, f"{self._ref}: {which} passed; last state: {conditions.summary(status)}",
-                               job, which=which)
+            return self._event(
+                TIMED_OUT, f"{self._ref}: {which} passed; last state: {conditions.summary(status)}", job, which=which
+            )
         return None
 
     def _reached_target(self, status: Any) -> bool:
@@ -278,23 +292,28 @@ class TrainingJobTrigger(BaseEventTrigger):
         """The job is gone; the stream kept its last state: a finished job gets its verdict from it."""
         status = final.get("status")
         if conditions.is_failed(status) or self._reached_target(status):
-            return self._event(FINISHED, f"{self._ref}: {conditions.summary(status)} (then deleted outside this "
-                                         "task)", final)
-        return self._event(DELETED, f"{self._ref} was deleted outside this task before it finished (last seen "
-                                    f"{conditions.summary(status)})", final)
+            return self._event(
+                FINISHED, f"{self._ref}: {conditions.summary(status)} (then deleted outside this task)", final
+            )
+        return self._event(
+            DELETED,
+            f"{self._ref} was deleted outside this task before it finished (last seen {conditions.summary(status)})",
+            final,
+        )
 
-    async def _stop_pods_at_terminal(self, stream: JobStream, job: dict[str, Any],
-                                     pods: list[dict[str, Any]]) -> dict[str, str] | None:
+    async def _stop_pods_at_terminal(
+        self, stream: JobStream, job: dict[str, Any], pods: list[dict[str, Any]]
+    ) -> dict[str, str] | None:
         """Stop the pods the user's ``cleanPodPolicy`` has stopped at the terminal transition (the controller was
         sent ``None``: see :mod:`~airflow_trainjob.cleanup_hold`), now rather than when the task resumes; first
         read the lead replica's log tail if its pod is among them.
 
         :returns: ``{"pod", "container", "text"}`` of the lead's tail, or None. Best effort: the task's cleanup
             deletes whatever is left."""
-        if stream.api is None:
+        if not stream.connected:
             return None
         kind = JOB_KINDS[self.kind]
-        core = async_client.CoreV1Api(stream.api)
+        hook = stream.hook
         uid = job["metadata"].get("uid")
         policy = user_run_policy(job)
         tail = None
@@ -303,65 +322,68 @@ class TrainingJobTrigger(BaseEventTrigger):
             lead = lead_pod(pods, kind)
             if lead is not None and self.log_tail_lines and any(p is lead for p in stopping):
                 container = log_container(lead, kind)
-                text = await core.read_namespaced_pod_log(lead["metadata"]["name"], self.namespace,
-                                                          container=container, tail_lines=self.log_tail_lines)
+                text = await hook.read_pod_log_async(
+                    lead["metadata"]["name"], self.namespace, container=container, tail_lines=self.log_tail_lines
+                )
                 tail = {"pod": lead["metadata"]["name"], "container": container, "text": text}
             for pod in stopping:
-                with contextlib.suppress(ApiException):  # 404: gone already; 409: a successor's (uid precondition)
-                    await core.delete_namespaced_pod(
-                        pod["metadata"]["name"], self.namespace,
-                        body=async_client.V1DeleteOptions(preconditions=async_client.V1Preconditions(
-                            uid=pod["metadata"]["uid"])))
-        except (ApiException, *TRANSIENT_ERRORS) as e:
-            self.log.warning("Could not stop the running pods of %s now (%s); the task's cleanup will", self._ref,
-                             one_line(e))
+                # 404 counts as done; 409: a successor's (the uid precondition); a refusal: the task's cleanup's.
+                with contextlib.suppress(*RAISED_ERRORS):
+                    await hook.delete_pod_async(pod["metadata"]["name"], self.namespace, uid=pod["metadata"]["uid"])
+        except (*RAISED_ERRORS, *TRANSIENT_ERRORS) as e:
+            self.log.warning(
+                "Could not stop the running pods of %s now (%s); the task's cleanup will", self._ref, one_line(e)
+            )
             return tail
         if stopping:
-            self.log.info("%s is %s: stopping %s (pods deleted), as cleanPodPolicy %s asks", self._ref,
-                          conditions.phase(job.get("status")),
-                          ", ".join(p["metadata"]["name"] for p in stopping), policy.clean_pod_policy)
+            self.log.info(
+                "%s is %s: stopping %s (pods deleted), as cleanPodPolicy %s asks",
+                self._ref,
+                conditions.phase(job.get("status")),
+                ", ".join(p["metadata"]["name"] for p in stopping),
+                policy.clean_pod_policy,
+            )
         return tail
 
     async def _announced_end(self, stream: JobStream) -> dict[str, Any] | None:
         """For a job that is gone: a stand-in object with the terminal condition the training operator announced
         in its events (see :func:`conditions.status_from_events`), or None."""
         uid = self.uid or self._seen_uid
-        if stream.api is None or not uid:
+        if not stream.connected or not uid:
             return None
         try:
-            events = await async_client.CoreV1Api(stream.api).list_namespaced_event(
-                self.namespace, field_selector=f"involvedObject.name={self.name}")
-        except (ApiException, *TRANSIENT_ERRORS):
+            events = await stream.hook.list_events_async(self.namespace, {self.name})
+        except (*RAISED_ERRORS, *TRANSIENT_ERRORS):
             return None
-        status = conditions.status_from_events([stream.api.sanitize_for_serialization(e) for e in events.items],
-                                               self.kind, uid)
+        status = conditions.status_from_events(events, self.kind, uid)
         if status is None:
             return None
-        return {"apiVersion": f"{GROUP}/{VERSION}", "kind": self.kind, "status": status,
-                "metadata": {"name": self.name, "namespace": self.namespace, "uid": uid}}
+        return {
+            "apiVersion": self._address.api_version,
+            "kind": self.kind,
+            "status": status,
+            "metadata": {"name": self.name, "namespace": self.namespace, "uid": uid},
+        }
 
     async def _read(self, stream: JobStream) -> dict[str, Any] | None:
         """GET the job on the stream's connection; None if it does not exist."""
-        if stream.api is None:
+        if not stream.connected:
             raise ConnectionError(f"the stream has no connection to read {self._ref} with right now")
-        custom = async_client.CustomObjectsApi(stream.api)
         try:
-            return await custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, self._plural, self.name)
-        except ApiException as e:
+            return await stream.hook.get_job_async(self.kind, self.name, self.namespace)
+        except QuietApiException as e:
             if e.status == 404:
                 return None
             raise
 
     async def _pods(self, stream: JobStream) -> list[dict[str, Any]]:
         """The failed job's pods, for exit codes that must not depend on the pods outliving the resume."""
-        if stream.api is None:
+        if not stream.connected:
             return []
         try:
-            pods = await async_client.CoreV1Api(stream.api).list_namespaced_pod(
-                self.namespace, label_selector=f"{LABEL_JOB_NAME}={self.name}")
-        except (ApiException, *TRANSIENT_ERRORS):
+            return await stream.hook.list_job_pods_async(self.name, self.namespace)
+        except (*RAISED_ERRORS, *TRANSIENT_ERRORS):
             return []  # the verdict still has the job's status and its events
-        return [stream.api.sanitize_for_serialization(p) for p in pods.items]
 
     def _observe(self, job: dict[str, Any]) -> None:
         """Take in the job as the cache has it now; log its entering and leaving its queue, as the synchronous wait
@@ -390,40 +412,30 @@ class TrainingJobTrigger(BaseEventTrigger):
         return max(1.0, self.poll_interval)
 
     async def on_kill(self) -> None:
-        """The user killed the deferred task: delete the job, if it is still the one this task owns.
+        """The user killed the deferred task: delete the job, if it is still the one this task's try follows
+        (:func:`~airflow_trainjob.ownership.why_not_followed`: its uid, its owner labels, the try that follows it).
 
-        A wait without ``owner_labels`` (a sensor's, on a job made elsewhere) owns nothing and deletes nothing."""
+        A wait without ``owner_labels`` (a sensor's, on a job made elsewhere) owns nothing and deletes nothing.
+
+        :raises KubernetesAccessError: and the hook's other refusals, as the sync hook raises them.
+        """
         if not self.owner_labels:
             self.log.info("Not deleting %s/%s: this wait does not own the job", self.namespace, self.name)
             return
-        async with self.shared_stream_key().hook().get_conn() as api:
-            custom = async_client.CustomObjectsApi(api)
+        hook = self.shared_stream_key().hook()
+        async with hook.connect():
             try:
-                job = await custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, self._plural, self.name)
-            except ApiException as e:
+                job = await hook.get_job_async(self.kind, self.name, self.namespace)
+            except QuietApiException as e:
                 if e.status == 404:
                     return
-                raise exception_for(e, self._call("get"), self.kubernetes_conn_id) from None
-            labels = job["metadata"].get("labels") or {}
-            if (self.uid and job["metadata"].get("uid") != self.uid) or any(
-                labels.get(k) != v for k, v in self.owner_labels.items()
-            ):
-                self.log.warning("Not deleting %s/%s: not the job this task created", self.namespace, self.name)
+                raise
+            why_not = why_not_followed(job, self.owner_labels, uid=self.uid, try_number=self.try_number)
+            if why_not is not None:
+                self.log.warning("Not deleting %s/%s: %s", self.namespace, self.name, why_not)
                 return
-            if self.try_number is not None and following_try(job) != str(self.try_number):
-                self.log.warning("Not deleting %s/%s: try %s of this task follows it now, not try %s", self.namespace,
-                                 self.name, following_try(job), self.try_number)
-                return
-            try:
-                await custom.delete_namespaced_custom_object(
-                    GROUP, VERSION, self.namespace, self._plural, self.name,
-                    body=async_client.V1DeleteOptions(propagation_policy="Background",
-                                                      preconditions=async_client.V1Preconditions(uid=job["metadata"]["uid"])),
-                )
-            except ApiException as e:
-                if e.status != 404:
-                    raise exception_for(e, self._call("delete"), self.kubernetes_conn_id) from None
-            self.log.info("Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name)
+            if await hook.delete_job_async(self.kind, self.name, self.namespace, uid=job["metadata"]["uid"]):
+                self.log.info("Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name)
 
 
 def _job_summary(job: dict[str, Any]) -> dict[str, Any]:
@@ -436,17 +448,27 @@ def _job_summary(job: dict[str, Any]) -> dict[str, Any]:
     summary_spec: dict[str, Any] = {"runPolicy": spec.get("runPolicy") or {}}
     if kind is not None and isinstance(spec.get(kind.replica_specs_key), dict):
         summary_spec[kind.replica_specs_key] = {
-            rtype: {"replicas": (rspec or {}).get("replicas"), "template": {"spec": {"containers": [
-                {"name": c.get("name")} for c in (((rspec or {}).get("template") or {}).get("spec") or {}).get(
-                    "containers") or []]}}}
+            rtype: {
+                "replicas": (rspec or {}).get("replicas"),
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"name": c.get("name")}
+                            for c in (((rspec or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+                        ]
+                    }
+                },
+            }
             for rtype, rspec in spec[kind.replica_specs_key].items()
         }
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(f"{LABEL_PREFIX}/")}
     return {
         "apiVersion": job.get("apiVersion"),
         "kind": job.get("kind"),
-        "metadata": {**{k: meta[k] for k in ("name", "namespace", "uid", "labels") if k in meta},
-                     **({"annotations": annotations} if annotations else {})},
+        "metadata": {
+            **{k: meta[k] for k in ("name", "namespace", "uid", "labels") if k in meta},
+            **({"annotations": annotations} if annotations else {}),
+        },
         "spec": summary_spec,
         "status": job.get("status") or {},
     }
@@ -463,6 +485,6 @@ def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _readable(stream: JobStream | None) -> bool:
+def _readable(stream: JobStream | None) -> TypeGuard[JobStream]:
     """The stream's cache can be judged: it is in sync with the server, or the server refuses it."""
     return stream is not None and (stream.synced or stream.error is not None)

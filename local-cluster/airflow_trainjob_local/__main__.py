@@ -21,17 +21,25 @@ from airflow_trainjob_local.cluster import DEFAULT_PORT_BASE, ClusterError, Loca
 
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--state-dir", type=Path, help="state directory (default: "
-                        "${XDG_STATE_HOME:-~/.local/state}/airflow-trainjob/cluster)")
-    common.add_argument("--port-base", type=int, help=f"apiserver = N, etcd client = N+1, etcd peer = N+2, "
-                        f"kubelet = N+3 (default: the ports of the last up, else {DEFAULT_PORT_BASE})")
+    common.add_argument(
+        "--state-dir",
+        type=Path,
+        help="state directory (default: ${XDG_STATE_HOME:-~/.local/state}/airflow-trainjob/cluster)",
+    )
+    common.add_argument(
+        "--port-base",
+        type=int,
+        help=f"apiserver = N, etcd client = N+1, etcd peer = N+2, "
+        f"kubelet = N+3 (default: the ports of the last up, else {DEFAULT_PORT_BASE})",
+    )
     common.add_argument("--apiserver-port", type=int, help="kube-apiserver secure port on 127.0.0.1")
     common.add_argument("--etcd-port", type=int, help="etcd client port on 127.0.0.1")
     common.add_argument("--etcd-peer-port", type=int, help="etcd peer port on 127.0.0.1")
     common.add_argument("--kubelet-port", type=int, help="process kubelet's HTTPS port on 127.0.0.1")
     common.add_argument("--node-name", help="name of the Node the process kubelet registers")
-    common.add_argument("--no-workloads", action="store_true",
-                        help="Kubernetes only: no local training controller, no process kubelet")
+    common.add_argument(
+        "--no-workloads", action="store_true", help="Kubernetes only: no local training controller, no process kubelet"
+    )
 
     parser = argparse.ArgumentParser(
         prog="airflow-trainjob-local",

@@ -292,8 +292,12 @@ def _build(cache: Path, version: str, log, log_path: Path, *, keep_build_tree: b
         f"the first build takes about 5 minutes on 2 cores (log: {log_path})"
     )
     _say(f"downloading source package {SOURCE_PACKAGE} {version} (about 35 MB)")
-    _run(["apt-get", *_apt_options(cache), "source", "-q", f"{SOURCE_PACKAGE}={version}"], log, cwd=src,
-         what="apt-get source")
+    _run(
+        ["apt-get", *_apt_options(cache), "source", "-q", f"{SOURCE_PACKAGE}={version}"],
+        log,
+        cwd=src,
+        what="apt-get source",
+    )
     trees = [p for p in src.iterdir() if p.is_dir()]
     if len(trees) != 1:
         raise BuildError(f"expected one unpacked source tree in {src}, found {[p.name for p in trees]}")
@@ -314,8 +318,7 @@ def _build(cache: Path, version: str, log, log_path: Path, *, keep_build_tree: b
     )
     (work / "home").mkdir()
     _say("compiling (go build, offline)")
-    _run(["make", "WHAT=" + " ".join(f"cmd/{b}" for b in BINARIES)], log, cwd=tree, env=env, what="make",
-         heartbeat=60)
+    _run(["make", "WHAT=" + " ".join(f"cmd/{b}" for b in BINARIES)], log, cwd=tree, env=env, what="make", heartbeat=60)
     # Copy next to the final directory, then rename: a reader never sees half a binary.
     final = binaries_dir(cache, version)
     staging = final.with_name(f"bin.tmp-{os.getpid()}")
@@ -358,8 +361,7 @@ def _run(argv: list[str], log, *, what: str, env=None, cwd=None, heartbeat: floa
     log.write(f"\n$ {' '.join(argv)}\n")
     log.flush()
     started = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                            cwd=cwd)
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=cwd)
     while True:
         try:
             code = proc.wait(timeout=heartbeat)

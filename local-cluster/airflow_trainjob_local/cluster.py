@@ -408,7 +408,8 @@ class LocalCluster:
 
     def pids(self) -> dict[str, int]:
         """Pids of the running components, by name."""
-        return {c.name: self._pid(c.name) for c in self.components() if self._running(c.name)}
+        running = {c.name: self._pid(c.name) for c in self.components() if self._running(c.name)}
+        return {name: pid for name, pid in running.items() if pid is not None}
 
     # --- health ------------------------------------------------------------------------------------------
 
@@ -483,8 +484,10 @@ class LocalCluster:
                     wanted = manifest["metadata"]["annotations"][crds.SPEC_HASH_ANNOTATION]
                     if (current["metadata"].get("annotations") or {}).get(crds.SPEC_HASH_ANNOTATION) == wanted:
                         continue
-                    manifest = dict(manifest, metadata=dict(manifest["metadata"],
-                                                            resourceVersion=current["metadata"]["resourceVersion"]))
+                    manifest = dict(
+                        manifest,
+                        metadata=dict(manifest["metadata"], resourceVersion=current["metadata"]["resourceVersion"]),
+                    )
                     api.replace_custom_resource_definition(name, manifest, _preload_content=False)
                     _say(f"CRD {name}: updated")
                 except ApiException as e:

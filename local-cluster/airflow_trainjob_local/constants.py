@@ -112,30 +112,68 @@ class JobKind:
 
 
 PYTORCH_JOB = JobKind(
-    "PyTorchJob", "pytorchjobs", "pytorchReplicaSpecs", ("Master", "Worker"), "pytorch", "pytorchjob-port",
-    RESTART_POLICY_ON_FAILURE, "pytorchjob-controller", single_replica_types=("Master",),
+    "PyTorchJob",
+    "pytorchjobs",
+    "pytorchReplicaSpecs",
+    ("Master", "Worker"),
+    "pytorch",
+    "pytorchjob-port",
+    RESTART_POLICY_ON_FAILURE,
+    "pytorchjob-controller",
+    single_replica_types=("Master",),
 )
 TF_JOB = JobKind(
-    "TFJob", "tfjobs", "tfReplicaSpecs", ("Chief", "Master", "PS", "Worker", "Evaluator"), "tensorflow",
-    "tfjob-port", RESTART_POLICY_NEVER, "tfjob-controller", single_replica_types=("Chief", "Master"),
+    "TFJob",
+    "tfjobs",
+    "tfReplicaSpecs",
+    ("Chief", "Master", "PS", "Worker", "Evaluator"),
+    "tensorflow",
+    "tfjob-port",
+    RESTART_POLICY_NEVER,
+    "tfjob-controller",
+    single_replica_types=("Chief", "Master"),
 )
 MPI_JOB = JobKind(
-    "MPIJob", "mpijobs", "mpiReplicaSpecs", ("Launcher", "Worker"), "mpi", "mpi-port",
-    RESTART_POLICY_NEVER, "mpijob-controller", single_replica_types=("Launcher",),
+    "MPIJob",
+    "mpijobs",
+    "mpiReplicaSpecs",
+    ("Launcher", "Worker"),
+    "mpi",
+    "mpi-port",
+    RESTART_POLICY_NEVER,
+    "mpijob-controller",
+    single_replica_types=("Launcher",),
 )
 XGBOOST_JOB = JobKind(
-    "XGBoostJob", "xgboostjobs", "xgbReplicaSpecs", ("Master", "Worker"), "xgboost", "xgboostjob-port",
-    RESTART_POLICY_NEVER, "xgboostjob-controller", single_replica_types=("Master",),
+    "XGBoostJob",
+    "xgboostjobs",
+    "xgbReplicaSpecs",
+    ("Master", "Worker"),
+    "xgboost",
+    "xgboostjob-port",
+    RESTART_POLICY_NEVER,
+    "xgboostjob-controller",
+    single_replica_types=("Master",),
 )
 PADDLE_JOB = JobKind(
-    "PaddleJob", "paddlejobs", "paddleReplicaSpecs", ("Master", "Worker"), "paddle", "master",
-    RESTART_POLICY_ON_FAILURE, "paddlejob-controller",
+    "PaddleJob",
+    "paddlejobs",
+    "paddleReplicaSpecs",
+    ("Master", "Worker"),
+    "paddle",
+    "master",
+    RESTART_POLICY_ON_FAILURE,
+    "paddlejob-controller",
 )
 JAX_JOB = JobKind(
-    "JAXJob", "jaxjobs", "jaxReplicaSpecs", ("Worker",), "jax", "jaxjob-port",
-    RESTART_POLICY_NEVER, "jaxjob-controller",
+    "JAXJob",
+    "jaxjobs",
+    "jaxReplicaSpecs",
+    ("Worker",),
+    "jax",
+    "jaxjob-port",
+    RESTART_POLICY_NEVER,
+    "jaxjob-controller",
 )
 
-JOB_KINDS: dict[str, JobKind] = {
-    k.kind: k for k in (PYTORCH_JOB, TF_JOB, MPI_JOB, XGBOOST_JOB, PADDLE_JOB, JAX_JOB)
-}
+JOB_KINDS: dict[str, JobKind] = {k.kind: k for k in (PYTORCH_JOB, TF_JOB, MPI_JOB, XGBOOST_JOB, PADDLE_JOB, JAX_JOB)}

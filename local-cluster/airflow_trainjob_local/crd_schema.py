@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from kubernetes import client as k8s
@@ -82,15 +82,17 @@ TIME: Schema = {"type": "string", "format": "date-time"}
 #: Pod-API fields the client types as ``object`` that are IntOrString (probe and lifecycle handler ports).
 _INT_OR_STRING_FIELDS = frozenset({("V1HTTPGetAction", "port"), ("V1TCPSocketAction", "port")})
 #: Pod-API fields holding ``resource.Quantity`` values (the client types them ``str`` / ``dict[str, str]``).
-_QUANTITY_FIELDS = frozenset({
-    ("V1ResourceRequirements", "limits"),
-    ("V1ResourceRequirements", "requests"),
-    ("V1VolumeResourceRequirements", "limits"),
-    ("V1VolumeResourceRequirements", "requests"),
-    ("V1PodSpec", "overhead"),
-    ("V1EmptyDirVolumeSource", "size_limit"),
-    ("V1ResourceFieldSelector", "divisor"),
-})
+_QUANTITY_FIELDS = frozenset(
+    {
+        ("V1ResourceRequirements", "limits"),
+        ("V1ResourceRequirements", "requests"),
+        ("V1VolumeResourceRequirements", "limits"),
+        ("V1VolumeResourceRequirements", "requests"),
+        ("V1PodSpec", "overhead"),
+        ("V1EmptyDirVolumeSource", "size_limit"),
+        ("V1ResourceFieldSelector", "divisor"),
+    }
+)
 #: Models kept whole: embedded object metadata (only its identity, labels and annotations mean anything there).
 _OPAQUE_MODELS = frozenset({"V1ObjectMeta"})
 
@@ -164,7 +166,7 @@ def _type_schema(type_name: str, above: tuple[str, ...]) -> Schema:
     raise ValueError(f"unknown type {type_name!r} in the kubernetes client's models")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validating_configuration() -> k8s.Configuration:
     configuration = k8s.Configuration()
     configuration.client_side_validation = True
@@ -173,7 +175,7 @@ def _validating_configuration() -> k8s.Configuration:
 
 def _required(cls: type, attribute: str) -> bool:
     """Whether the model's setter refuses ``None`` (the client's encoding of a required field)."""
-    instance = cls.__new__(cls)
+    instance: Any = object.__new__(cls)
     instance.local_vars_configuration = _validating_configuration()
     try:
         setattr(instance, attribute, None)
@@ -220,38 +222,44 @@ def replica_spec_schema() -> Schema:
 
 def run_policy_schema() -> Schema:
     """``RunPolicy``, with ``schedulingPolicy``; ``suspend`` defaults to false."""
-    scheduling = _object({
-        "minAvailable": INT32,
-        "queue": STRING,
-        "minResources": _map(dict(QUANTITY)),
-        "priorityClass": STRING,
-        "scheduleTimeoutSeconds": INT32,
-    })
-    return _object({
-        "cleanPodPolicy": CLEAN_POD_POLICY,
-        "ttlSecondsAfterFinished": INT32,
-        "activeDeadlineSeconds": INT64,
-        "backoffLimit": INT32,
-        "schedulingPolicy": scheduling,
-        "suspend": {"type": "boolean", "default": False},
-        "managedBy": MANAGED_BY,
-    })
+    scheduling = _object(
+        {
+            "minAvailable": INT32,
+            "queue": STRING,
+            "minResources": _map(dict(QUANTITY)),
+            "priorityClass": STRING,
+            "scheduleTimeoutSeconds": INT32,
+        }
+    )
+    return _object(
+        {
+            "cleanPodPolicy": CLEAN_POD_POLICY,
+            "ttlSecondsAfterFinished": INT32,
+            "activeDeadlineSeconds": INT64,
+            "backoffLimit": INT32,
+            "schedulingPolicy": scheduling,
+            "suspend": {"type": "boolean", "default": False},
+            "managedBy": MANAGED_BY,
+        }
+    )
 
 
 def _pytorch_fields() -> dict[str, Schema]:
-    elastic = _object({
-        "minReplicas": INT32,
-        "maxReplicas": INT32,
-        "rdzvBackend": STRING,
-        "rdzvPort": INT32,
-        "rdzvHost": STRING,
-        "rdzvId": STRING,
-        "rdzvConf": _array(_object({"key": STRING, "value": STRING})),
-        "standalone": BOOLEAN,
-        "nProcPerNode": INT32,
-        "maxRestarts": INT32,
-        "metrics": METRICS,
-    })
+    elastic = _object(
+        {
+            "minReplicas": INT32,
+            "maxReplicas": INT32,
+            "rdzvBackend": STRING,
+            "rdzvPort": INT32,
+            "rdzvHost": STRING,
+            "rdzvId": STRING,
+            "rdzvConf": _array(_object({"key": STRING, "value": STRING})),
+            "standalone": BOOLEAN,
+            "nProcPerNode": INT32,
+            "maxRestarts": INT32,
+            "metrics": METRICS,
+        }
+    )
     return {"elasticPolicy": elastic, "nprocPerNode": STRING}
 
 
@@ -305,20 +313,24 @@ def status_schema() -> Schema:
         },
         required=("type", "status"),
     )
-    replica_status = _object({
-        "active": INT32,
-        "succeeded": INT32,
-        "failed": INT32,
-        "labelSelector": model_schema("V1LabelSelector"),
-        "selector": STRING,
-    })
-    return _object({
-        "conditions": _array(condition),
-        "replicaStatuses": _map(replica_status),
-        "startTime": TIME,
-        "completionTime": TIME,
-        "lastReconcileTime": TIME,
-    })
+    replica_status = _object(
+        {
+            "active": INT32,
+            "succeeded": INT32,
+            "failed": INT32,
+            "labelSelector": model_schema("V1LabelSelector"),
+            "selector": STRING,
+        }
+    )
+    return _object(
+        {
+            "conditions": _array(condition),
+            "replicaStatuses": _map(replica_status),
+            "startTime": TIME,
+            "completionTime": TIME,
+            "lastReconcileTime": TIME,
+        }
+    )
 
 
 def job_schema(kind: str, replica_specs_key: str) -> Schema:

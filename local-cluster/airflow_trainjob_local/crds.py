@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from airflow_trainjob_local.constants import GROUP, JOB_KINDS, VERSION, JobKind
 from airflow_trainjob_local import crd_schema
+from airflow_trainjob_local.constants import GROUP, JOB_KINDS, VERSION, JobKind
 
 #: Annotation holding the SHA-256 of the CRD's ``spec`` as built here: ``install_crds`` replaces an installed CRD
 #: only when it differs (a state dir made by an older version gets the current schema on its next ``up``).

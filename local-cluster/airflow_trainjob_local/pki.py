@@ -15,6 +15,7 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -101,7 +102,10 @@ def ensure_credentials(pki_dir: Path) -> Credentials:
         _write_key(creds.ca_key, ca_key)
         write_atomic(creds.ca_cert, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
     if fresh_ca or not (creds.serving_cert.exists() and creds.serving_key.exists()):
-        ca_key = serialization.load_pem_private_key(creds.ca_key.read_bytes(), password=None)
+        ca_key = cast(
+            ec.EllipticCurvePrivateKey,  # the CA key this module generated and wrote
+            serialization.load_pem_private_key(creds.ca_key.read_bytes(), password=None),
+        )
         ca_cert = x509.load_pem_x509_certificate(creds.ca_cert.read_bytes())
         key = ec.generate_private_key(ec.SECP256R1())
         cert = _issue(
@@ -159,9 +163,15 @@ def _issue(
     if is_ca:
         builder = builder.add_extension(
             x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
-                encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
@@ -172,23 +182,25 @@ def _issue(
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
             .add_extension(
                 x509.KeyUsage(
-                    digital_signature=True, content_commitment=False, key_encipherment=False,
-                    data_encipherment=False, key_agreement=False, key_cert_sign=False, crl_sign=False,
-                    encipher_only=False, decipher_only=False,
+                    digital_signature=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=False,
+                    crl_sign=False,
+                    encipher_only=False,
+                    decipher_only=False,
                 ),
                 critical=True,
             )
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False
-            )
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False)
         )
     return builder.sign(issuer_key, hashes.SHA256())
 
 
 def _write_key(path: Path, key) -> None:
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     write_atomic(path, pem, 0o600)
 
 
@@ -203,7 +215,11 @@ def write_atomic(path: Path, data: bytes, mode: int) -> None:
 
 
 def issue_serving_certificate(
-    pki_dir: Path, subject: str, *, dns_names: tuple[str, ...] = ("localhost",), ip_addresses: tuple[str, ...] = ("127.0.0.1",)
+    pki_dir: Path,
+    subject: str,
+    *,
+    dns_names: tuple[str, ...] = ("localhost",),
+    ip_addresses: tuple[str, ...] = ("127.0.0.1",),
 ) -> tuple[bytes, bytes]:
     """A new serving certificate signed by the cluster CA in ``pki_dir`` (e.g. for a test proxy in front of
     the apiserver, so clients keep verifying against the kubeconfig's CA).
@@ -215,7 +231,16 @@ def issue_serving_certificate(
     ca_key = serialization.load_pem_private_key(creds.ca_key.read_bytes(), password=None)
     ca_cert = x509.load_pem_x509_certificate(creds.ca_cert.read_bytes())
     key = ec.generate_private_key(ec.SECP256R1())
-    cert = _issue(subject=subject, public_key=key.public_key(), issuer_key=ca_key, issuer_cert=ca_cert, is_ca=False,
-                  dns_names=dns_names, ip_addresses=ip_addresses)
-    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    cert = _issue(
+        subject=subject,
+        public_key=key.public_key(),
+        issuer_key=ca_key,
+        issuer_cert=ca_cert,
+        is_ca=False,
+        dns_names=dns_names,
+        ip_addresses=ip_addresses,
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     return cert.public_bytes(serialization.Encoding.PEM), key_pem

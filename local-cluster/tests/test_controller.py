@@ -11,9 +11,8 @@ Pure parts (conditions, policies, the work queue) have unit tests at the end.
 
 from __future__ import annotations
 
-import functools
-
 import datetime as dt
+import functools
 import json
 import os
 import signal
@@ -30,11 +29,11 @@ import pytest
 from airflow_trainjob_local import constants as c
 from airflow_trainjob_local.controller import policies
 from airflow_trainjob_local.controller.controller import Controller
-from airflow_trainjob_local.controller.kube import MERGE_PATCH, ApiException
 from airflow_trainjob_local.controller.spec import JobView
 from airflow_trainjob_local.controller.status import update_conditions
-from airflow_trainjob_local.controller.watch import ListWatcher
 from airflow_trainjob_local.controller.workqueue import WorkQueue
+from airflow_trainjob_local.informer import Informer
+from airflow_trainjob_local.kube import MERGE_PATCH, ApiException
 from airflow_trainjob_local.testing import waiting
 
 TIMEOUT = 30.0
@@ -44,16 +43,9 @@ TIMEOUT = 30.0
 
 
 @pytest.fixture(scope="module")
-def private_cluster(tmp_path_factory: pytest.TempPathFactory):
-    """A Kubernetes-only cluster for this module (no controller, no kubelet), stopped at the end."""
-    from airflow_trainjob_local.cluster import DEFAULT_PORT_BASE, LocalCluster, Ports
-    from airflow_trainjob_local.testing.plugin import ports_from_env
-
-    ports = ports_from_env(offset=40) or Ports.from_base(DEFAULT_PORT_BASE + 40)
-    cluster = LocalCluster(tmp_path_factory.mktemp("controller-cluster"), ports, workloads=False)
-    cluster.up()
-    yield cluster
-    cluster.down()
+def private_cluster(kubernetes_only_cluster):
+    """A Kubernetes-only cluster (no controller, no kubelet): the controllers under test are this module's own."""
+    return kubernetes_only_cluster
 
 
 @pytest.fixture(scope="module")
@@ -116,8 +108,12 @@ def replica(replicas: int, restart_policy: str | None = None, name: str = "pytor
 
 def job_manifest(kind: str, name: str, replicas: dict[str, Any], run_policy: dict[str, Any] | None = None, **spec: Any):
     k = c.JOB_KINDS[kind]
-    body = {"apiVersion": c.API_VERSION, "kind": kind, "metadata": {"name": name},
-            "spec": {k.replica_specs_key: replicas, **spec}}
+    body = {
+        "apiVersion": c.API_VERSION,
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": {k.replica_specs_key: replicas, **spec},
+    }
     if run_policy:
         body["spec"]["runPolicy"] = run_policy
     return body
@@ -163,8 +159,16 @@ def env_of(pod, container_index: int = 0) -> dict[str, str]:
     return {e.name: e.value for e in pod.spec.containers[container_index].env or []}
 
 
-def set_pod_status(core, ns: str, name: str, phase: str, *, exit_code: int | None = None,
-                   restart_count: int = 0, container_name: str = "pytorch") -> None:
+def set_pod_status(
+    core,
+    ns: str,
+    name: str,
+    phase: str,
+    *,
+    exit_code: int | None = None,
+    restart_count: int = 0,
+    container_name: str = "pytorch",
+) -> None:
     """Write a pod's status as a kubelet would (phase, and the container's state)."""
     if exit_code is not None:
         state = {"terminated": {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error"}}
@@ -172,10 +176,19 @@ def set_pod_status(core, ns: str, name: str, phase: str, *, exit_code: int | Non
         state = {"running": {"startedAt": "2024-01-01T00:00:00Z"}}
     else:
         state = {"waiting": {"reason": "ContainerCreating"}}
-    status = {"phase": phase, "containerStatuses": [{
-        "name": container_name, "ready": phase == "Running", "restartCount": restart_count,
-        "image": "ignored", "imageID": "", "state": state,
-    }]}
+    status = {
+        "phase": phase,
+        "containerStatuses": [
+            {
+                "name": container_name,
+                "ready": phase == "Running",
+                "restartCount": restart_count,
+                "image": "ignored",
+                "imageID": "",
+                "state": state,
+            }
+        ],
+    }
     core.patch_namespaced_pod_status(name, ns, {"status": status}, _content_type=MERGE_PATCH)
 
 
@@ -191,8 +204,13 @@ def ports_of(job: dict[str, Any]) -> dict[str, int]:
     return json.loads(job["metadata"]["annotations"][c.ANNOTATION_LOCAL_PORTS])
 
 
-def pytorch_job(name: str, master_policy: str | None = "Never", worker_policy: str | None = "Never",
-                workers: int = 2, run_policy: dict[str, Any] | None = None) -> dict[str, Any]:
+def pytorch_job(
+    name: str,
+    master_policy: str | None = "Never",
+    worker_policy: str | None = "Never",
+    workers: int = 2,
+    run_policy: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     replicas = {"Master": replica(1, master_policy), "Worker": replica(workers, worker_policy)}
     return job_manifest("PyTorchJob", name, replicas, run_policy)
 
@@ -242,18 +260,28 @@ def test_pytorch_job_gets_pods_and_headless_services_as_the_real_operator_makes_
         assert env["PYTHONUNBUFFERED"] == "1"  # pytorch/envvar.go
         assert (env["PET_MASTER_ADDR"], env["PET_MASTER_PORT"]) == ("127.0.0.1", str(ports["master-0"]))
 
-    wait_for(lambda: [e.reason for e in events(core, ns, "pt")],
-             lambda r: r.count("SuccessfulCreatePod") == 3 and r.count("SuccessfulCreateService") == 3,
-             what="3 SuccessfulCreatePod and 3 SuccessfulCreateService events")
+    wait_for(
+        lambda: [e.reason for e in events(core, ns, "pt")],
+        lambda r: r.count("SuccessfulCreatePod") == 3 and r.count("SuccessfulCreateService") == 3,
+        what="3 SuccessfulCreatePod and 3 SuccessfulCreateService events",
+    )
     created_event = next(e for e in events(core, ns, "pt") if e.reason == "SuccessfulCreatePod")
     assert created_event.involved_object.kind == "PyTorchJob"
     assert created_event.source.component == "pytorchjob-controller"
 
 
 def test_pytorch_elastic_env_points_the_rendezvous_at_worker_0(controller, core, custom, ns):
-    body = job_manifest("PyTorchJob", "el", {"Worker": replica(2, "OnFailure")},
-                        elasticPolicy={"rdzvBackend": "c10d", "maxRestarts": 3, "rdzvId": "abc",
-                                       "rdzvConf": [{"key": "timeout", "value": "60"}]})
+    body = job_manifest(
+        "PyTorchJob",
+        "el",
+        {"Worker": replica(2, "OnFailure")},
+        elasticPolicy={
+            "rdzvBackend": "c10d",
+            "maxRestarts": 3,
+            "rdzvId": "abc",
+            "rdzvConf": [{"key": "timeout", "value": "60"}],
+        },
+    )
     create_job(custom, ns, body)
     found = wait_pods(core, ns, "el", {"el-worker-0", "el-worker-1"})
     ports = ports_of(get_job(custom, ns, "PyTorchJob", "el"))
@@ -270,21 +298,43 @@ def test_pytorch_elastic_env_points_the_rendezvous_at_worker_0(controller, core,
     [
         pytest.param(
             "TFJob",
-            {"Chief": replica(1, name="tensorflow"), "PS": replica(1, name="tensorflow"),
-             "Worker": replica(2, name="tensorflow"), "Evaluator": replica(1, name="tensorflow")},
+            {
+                "Chief": replica(1, name="tensorflow"),
+                "PS": replica(1, name="tensorflow"),
+                "Worker": replica(2, name="tensorflow"),
+                "Evaluator": replica(1, name="tensorflow"),
+            },
             {"j-chief-0", "j-ps-0", "j-worker-0", "j-worker-1", "j-evaluator-0"},
             "tf",
             id="TFJob",
         ),
-        pytest.param("JAXJob", {"Worker": replica(3, name="jax")}, {"j-worker-0", "j-worker-1", "j-worker-2"}, "jax",
-                     id="JAXJob"),
-        pytest.param("XGBoostJob", {"Master": replica(1, name="xgboost"), "Worker": replica(2, name="xgboost")},
-                     {"j-master-0", "j-worker-0", "j-worker-1"}, "xgb", id="XGBoostJob"),
-        pytest.param("PaddleJob", {"Master": replica(1, name="paddle"), "Worker": replica(2, name="paddle")},
-                     {"j-master-0", "j-worker-0", "j-worker-1"}, "paddle", id="PaddleJob"),
-        pytest.param("MPIJob", {"Launcher": replica(1, name="mpi"), "Worker": {"replicas": 2, "template": {
-            "spec": {"containers": [{"name": "mpi", "image": "ignored"}]}}}},
-                     {"j-launcher", "j-worker-0", "j-worker-1"}, "mpi", id="MPIJob"),
+        pytest.param(
+            "JAXJob", {"Worker": replica(3, name="jax")}, {"j-worker-0", "j-worker-1", "j-worker-2"}, "jax", id="JAXJob"
+        ),
+        pytest.param(
+            "XGBoostJob",
+            {"Master": replica(1, name="xgboost"), "Worker": replica(2, name="xgboost")},
+            {"j-master-0", "j-worker-0", "j-worker-1"},
+            "xgb",
+            id="XGBoostJob",
+        ),
+        pytest.param(
+            "PaddleJob",
+            {"Master": replica(1, name="paddle"), "Worker": replica(2, name="paddle")},
+            {"j-master-0", "j-worker-0", "j-worker-1"},
+            "paddle",
+            id="PaddleJob",
+        ),
+        pytest.param(
+            "MPIJob",
+            {
+                "Launcher": replica(1, name="mpi"),
+                "Worker": {"replicas": 2, "template": {"spec": {"containers": [{"name": "mpi", "image": "ignored"}]}}},
+            },
+            {"j-launcher", "j-worker-0", "j-worker-1"},
+            "mpi",
+            id="MPIJob",
+        ),
     ],
 )
 def test_each_kind_gets_its_pods_roles_and_environment(
@@ -352,14 +402,17 @@ def test_pytorch_conditions_follow_the_real_order_and_master_success_finishes_th
 
     for name in ("life-master-0", "life-worker-0", "life-worker-1"):
         set_pod_status(core, ns, name, "Running")
-    job = wait_for(job_reader(custom, ns, "PyTorchJob", "life"),
-                   lambda j: is_true(j, "Running") and j["status"]["replicaStatuses"]["Worker"].get("active") == 2,
-                   what="Running with 2 active workers")
+    job = wait_for(
+        job_reader(custom, ns, "PyTorchJob", "life"),
+        lambda j: is_true(j, "Running") and j["status"]["replicaStatuses"]["Worker"].get("active") == 2,
+        what="Running with 2 active workers",
+    )
     assert condition(job, "Running")["reason"] == "PyTorchJobRunning"
     assert condition(job, "Running")["message"] == "PyTorchJob life is running."
     assert job["status"]["replicaStatuses"]["Master"]["selector"] == (
         "training.kubeflow.org/job-name=life,training.kubeflow.org/operator-name=pytorchjob-controller,"
-        "training.kubeflow.org/replica-type=master")
+        "training.kubeflow.org/replica-type=master"
+    )
 
     set_pod_status(core, ns, "life-master-0", "Succeeded", exit_code=0)
     job = wait_for(job_reader(custom, ns, "PyTorchJob", "life"), lambda j: is_true(j, "Succeeded"), what="Succeeded")
@@ -370,10 +423,15 @@ def test_pytorch_conditions_follow_the_real_order_and_master_success_finishes_th
     assert job["status"]["completionTime"] and job["status"]["lastReconcileTime"]
     # a succeeded job's still-active replicas are reported as succeeded (by the next reconcile, the finished
     # branch of ReconcileJobs: the one that set Succeeded may have written them as active)
-    job = wait_for(job_reader(custom, ns, "PyTorchJob", "life"),
-                   lambda j: not j["status"]["replicaStatuses"]["Worker"].get("active"), what="no active worker")
+    job = wait_for(
+        job_reader(custom, ns, "PyTorchJob", "life"),
+        lambda j: not j["status"]["replicaStatuses"]["Worker"].get("active"),
+        what="no active worker",
+    )
     assert job["status"]["replicaStatuses"]["Worker"] == {
-        "succeeded": 2, "selector": job["status"]["replicaStatuses"]["Worker"]["selector"]}
+        "succeeded": 2,
+        "selector": job["status"]["replicaStatuses"]["Worker"]["selector"],
+    }
     reasons = wait_for(lambda: event_reasons(core, ns, "life"), lambda r: "PyTorchJobSucceeded" in r, what="event")
     assert "ExitedWithCode" in reasons
     exited = next(e for e in events(core, ns, "life") if e.reason == "ExitedWithCode")
@@ -449,10 +507,12 @@ def test_active_deadline_fails_the_job_and_deletes_its_pods(controller, core, cu
     create_job(custom, ns, pytorch_job("dl", run_policy={"activeDeadlineSeconds": 3}))
     wait_pods(core, ns, "dl", {"dl-master-0", "dl-worker-0", "dl-worker-1"})
     set_pod_status(core, ns, "dl-master-0", "Running")
-    job = wait_for(job_reader(custom, ns, "PyTorchJob", "dl"), lambda j: is_true(j, "Failed"), timeout=15,
-                   what="Failed")
+    job = wait_for(
+        job_reader(custom, ns, "PyTorchJob", "dl"), lambda j: is_true(j, "Failed"), timeout=15, what="Failed"
+    )
     assert condition(job, "Failed")["message"] == (
-        "Job dl has failed because it was active longer than specified deadline")
+        "Job dl has failed because it was active longer than specified deadline"
+    )
     start = dt.datetime.fromisoformat(job["status"]["startTime"].replace("Z", "+00:00"))
     done = dt.datetime.fromisoformat(job["status"]["completionTime"].replace("Z", "+00:00"))
     assert 3 <= (done - start).total_seconds() <= 8
@@ -510,14 +570,23 @@ def test_min_available_holds_pods_until_enough_can_start(controller, core, custo
     core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=node)))
     try:
         # Room for 2 pods only: still not enough.
-        ready = {"type": "Ready", "status": "True", "reason": "Test", "lastHeartbeatTime": "2024-01-01T00:00:00Z",
-                 "lastTransitionTime": "2024-01-01T00:00:00Z"}
-        core.patch_node_status(node, {"status": {"conditions": [ready], "allocatable": {"pods": "2"},
-                                                 "capacity": {"pods": "2"}}}, _content_type=MERGE_PATCH)
+        ready = {
+            "type": "Ready",
+            "status": "True",
+            "reason": "Test",
+            "lastHeartbeatTime": "2024-01-01T00:00:00Z",
+            "lastTransitionTime": "2024-01-01T00:00:00Z",
+        }
+        core.patch_node_status(
+            node,
+            {"status": {"conditions": [ready], "allocatable": {"pods": "2"}, "capacity": {"pods": "2"}}},
+            _content_type=MERGE_PATCH,
+        )
         time.sleep(4)
         assert pods(core, ns, "ma") == {}
-        core.patch_node_status(node, {"status": {"allocatable": {"pods": "10"}, "capacity": {"pods": "10"}}},
-                               _content_type=MERGE_PATCH)
+        core.patch_node_status(
+            node, {"status": {"allocatable": {"pods": "10"}, "capacity": {"pods": "10"}}}, _content_type=MERGE_PATCH
+        )
         wait_pods(core, ns, "ma", {"ma-master-0", "ma-worker-0", "ma-worker-1"})
     finally:
         core.delete_node(node)
@@ -530,8 +599,12 @@ def test_min_available_holds_pods_until_enough_can_start(controller, core, custo
         ("TFJob", {"Worker": replica(2, name="tensorflow")}, {"j-worker-0": 0}, True),
         ("JAXJob", {"Worker": replica(2, name="jax")}, {"j-worker-0": 0}, False),  # JAX needs all workers
         ("JAXJob", {"Worker": replica(2, name="jax")}, {"j-worker-0": 0, "j-worker-1": 0}, True),
-        ("XGBoostJob", {"Master": replica(1, name="xgboost"), "Worker": replica(1, name="xgboost")},
-         {"j-master-0": 0}, True),
+        (
+            "XGBoostJob",
+            {"Master": replica(1, name="xgboost"), "Worker": replica(1, name="xgboost")},
+            {"j-master-0": 0},
+            True,
+        ),
         ("PaddleJob", {"Worker": replica(2, name="paddle")}, {"j-worker-1": 0}, False),  # no master: all workers
         ("MPIJob", {"Launcher": replica(1, name="mpi"), "Worker": replica(1, name="mpi")}, {"j-launcher": 0}, True),
     ],
@@ -559,8 +632,9 @@ def test_a_bad_job_is_reported_and_does_not_stop_the_controller(controller, core
     create_job(custom, ns, bad)
     create_job(custom, ns, pytorch_job("good", workers=1))
     wait_pods(core, ns, "good", {"good-master-0", "good-worker-0"})
-    failed = wait_for(lambda: [e for e in events(core, ns, "bad") if e.reason == "PyTorchJobFailedValidation"], bool,
-                      what="event")
+    failed = wait_for(
+        lambda: [e for e in events(core, ns, "bad") if e.reason == "PyTorchJobFailedValidation"], bool, what="event"
+    )
     assert failed[0].type == "Warning" and "containers: Required value: must be specified" in failed[0].message
     job = wait_for(job_reader(custom, ns, "PyTorchJob", "bad"), lambda j: is_true(j, "Failed"), what="Failed")
     assert condition(job, "Failed")["reason"] == "PyTorchJobFailedValidation"
@@ -585,9 +659,11 @@ def test_ports_and_pods_survive_a_controller_restart(api, core, custom, ns):
         assert {n: p.metadata.uid for n, p in after.items()} == {n: p.metadata.uid for n, p in before.items()}
         core.delete_namespaced_pod("rst-worker-0", ns)
         old_uid = before["rst-worker-0"].metadata.uid
-        new = wait_for(lambda: pods(core, ns, "rst"),
-                       lambda p: "rst-worker-0" in p and p["rst-worker-0"].metadata.uid != old_uid,
-                       what="worker recreated")
+        new = wait_for(
+            lambda: pods(core, ns, "rst"),
+            lambda p: "rst-worker-0" in p and p["rst-worker-0"].metadata.uid != old_uid,
+            what="worker recreated",
+        )
         assert ports_of(get_job(custom, ns, "PyTorchJob", "rst")) == ports
         assert env_of(new["rst-worker-0"])["MASTER_PORT"] == str(ports["master-0"])
         assert new["rst-worker-0"].spec.containers[0].ports[0].container_port == ports["worker-0"]
@@ -607,20 +683,29 @@ def test_watch_from_a_too_old_resource_version_asks_for_a_relist(api, custom):
     """The apiserver answers a watch from a resourceVersion older than its window with 410 Gone (for the job
     CRDs, whose watch cache starts when they are installed); the loop must relist, not fail."""
     seen: list[str] = []
-    watcher = ListWatcher(
+    watcher = Informer(
         "pytorchjobs",
         functools.partial(custom.list_cluster_custom_object, c.GROUP, c.VERSION, "pytorchjobs"),
-        lambda kind, obj: seen.append(kind),
+        on_event=lambda kind, obj: seen.append(kind),
     )
-    assert watcher._watch("1", timeout=5) is None
+    assert watcher.watch_from("1", timeout=5) is None
     assert seen == []
 
 
 def test_command_line_runs_until_sigterm(private_cluster, core, custom, ns, tmp_path: Path):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "airflow_trainjob_local.controller", "--kubeconfig", str(private_cluster.kubeconfig),
-         "--resync-seconds", "5"],
-        stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        [
+            sys.executable,
+            "-m",
+            "airflow_trainjob_local.controller",
+            "--kubeconfig",
+            str(private_cluster.kubeconfig),
+            "--resync-seconds",
+            "5",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
         create_job(custom, ns, pytorch_job("cli", workers=1))
@@ -640,7 +725,9 @@ def test_command_line_runs_until_sigterm(private_cluster, core, custom, ns, tmp_
 def test_command_line_reports_a_missing_kubeconfig(tmp_path: Path):
     proc = subprocess.run(
         [sys.executable, "-m", "airflow_trainjob_local.controller", "--kubeconfig", str(tmp_path / "nope")],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 1
     assert "cannot load kubeconfig" in proc.stderr
@@ -661,14 +748,27 @@ def test_conditions_running_and_restarting_replace_each_other_and_failed_is_fina
     assert [x["type"] for x in st["conditions"]] == ["Created", "Running"]
     update_conditions(st, "Failed", "True", "PyTorchJobFailed", "m", "T3")
     assert [(x["type"], x["status"]) for x in st["conditions"]] == [
-        ("Created", "True"), ("Running", "False"), ("Failed", "True")]
+        ("Created", "True"),
+        ("Running", "False"),
+        ("Failed", "True"),
+    ]
     update_conditions(st, "Succeeded", "True", "PyTorchJobSucceeded", "m", "T4")
     assert [x["type"] for x in st["conditions"]] == ["Created", "Running", "Failed"], "nothing changes after Failed"
 
 
 def test_conditions_keep_transition_time_when_only_the_reason_changes():
-    st = {"conditions": [{"type": "Running", "status": "True", "reason": "A", "message": "",
-                          "lastTransitionTime": "T0", "lastUpdateTime": "T0"}]}
+    st = {
+        "conditions": [
+            {
+                "type": "Running",
+                "status": "True",
+                "reason": "A",
+                "message": "",
+                "lastTransitionTime": "T0",
+                "lastUpdateTime": "T0",
+            }
+        ]
+    }
     update_conditions(st, "Running", "True", "A", "new message", "T1")
     assert st["conditions"][0]["lastUpdateTime"] == "T0", "same status and reason: no-op"
     update_conditions(st, "Running", "True", "B", "m", "T2")
@@ -699,8 +799,10 @@ def _view(run_policy: dict[str, Any], worker_policy: str = "OnFailure") -> JobVi
 
 
 def _pod(rtype: str, restarts: int) -> dict[str, Any]:
-    return {"metadata": {"labels": {c.LABEL_REPLICA_TYPE: rtype}},
-            "status": {"phase": "Running", "containerStatuses": [{"restartCount": restarts}]}}
+    return {
+        "metadata": {"labels": {c.LABEL_REPLICA_TYPE: rtype}},
+        "status": {"phase": "Running", "containerStatuses": [{"restartCount": restarts}]},
+    }
 
 
 def test_backoff_limit_counts_only_restartable_replicas_and_recreations():

@@ -8,18 +8,14 @@ official client's models).
 
 from __future__ import annotations
 
-import copy
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from airflow_trainjob_local import constants as c
 from airflow_trainjob_local import crd_schema, crds
-
 
 
 def openapi_schema(kind: str) -> dict[str, Any]:
@@ -51,8 +47,9 @@ def test_schema_is_structural(kind):
     assert crd_schema.structural_problems(schema) == []
     assert "$ref" not in json.dumps(schema)
     for path, node in crd_schema.walk(schema):
-        typed = "type" in node or node.get("x-kubernetes-int-or-string") or node.get(
-            "x-kubernetes-preserve-unknown-fields")
+        typed = (
+            "type" in node or node.get("x-kubernetes-int-or-string") or node.get("x-kubernetes-preserve-unknown-fields")
+        )
         assert typed, f"{path} has no type"
 
 
@@ -76,7 +73,9 @@ def test_pod_template_is_walked_from_the_client_models():
     assert at(container, "env[].valueFrom.resourceFieldRef.divisor")["x-kubernetes-int-or-string"] is True
     assert at(schema, f"{TEMPLATE_SPEC}.containers[]")["properties"]["env"]["items"]["required"] == ["name"]
     assert at(schema, "spec.pytorchReplicaSpecs.*.template.metadata") == {
-        "type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
     assert at(schema, f"{TEMPLATE_SPEC}.volumes[].emptyDir.sizeLimit")["x-kubernetes-int-or-string"] is True
     assert at(schema, f"{TEMPLATE_SPEC}.affinity.nodeAffinity")["type"] == "object"
     assert at(schema, f"{TEMPLATE_SPEC}")["required"] == ["containers"]
@@ -93,26 +92,54 @@ def test_quantity_pattern_follows_the_quantity_grammar():
 def test_job_fields_are_typed_from_the_go_api():
     schema = openapi_schema("PyTorchJob")
     assert at(schema, "spec.pytorchReplicaSpecs.*.replicas") == {"type": "integer", "format": "int32"}
-    assert at(schema, "spec.pytorchReplicaSpecs.*.restartPolicy")["enum"] == ["Always", "OnFailure", "Never",
-                                                                                "ExitCode"]
+    assert at(schema, "spec.pytorchReplicaSpecs.*.restartPolicy")["enum"] == [
+        "Always",
+        "OnFailure",
+        "Never",
+        "ExitCode",
+    ]
     assert at(schema, "spec.runPolicy.suspend") == {"type": "boolean", "default": False}
     assert at(schema, "spec.runPolicy.activeDeadlineSeconds")["format"] == "int64"
-    assert at(schema, "spec.runPolicy.managedBy")["enum"] == ["kubeflow.org/training-operator",
-                                                              "kueue.x-k8s.io/multikueue"]
+    assert at(schema, "spec.runPolicy.managedBy")["enum"] == [
+        "kubeflow.org/training-operator",
+        "kueue.x-k8s.io/multikueue",
+    ]
     assert at(schema, "spec.runPolicy.schedulingPolicy.minResources.*")["x-kubernetes-int-or-string"] is True
     assert set(at(schema, "spec.elasticPolicy")["properties"]) == {
-        "minReplicas", "maxReplicas", "rdzvBackend", "rdzvPort", "rdzvHost", "rdzvId", "rdzvConf", "standalone",
-        "nProcPerNode", "maxRestarts", "metrics"}
+        "minReplicas",
+        "maxReplicas",
+        "rdzvBackend",
+        "rdzvPort",
+        "rdzvHost",
+        "rdzvId",
+        "rdzvConf",
+        "standalone",
+        "nProcPerNode",
+        "maxRestarts",
+        "metrics",
+    }
     assert at(schema, "spec")["required"] == ["pytorchReplicaSpecs"]
     assert at(schema, "status.conditions[]")["required"] == ["type", "status"]
-    assert at(schema, "status.replicaStatuses.*.labelSelector.matchExpressions[]")["required"] == ["key",
-                                                                                                   "operator"]
+    assert at(schema, "status.replicaStatuses.*.labelSelector.matchExpressions[]")["required"] == ["key", "operator"]
     assert set(at(openapi_schema("MPIJob"), "spec")["properties"]) == {
-        "runPolicy", "mpiReplicaSpecs", "slotsPerWorker", "cleanPodPolicy", "mainContainer"}
+        "runPolicy",
+        "mpiReplicaSpecs",
+        "slotsPerWorker",
+        "cleanPodPolicy",
+        "mainContainer",
+    }
     assert set(at(openapi_schema("TFJob"), "spec")["properties"]) == {
-        "runPolicy", "tfReplicaSpecs", "successPolicy", "enableDynamicWorker"}
+        "runPolicy",
+        "tfReplicaSpecs",
+        "successPolicy",
+        "enableDynamicWorker",
+    }
     assert set(at(openapi_schema("PaddleJob"), "spec.elasticPolicy")["properties"]) == {
-        "minReplicas", "maxReplicas", "maxRestarts", "metrics"}
+        "minReplicas",
+        "maxReplicas",
+        "maxRestarts",
+        "metrics",
+    }
     for kind in ("XGBoostJob", "JAXJob"):
         key = c.JOB_KINDS[kind].replica_specs_key
         assert set(at(openapi_schema(kind), "spec")["properties"]) == {"runPolicy", key}
@@ -145,8 +172,9 @@ def job(name: str, worker: dict[str, Any] | None = None, **spec: Any) -> dict[st
     replica = {
         "replicas": 1,
         "restartPolicy": "Never",
-        "template": {"spec": {"containers": [{"name": "pytorch", "image": "python:3.11",
-                                              "command": ["python", "-c", "pass"]}]}},
+        "template": {
+            "spec": {"containers": [{"name": "pytorch", "image": "python:3.11", "command": ["python", "-c", "pass"]}]}
+        },
     }
     replica.update(worker or {})
     return {
@@ -158,8 +186,9 @@ def job(name: str, worker: dict[str, Any] | None = None, **spec: Any) -> dict[st
     }
 
 
-def create(custom_objects, namespace: str, body: dict[str, Any], plural: str = "pytorchjobs",
-           dry_run: bool = False) -> dict[str, Any]:
+def create(
+    custom_objects, namespace: str, body: dict[str, Any], plural: str = "pytorchjobs", dry_run: bool = False
+) -> dict[str, Any]:
     kwargs = {"dry_run": "All"} if dry_run else {}
     return custom_objects.create_namespaced_custom_object(c.GROUP, c.VERSION, namespace, plural, body, **kwargs)
 
@@ -207,8 +236,8 @@ def test_up_replaces_an_installed_crd_that_differs(local_cluster, kube_api_clien
     api = client.ApiextensionsV1Api(kube_api_client)
     name = crds.crd_name(c.JOB_KINDS["JAXJob"])
     api.patch_custom_resource_definition(
-        name, {"metadata": {"annotations": {crds.SPEC_HASH_ANNOTATION: "from-another-version"}}},
-        _preload_content=False)
+        name, {"metadata": {"annotations": {crds.SPEC_HASH_ANNOTATION: "from-another-version"}}}, _preload_content=False
+    )
     local_cluster.install_crds()
     said = capsys.readouterr().err
     assert f"CRD {name}: updated" in said and said.count(": updated") == 1
@@ -255,8 +284,11 @@ def test_other_wrong_types_and_values_are_refused(custom_objects, namespace):
 
 def test_quantities_as_numbers_and_strings_are_accepted(custom_objects, namespace):
     resources = {"limits": {"cpu": 1, "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": 268435456}}
-    body = job("quantities", with_container(resources=resources),
-               runPolicy={"suspend": True, "schedulingPolicy": {"minResources": {"cpu": 2, "memory": "4Gi"}}})
+    body = job(
+        "quantities",
+        with_container(resources=resources),
+        runPolicy={"suspend": True, "schedulingPolicy": {"minResources": {"cpu": 2, "memory": "4Gi"}}},
+    )
     stored = create(custom_objects, namespace, body)
     container = stored["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert container["resources"] == resources
@@ -266,8 +298,10 @@ def test_quantities_as_numbers_and_strings_are_accepted(custom_objects, namespac
 def test_int_or_string_ports_accept_both(custom_objects, namespace):
     probe = {"httpGet": {"port": "http", "path": "/"}, "periodSeconds": 5}
     liveness = {"tcpSocket": {"port": 8080}}
-    body = job("probes", with_container(readinessProbe=probe, livenessProbe=liveness,
-                                        ports=[{"name": "http", "containerPort": 8080}]))
+    body = job(
+        "probes",
+        with_container(readinessProbe=probe, livenessProbe=liveness, ports=[{"name": "http", "containerPort": 8080}]),
+    )
     stored = create(custom_objects, namespace, body, dry_run=True)
     container = stored["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert container["readinessProbe"] == probe and container["livenessProbe"] == liveness

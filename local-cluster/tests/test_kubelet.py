@@ -8,7 +8,6 @@ log reader, the phase rule) have unit tests at the end, against the cases of the
 from __future__ import annotations
 
 import functools
-
 import json
 import os
 import re
@@ -99,7 +98,6 @@ def wait_log(core_v1, namespace: str, name: str, pattern: str, **kwargs: Any) ->
             raise
 
     return wait_for(read, lambda text: re.search(pattern, text) is not None, what=f"log of {name} ~ {pattern!r}")
-
 
 
 gone = waiting.pod_gone
@@ -398,8 +396,11 @@ def test_missing_config_map_keeps_container_waiting(local_cluster, core_v1, name
 
     pod = wait_for(
         pod_reader(core_v1, namespace, "needs-cfg"),
-        lambda p: p.status.container_statuses and main_status(p).state.waiting is not None
-        and main_status(p).state.waiting.reason == "CreateContainerConfigError",
+        lambda p: (
+            p.status.container_statuses
+            and main_status(p).state.waiting is not None
+            and main_status(p).state.waiting.reason == "CreateContainerConfigError"
+        ),
         what="CreateContainerConfigError",
     )
 
@@ -421,7 +422,7 @@ def test_log_options_tail_limit_timestamps_since(local_cluster, core_v1, namespa
     core_v1.create_namespaced_pod(namespace, python_pod("chatty", script))
     wait_phase(core_v1, namespace, "chatty", "Succeeded")
 
-    read = lambda **kw: pod_log(core_v1, namespace, "chatty", **kw)  # noqa: E731
+    read = lambda **kw: pod_log(core_v1, namespace, "chatty", **kw)
     assert read(tail_lines=3) == "line 8\nline 9\nlate\n"
     assert read(tail_lines=0) == ""
     assert read(limit_bytes=8) == "line 0\nl"
@@ -561,11 +562,17 @@ def test_force_deleted_pod_has_its_processes_killed(local_cluster, core_v1, name
 def test_cli_exits_1_when_its_port_is_taken(local_cluster, tmp_path):
     out = subprocess.run(
         [
-            sys.executable, "-m", "airflow_trainjob_local.kubelet",
-            "--kubeconfig", str(local_cluster.kubeconfig),
-            "--node-name", "second-node",
-            "--port", str(local_cluster.ports.kubelet),  # the cluster's kubelet serves there
-            "--state-dir", str(tmp_path / "kubelet"),
+            sys.executable,
+            "-m",
+            "airflow_trainjob_local.kubelet",
+            "--kubeconfig",
+            str(local_cluster.kubeconfig),
+            "--node-name",
+            "second-node",
+            "--port",
+            str(local_cluster.ports.kubelet),  # the cluster's kubelet serves there
+            "--state-dir",
+            str(tmp_path / "kubelet"),
         ],
         capture_output=True,
         text=True,
@@ -577,6 +584,7 @@ def test_cli_exits_1_when_its_port_is_taken(local_cluster, tmp_path):
     assert "in use" in out.stderr
 
 
+@pytest.mark.alone  # SIGKILLs the session cluster's kubelet: every pod running anywhere is lost
 def test_kubelet_restart_reaps_orphans_and_reports_lost_containers(local_cluster, core_v1, namespace):
     """A kubelet killed with SIGKILL leaves no process behind once it is back, and reports what it lost."""
     import signal
@@ -610,6 +618,7 @@ def test_kubelet_restart_reaps_orphans_and_reports_lost_containers(local_cluster
     assert main_status(restarted).last_state.terminated.reason == "ContainerStatusUnknown"
 
 
+@pytest.mark.alone  # SIGKILLs the session cluster's kubelet: every pod running anywhere is lost
 def test_a_finished_pod_deleted_with_a_grace_period_is_removed(local_cluster, core_v1, namespace):
     """A delete that met the pod still running in the apiserver's view sets a grace period; the pod's last status
     (Succeeded) is written after it. The apiserver then waits for the kubelet's grace-0 DELETE, which it must send
@@ -628,8 +637,12 @@ def test_a_finished_pod_deleted_with_a_grace_period_is_removed(local_cluster, co
     assert pod.metadata.deletion_timestamp is not None and pod.status.phase == "Succeeded"
 
     local_cluster.up()  # the kubelet again
-    wait_for(lambda: gone(core_v1, namespace, "ends-as-deleted"), bool, timeout=30,
-             what="the finished, terminating pod to be removed")
+    wait_for(
+        lambda: gone(core_v1, namespace, "ends-as-deleted"),
+        bool,
+        timeout=30,
+        what="the finished, terminating pod to be removed",
+    )
 
 
 # --- pure helpers -----------------------------------------------------------------------------------------

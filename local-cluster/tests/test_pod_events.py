@@ -35,8 +35,9 @@ def reasons(core_v1, namespace: str, pod: str) -> list[str]:
 
 
 def wait_reasons(core_v1, namespace: str, pod: str, *wanted: str) -> list[Any]:
-    wait_for(lambda: reasons(core_v1, namespace, pod), lambda got: set(wanted) <= set(got),
-             what=f"events {wanted} on {pod}")
+    wait_for(
+        lambda: reasons(core_v1, namespace, pod), lambda got: set(wanted) <= set(got), what=f"events {wanted} on {pod}"
+    )
     return pod_events(core_v1, namespace, pod)
 
 
@@ -48,8 +49,14 @@ def pod(name: str, script: str, restart_policy: str = "Never", **container: Any)
         "spec": {
             "restartPolicy": restart_policy,
             "terminationGracePeriodSeconds": 5,
-            "containers": [{"name": "main", "image": "python:3.11-slim",
-                            "command": ["python", "-u", "-c", textwrap.dedent(script)], **container}],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "python:3.11-slim",
+                    "command": ["python", "-u", "-c", textwrap.dedent(script)],
+                    **container,
+                }
+            ],
         },
     }
 
@@ -65,22 +72,45 @@ def test_a_job_pod_run_to_completion_has_the_scheduler_and_kubelet_events(
         "apiVersion": c.API_VERSION,
         "kind": "PyTorchJob",
         "metadata": {"name": "ev"},
-        "spec": {"runPolicy": {"cleanPodPolicy": "None"}, "pytorchReplicaSpecs": {"Master": {
-            "replicas": 1, "restartPolicy": "Never",
-            "template": {"spec": {"containers": [{"name": "pytorch", "image": "python:3.11",
-                                                  "command": ["python", "-c", "print('done')"]}]}},
-        }}},
+        "spec": {
+            "runPolicy": {"cleanPodPolicy": "None"},
+            "pytorchReplicaSpecs": {
+                "Master": {
+                    "replicas": 1,
+                    "restartPolicy": "Never",
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "pytorch",
+                                    "image": "python:3.11",
+                                    "command": ["python", "-c", "print('done')"],
+                                }
+                            ]
+                        }
+                    },
+                }
+            },
+        },
     }
     custom_objects.create_namespaced_custom_object(c.GROUP, c.VERSION, namespace, "pytorchjobs", body)
     name = "ev-master-0"
-    wait_for(lambda: [p.status.phase for p in core_v1.list_namespaced_pod(
-        namespace, field_selector=f"metadata.name={name}").items], lambda phases: phases == ["Succeeded"],
-        what=f"{name} Succeeded")
+    wait_for(
+        lambda: [
+            p.status.phase for p in core_v1.list_namespaced_pod(namespace, field_selector=f"metadata.name={name}").items
+        ],
+        lambda phases: phases == ["Succeeded"],
+        what=f"{name} Succeeded",
+    )
     items = wait_reasons(core_v1, namespace, name, "Scheduled", "Pulled", "Created", "Started")
     uid = core_v1.read_namespaced_pod(name, namespace).metadata.uid
     node = local_cluster.node_name
     assert [r for r in (e.reason for e in items) if r in ("Scheduled", "Pulled", "Created", "Started")] == [
-        "Scheduled", "Pulled", "Created", "Started"]
+        "Scheduled",
+        "Pulled",
+        "Created",
+        "Started",
+    ]
 
     scheduled = by_reason(items, "Scheduled")
     assert scheduled.type == "Normal"
@@ -98,8 +128,7 @@ def test_a_job_pod_run_to_completion_has_the_scheduler_and_kubelet_events(
         assert event.source.component == "kubelet" and event.source.host == node
         assert event.involved_object.field_path == "spec.containers{pytorch}"
     for event in items:
-        assert (event.involved_object.kind, event.involved_object.name, event.involved_object.uid) == (
-            "Pod", name, uid)
+        assert (event.involved_object.kind, event.involved_object.name, event.involved_object.uid) == ("Pod", name, uid)
         assert event.involved_object.namespace == namespace and event.metadata.namespace == namespace
         assert event.count == 1 and event.first_timestamp and event.last_timestamp
 
@@ -107,8 +136,11 @@ def test_a_job_pod_run_to_completion_has_the_scheduler_and_kubelet_events(
 def test_deleting_a_running_pod_records_killing(workloads, core_v1, namespace):
     core_v1.create_namespaced_pod(namespace, pod("sleeper", "import time; print('up', flush=True); time.sleep(300)"))
     wait_reasons(core_v1, namespace, "sleeper", "Started")
-    wait_for(lambda: core_v1.read_namespaced_pod("sleeper", namespace).status.phase, lambda p: p == "Running",
-             what="sleeper Running")
+    wait_for(
+        lambda: core_v1.read_namespaced_pod("sleeper", namespace).status.phase,
+        lambda p: p == "Running",
+        what="sleeper Running",
+    )
     core_v1.delete_namespaced_pod("sleeper", namespace)
     items = wait_reasons(core_v1, namespace, "sleeper", "Killing")
     killing = by_reason(items, "Killing")
@@ -120,8 +152,11 @@ def test_deleting_a_running_pod_records_killing(workloads, core_v1, namespace):
 
 def test_a_finished_pod_deleted_records_no_killing(workloads, core_v1, namespace):
     core_v1.create_namespaced_pod(namespace, pod("quick", "print('hi')"))
-    wait_for(lambda: core_v1.read_namespaced_pod("quick", namespace).status.phase, lambda p: p == "Succeeded",
-             what="quick Succeeded")
+    wait_for(
+        lambda: core_v1.read_namespaced_pod("quick", namespace).status.phase,
+        lambda p: p == "Succeeded",
+        what="quick Succeeded",
+    )
     wait_reasons(core_v1, namespace, "quick", "Started")
     core_v1.delete_namespaced_pod("quick", namespace)
     wait_for(lambda: waiting.pod_gone(core_v1, namespace, "quick"), what="quick gone")
@@ -130,10 +165,13 @@ def test_a_finished_pod_deleted_records_no_killing(workloads, core_v1, namespace
 
 def test_a_crash_looping_container_records_backoff_and_counts_repeats(workloads, core_v1, namespace):
     core_v1.create_namespaced_pod(namespace, pod("crasher", "raise SystemExit(3)", restart_policy="OnFailure"))
-    items = wait_for(lambda: pod_events(core_v1, namespace, "crasher"),
-                     lambda got: any(e.reason == "BackOff" for e in got)
-                     and any(e.reason == "Started" and e.count >= 3 for e in got),
-                     what="BackOff and Started x3 on crasher")
+    items = wait_for(
+        lambda: pod_events(core_v1, namespace, "crasher"),
+        lambda got: (
+            any(e.reason == "BackOff" for e in got) and any(e.reason == "Started" and e.count >= 3 for e in got)
+        ),
+        what="BackOff and Started x3 on crasher",
+    )
     backoff = by_reason(items, "BackOff")
     uid = core_v1.read_namespaced_pod("crasher", namespace).metadata.uid
     assert backoff.type == "Warning"
@@ -157,8 +195,9 @@ def test_a_container_that_cannot_start_records_a_warning(workloads, core_v1, nam
 
 
 def test_a_missing_config_map_records_a_warning(workloads, core_v1, namespace):
-    body = pod("nocm", "print('x')", env=[{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "absent",
-                                                                                         "key": "k"}}}])
+    body = pod(
+        "nocm", "print('x')", env=[{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "absent", "key": "k"}}}]
+    )
     core_v1.create_namespaced_pod(namespace, body)
     failed = by_reason(wait_reasons(core_v1, namespace, "nocm", "Failed"), "Failed")
     assert failed.type == "Warning" and failed.message.startswith("Error: ") and "absent" in failed.message
@@ -169,10 +208,16 @@ def test_init_container_events_name_the_init_container(workloads, core_v1, names
     body = pod("withinit", "print('main')")
     body["spec"]["initContainers"] = [{"name": "prep", "image": "busybox", "command": ["python", "-c", "pass"]}]
     core_v1.create_namespaced_pod(namespace, body)
-    wait_for(lambda: core_v1.read_namespaced_pod("withinit", namespace).status.phase, lambda p: p == "Succeeded",
-             what="withinit Succeeded")
-    items = wait_for(lambda: pod_events(core_v1, namespace, "withinit"),
-                     lambda got: sum(e.reason == "Started" for e in got) == 2, what="two Started events")
+    wait_for(
+        lambda: core_v1.read_namespaced_pod("withinit", namespace).status.phase,
+        lambda p: p == "Succeeded",
+        what="withinit Succeeded",
+    )
+    items = wait_for(
+        lambda: pod_events(core_v1, namespace, "withinit"),
+        lambda got: sum(e.reason == "Started" for e in got) == 2,
+        what="two Started events",
+    )
     paths = {e.involved_object.field_path for e in items if e.reason == "Started"}
     assert paths == {"spec.initContainers{prep}", "spec.containers{main}"}
     pulled = next(e for e in items if e.reason == "Pulled" and e.involved_object.field_path.startswith("spec.init"))
@@ -210,8 +255,15 @@ def test_recorder_aggregates_identical_events_into_a_count():
         recorder.stop()
     assert [e["reason"] for e in core.created] == ["BackOff", "Started"]
     first = core.created[0]
-    assert first["involvedObject"] == {"apiVersion": "v1", "kind": "Pod", "name": "p", "namespace": "ns",
-                                       "uid": "u-1", "resourceVersion": "7", "fieldPath": "spec.containers{main}"}
+    assert first["involvedObject"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": "p",
+        "namespace": "ns",
+        "uid": "u-1",
+        "resourceVersion": "7",
+        "fieldPath": "spec.containers{main}",
+    }
     assert first["source"] == {"component": "kubelet", "host": "node-a"} and first["count"] == 1
     assert first["metadata"]["name"].startswith("p.")
     assert [body["count"] for _, body in core.patched] == [2, 3]
@@ -222,8 +274,9 @@ def test_recorder_scheduler_events_have_no_host():
     core = FakeCore()
     recorder = kubelet_events.EventRecorder(core, "node-a")
     recorder.start()
-    recorder.pod_event(POD, "Normal", "Scheduled", "Successfully assigned ns/p to node-a",
-                       component="default-scheduler")
+    recorder.pod_event(
+        POD, "Normal", "Scheduled", "Successfully assigned ns/p to node-a", component="default-scheduler"
+    )
     assert recorder.flush()
     recorder.stop()
     (event,) = core.created

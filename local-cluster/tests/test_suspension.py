@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from airflow_trainjob_local import constants as c
-from airflow_trainjob_local.controller.kube import MERGE_PATCH, ApiException
+from airflow_trainjob_local.kube import MERGE_PATCH, ApiException
 from airflow_trainjob_local.testing import waiting
 from airflow_trainjob_local.testing.jobs import pytorch_job
 
@@ -41,9 +41,17 @@ def python_replica(script: str, replicas: int = 1) -> dict[str, Any]:
     return {
         "replicas": replicas,
         "restartPolicy": "Never",
-        "template": {"spec": {"containers": [{
-            "name": "pytorch", "image": "python:3.11", "command": ["python", "-c", textwrap.dedent(script)],
-        }]}},
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "pytorch",
+                        "image": "python:3.11",
+                        "command": ["python", "-c", textwrap.dedent(script)],
+                    }
+                ]
+            }
+        },
     }
 
 
@@ -61,7 +69,12 @@ def reader(custom_objects, namespace: str, name: str) -> Callable[[], dict[str, 
 
 def set_suspend(custom_objects, namespace: str, name: str, suspend: bool) -> None:
     custom_objects.patch_namespaced_custom_object(
-        c.GROUP, c.VERSION, namespace, "pytorchjobs", name, {"spec": {"runPolicy": {"suspend": suspend}}},
+        c.GROUP,
+        c.VERSION,
+        namespace,
+        "pytorchjobs",
+        name,
+        {"spec": {"runPolicy": {"suspend": suspend}}},
         _content_type=MERGE_PATCH,
     )
 
@@ -111,12 +124,12 @@ SLEEP = "import time; time.sleep(120)"
 # --- suspension -------------------------------------------------------------------------------------------
 
 
-def test_a_job_created_suspended_gets_no_pods_until_resumed_then_runs_to_success(
-    core_v1, custom_objects, namespace
-):
+def test_a_job_created_suspended_gets_no_pods_until_resumed_then_runs_to_success(core_v1, custom_objects, namespace):
     """job.go ReconcileJobs: suspended → Suspended True (``<Kind>Suspended``), no pods; suspend false →
     Suspended False (``<Kind>Resumed``), startTime set then, pods as usual."""
-    create(custom_objects, namespace, pytorch_job("sus", python_replica(QUICK), python_replica(QUICK), {"suspend": True}))
+    create(
+        custom_objects, namespace, pytorch_job("sus", python_replica(QUICK), python_replica(QUICK), {"suspend": True})
+    )
     job = wait_for(reader(custom_objects, namespace, "sus"), has("Suspended"), what="Suspended")
     suspended = condition(job, "Suspended")
     assert (suspended["reason"], suspended["message"]) == ("PyTorchJobSuspended", "PyTorchJob sus is suspended.")
@@ -155,11 +168,16 @@ def test_suspending_a_running_job_deletes_its_pods_and_resuming_runs_it_again(
             mark.write_text("x")
             time.sleep(120)
     """
-    create(custom_objects, namespace, pytorch_job(
-        "run", python_replica(script), python_replica(script), {"cleanPodPolicy": "None"}))
-    job = wait_for(reader(custom_objects, namespace, "run"),
-                   lambda j: has("Running")(j) and j["status"]["replicaStatuses"]["Worker"].get("active") == 1,
-                   what="Running with the worker active")
+    create(
+        custom_objects,
+        namespace,
+        pytorch_job("run", python_replica(script), python_replica(script), {"cleanPodPolicy": "None"}),
+    )
+    job = wait_for(
+        reader(custom_objects, namespace, "run"),
+        lambda j: has("Running")(j) and j["status"]["replicaStatuses"]["Worker"].get("active") == 1,
+        what="Running with the worker active",
+    )
     first_start = ts(job["status"]["startTime"])
     wait_for(lambda: service_names(core_v1, namespace, "run"), lambda s: len(s) == 2, what="two services")
 
@@ -167,7 +185,10 @@ def test_suspending_a_running_job_deletes_its_pods_and_resuming_runs_it_again(
     job = wait_for(reader(custom_objects, namespace, "run"), has("Suspended"), what="Suspended")
     running = condition(job, "Running")
     assert (running["status"], running["reason"], running["message"]) == (
-        "False", "PyTorchJobSuspended", "PyTorchJob run is suspended.")
+        "False",
+        "PyTorchJobSuspended",
+        "PyTorchJob run is suspended.",
+    )
     assert all(not entry.get("active") for entry in job["status"]["replicaStatuses"].values())
     wait_for(lambda: pod_phases(core_v1, namespace, "run"), lambda p: not p, timeout=60, what="pods deleted")
     wait_for(lambda: service_names(core_v1, namespace, "run"), lambda s: not s, what="services deleted")
@@ -188,19 +209,30 @@ def test_suspending_a_running_job_deletes_its_pods_and_resuming_runs_it_again(
 def test_active_deadline_counts_from_the_start_after_resumption(core_v1, custom_objects, namespace):
     """job.go: the deadline check comes after the suspended branch (no deadline while suspended) and the
     resumed branch sets a new startTime, which PastActiveDeadline counts from."""
-    create(custom_objects, namespace, pytorch_job("dls", python_replica(SLEEP),
-                                                  run_policy={"suspend": True, "activeDeadlineSeconds": 4}))
+    create(
+        custom_objects,
+        namespace,
+        pytorch_job("dls", python_replica(SLEEP), run_policy={"suspend": True, "activeDeadlineSeconds": 4}),
+    )
     wait_for(reader(custom_objects, namespace, "dls"), has("Suspended"), what="Suspended")
-    stays(reader(custom_objects, namespace, "dls"), lambda j: not has("Failed")(j), 6,
-          "a suspended job is not failed by its deadline")
+    stays(
+        reader(custom_objects, namespace, "dls"),
+        lambda j: not has("Failed")(j),
+        6,
+        "a suspended job is not failed by its deadline",
+    )
 
     resumed_at = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     set_suspend(custom_objects, namespace, "dls", False)
-    wait_for(lambda: pod_phases(core_v1, namespace, "dls"), lambda p: p.get("dls-master-0") == "Running",
-             what="the master running after resumption")
+    wait_for(
+        lambda: pod_phases(core_v1, namespace, "dls"),
+        lambda p: p.get("dls-master-0") == "Running",
+        what="the master running after resumption",
+    )
     job = wait_for(reader(custom_objects, namespace, "dls"), has("Failed"), timeout=30, what="Failed by the deadline")
     assert condition(job, "Failed")["message"] == (
-        "Job dls has failed because it was active longer than specified deadline")
+        "Job dls has failed because it was active longer than specified deadline"
+    )
     start, done = ts(job["status"]["startTime"]), ts(job["status"]["completionTime"])
     assert start >= resumed_at - dt.timedelta(seconds=1)
     assert (done - start).total_seconds() >= 4
@@ -208,18 +240,32 @@ def test_active_deadline_counts_from_the_start_after_resumption(core_v1, custom_
 
 def test_ttl_is_not_applied_while_a_finished_job_is_suspended(custom_objects, namespace):
     """job.go CleanupJob: no TTL deletion while the job is suspended; once it is not, the TTL applies."""
-    create(custom_objects, namespace, pytorch_job("ttls", python_replica(QUICK),
-                                                  run_policy={"suspend": True, "ttlSecondsAfterFinished": 1}))
+    create(
+        custom_objects,
+        namespace,
+        pytorch_job("ttls", python_replica(QUICK), run_policy={"suspend": True, "ttlSecondsAfterFinished": 1}),
+    )
     job = wait_for(reader(custom_objects, namespace, "ttls"), has("Suspended"), what="Suspended")
     # Someone (here: the test) finished the suspended job an hour ago.
     long_ago = "2024-01-01T00:00:00Z"
-    conditions = job["status"]["conditions"] + [{
-        "type": "Succeeded", "status": "True", "reason": "PyTorchJobSucceeded", "message": "done",
-        "lastUpdateTime": long_ago, "lastTransitionTime": long_ago,
-    }]
+    conditions = job["status"]["conditions"] + [
+        {
+            "type": "Succeeded",
+            "status": "True",
+            "reason": "PyTorchJobSucceeded",
+            "message": "done",
+            "lastUpdateTime": long_ago,
+            "lastTransitionTime": long_ago,
+        }
+    ]
     custom_objects.patch_namespaced_custom_object_status(
-        c.GROUP, c.VERSION, namespace, "pytorchjobs", "ttls",
-        {"status": {"conditions": conditions, "completionTime": long_ago}}, _content_type=MERGE_PATCH,
+        c.GROUP,
+        c.VERSION,
+        namespace,
+        "pytorchjobs",
+        "ttls",
+        {"status": {"conditions": conditions, "completionTime": long_ago}},
+        _content_type=MERGE_PATCH,
     )
     stays(reader(custom_objects, namespace, "ttls"), has("Succeeded"), 4, "the suspended job stays")
 
@@ -241,10 +287,16 @@ def test_ttl_is_not_applied_while_a_finished_job_is_suspended(custom_objects, na
 def test_a_job_managed_by_multikueue_is_left_alone(core_v1, custom_objects, namespace):
     """pytorchjob_controller.go Reconcile / job.go ManagedByExternalController: managedBy naming another
     controller → not reconciled at all (no status, no pods, no events)."""
-    create(custom_objects, namespace, pytorch_job(
-        "mk", python_replica(QUICK), run_policy={"managedBy": "kueue.x-k8s.io/multikueue"}))
-    create(custom_objects, namespace, pytorch_job(
-        "ours", python_replica(QUICK), run_policy={"managedBy": "kubeflow.org/training-operator"}))
+    create(
+        custom_objects,
+        namespace,
+        pytorch_job("mk", python_replica(QUICK), run_policy={"managedBy": "kueue.x-k8s.io/multikueue"}),
+    )
+    create(
+        custom_objects,
+        namespace,
+        pytorch_job("ours", python_replica(QUICK), run_policy={"managedBy": "kubeflow.org/training-operator"}),
+    )
     wait_for(reader(custom_objects, namespace, "ours"), has("Succeeded"), what="the job managed by us Succeeded")
     stays(reader(custom_objects, namespace, "mk"), lambda j: not j.get("status"), 3, "no status on the MultiKueue job")
     assert pod_phases(core_v1, namespace, "mk") == {}

@@ -8,11 +8,9 @@ Skipped when the session cluster runs without workloads (``AIRFLOW_TRAINJOB_TEST
 from __future__ import annotations
 
 import functools
-
 import json
 import shutil
 import subprocess
-import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -134,8 +132,13 @@ def test_pytorch_job_master_and_two_workers_rendezvous_and_succeed(core_v1, cust
         env_line = next(line for line in logs[name].splitlines() if line.startswith("ENV "))
         env = json.loads(env_line[4:])
         assert env == {
-            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(ports["master-0"]), "WORLD_SIZE": "3", "RANK": rank,
-            "PET_NNODES": "3", "PET_NODE_RANK": rank, "PYTHONUNBUFFERED": "1",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(ports["master-0"]),
+            "WORLD_SIZE": "3",
+            "RANK": rank,
+            "PET_NNODES": "3",
+            "PET_NODE_RANK": rank,
+            "PYTHONUNBUFFERED": "1",
         }
     # The workers really reached the master on its loopback port.
     assert "GOT [1, 2]" in logs["rdv-master-0"]
@@ -143,9 +146,16 @@ def test_pytorch_job_master_and_two_workers_rendezvous_and_succeed(core_v1, cust
 
 
 def test_exit_1_under_exit_code_fails_the_job(core_v1, custom_objects, namespace):
-    create(custom_objects, namespace, pytorch_job(
-        "ex1", python_replica(SLEEP), python_replica("raise SystemExit(1)", restart_policy="ExitCode"),
-        run_policy={"cleanPodPolicy": "Running"}))
+    create(
+        custom_objects,
+        namespace,
+        pytorch_job(
+            "ex1",
+            python_replica(SLEEP),
+            python_replica("raise SystemExit(1)", restart_policy="ExitCode"),
+            run_policy={"cleanPodPolicy": "Running"},
+        ),
+    )
     job = wait_for(reader(custom_objects, namespace, "ex1"), has("Failed"), what="Failed")
     assert condition(job, "Failed")["reason"] == "PyTorchJobFailed"
     assert condition(job, "Failed")["message"] == 'job "ex1" is failing because "Worker" replica(s) failed.'
@@ -172,8 +182,11 @@ def test_exit_137_under_exit_code_recreates_the_pod_and_the_job_goes_on(
         while not pathlib.Path({str(second)!r}).exists():
             time.sleep(0.2)
     """
-    create(custom_objects, namespace, pytorch_job(
-        "ex137", python_replica(master), python_replica(worker, restart_policy="ExitCode")))
+    create(
+        custom_objects,
+        namespace,
+        pytorch_job("ex137", python_replica(master), python_replica(worker, restart_policy="ExitCode")),
+    )
     job = wait_for(reader(custom_objects, namespace, "ex137"), has("Succeeded"), what="Succeeded")
     assert job["metadata"]["annotations"][c.ANNOTATION_LOCAL_RESTARTS] == "1"
     events = job_events(core_v1, namespace, "ex137")
@@ -185,14 +198,21 @@ def test_exit_137_under_exit_code_recreates_the_pod_and_the_job_goes_on(
 
 
 def test_active_deadline_seconds_fails_the_job_and_stops_its_pods(core_v1, custom_objects, namespace):
-    create(custom_objects, namespace, pytorch_job(
-        "dl", python_replica(SLEEP), python_replica(SLEEP), run_policy={"activeDeadlineSeconds": 4}))
-    wait_for(lambda: pod_phases(core_v1, namespace, "dl"),
-             lambda p: list(p.values()) == ["Running", "Running"], what="both pods running")
+    create(
+        custom_objects,
+        namespace,
+        pytorch_job("dl", python_replica(SLEEP), python_replica(SLEEP), run_policy={"activeDeadlineSeconds": 4}),
+    )
+    wait_for(
+        lambda: pod_phases(core_v1, namespace, "dl"),
+        lambda p: list(p.values()) == ["Running", "Running"],
+        what="both pods running",
+    )
     job = wait_for(reader(custom_objects, namespace, "dl"), has("Failed"), timeout=30, what="Failed")
     assert condition(job, "Failed")["reason"] == "PyTorchJobFailed"
     assert condition(job, "Failed")["message"] == (
-        "Job dl has failed because it was active longer than specified deadline")
+        "Job dl has failed because it was active longer than specified deadline"
+    )
     wait_for(lambda: pod_names(core_v1, namespace, "dl"), lambda n: not n, timeout=60, what="pods deleted")
 
 
@@ -208,8 +228,11 @@ def test_clean_pod_policy_leaves_the_right_pods(core_v1, custom_objects, namespa
     # worker 0 finishes at once, worker 1 keeps running, the master finishes after worker 0.
     master = "import time; time.sleep(4)"
     worker = "import os, time\nif os.environ['RANK'] == '2': time.sleep(120)"
-    create(custom_objects, namespace, pytorch_job(
-        "cp", python_replica(master), python_replica(worker, 2), run_policy={"cleanPodPolicy": policy}))
+    create(
+        custom_objects,
+        namespace,
+        pytorch_job("cp", python_replica(master), python_replica(worker, 2), run_policy={"cleanPodPolicy": policy}),
+    )
     wait_for(reader(custom_objects, namespace, "cp"), has("Succeeded"), what="Succeeded")
     wait_for(lambda: pod_names(core_v1, namespace, "cp"), lambda n: n == left, timeout=60, what=f"pods {sorted(left)}")
     time.sleep(2)
@@ -220,13 +243,19 @@ def test_clean_pod_policy_leaves_the_right_pods(core_v1, custom_objects, namespa
 
 def test_deleting_the_job_removes_its_pods_and_services(core_v1, custom_objects, namespace):
     create(custom_objects, namespace, pytorch_job("gone", python_replica(SLEEP), python_replica(SLEEP)))
-    wait_for(lambda: pod_phases(core_v1, namespace, "gone"),
-             lambda p: list(p.values()) == ["Running", "Running"], what="both pods running")
+    wait_for(
+        lambda: pod_phases(core_v1, namespace, "gone"),
+        lambda p: list(p.values()) == ["Running", "Running"],
+        what="both pods running",
+    )
     custom_objects.delete_namespaced_custom_object(c.GROUP, c.VERSION, namespace, "pytorchjobs", "gone")
     wait_for(lambda: pod_names(core_v1, namespace, "gone"), lambda n: not n, timeout=60, what="pods deleted")
     services = core_v1.list_namespaced_service(namespace, label_selector=f"{c.LABEL_JOB_NAME}=gone").items
-    wait_for(lambda: core_v1.list_namespaced_service(namespace, label_selector=f"{c.LABEL_JOB_NAME}=gone").items,
-             lambda s: not s, what=f"services deleted (were {[s.metadata.name for s in services]})")
+    wait_for(
+        lambda: core_v1.list_namespaced_service(namespace, label_selector=f"{c.LABEL_JOB_NAME}=gone").items,
+        lambda s: not s,
+        what=f"services deleted (were {[s.metadata.name for s in services]})",
+    )
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
@@ -235,7 +264,10 @@ def test_kubectl_get_pytorchjobs_shows_the_job(local_cluster, custom_objects, na
     wait_for(reader(custom_objects, namespace, "shown"), has("Succeeded"), what="Succeeded")
     out = subprocess.run(
         ["kubectl", "--kubeconfig", str(local_cluster.kubeconfig), "get", "pytorchjobs", "-n", namespace],
-        capture_output=True, text=True, timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     ).stdout
     header, *rows = out.strip().splitlines()
     assert header.split()[:2] == ["NAME", "STATE"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.example_dags.conftest import BOTH_WAYS, assert_logical_date, output_of
+from tests.support.examples import BOTH_WAYS, assert_logical_date, output_of
 
 
 @BOTH_WAYS

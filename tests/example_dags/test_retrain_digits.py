@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.example_dags.conftest import BOTH_WAYS, EXAMPLES, LOGICAL_DATE, assert_logical_date, output_of
+from tests.support.examples import BOTH_WAYS, EXAMPLES, LOGICAL_DATE, assert_logical_date, output_of
 
 trains = pytest.mark.skipif(
     find_spec("torch") is None or find_spec("sklearn") is None,
@@ -82,5 +82,5 @@ def test_report_reads_the_metrics_of_the_job_in_the_summary(tmp_path: Path, monk
     assert "job ml/retrain-digits-train-0123abcd took 12.0 s" in capsys.readouterr().out
 
     (tmp_path / "metrics-retrain-digits-train-0123abcd.json").write_text(json.dumps({**metrics, "accuracy": 0.5}))
-    with pytest.raises(AirflowFailException, match="accuracy 0.5 is below 0.8"):
+    with pytest.raises(AirflowFailException, match=r"accuracy 0\.5 is below 0\.8"):
         report(summary)

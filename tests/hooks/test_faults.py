@@ -11,7 +11,7 @@ from airflow_trainjob.constants import GROUP, VERSION
 from airflow_trainjob.exceptions import KubernetesAccessError
 from airflow_trainjob.hooks.retries import ATTEMPTS
 from airflow_trainjob.hooks.training_job import TrainingJobHook
-from tests.fault_proxy import Fault
+from tests.support.fault_proxy import Fault
 
 JOB = r"/pytorchjobs/h$"
 
@@ -22,13 +22,19 @@ def hook(fault_proxy):
 
 
 def manifest(namespace):
-    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "h", "namespace": namespace},
-            "spec": {"pytorchReplicaSpecs": {}}}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "h", "namespace": namespace},
+        "spec": {"pytorchReplicaSpecs": {}},
+    }
 
 
 def uids(custom_objects, namespace):
-    return [j["metadata"]["uid"] for j in
-            custom_objects.list_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs")["items"]]
+    return [
+        j["metadata"]["uid"]
+        for j in custom_objects.list_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs")["items"]
+    ]
 
 
 def test_429_waits_as_long_as_retry_after_says(hook, fault_proxy, namespace):

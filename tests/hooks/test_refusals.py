@@ -34,11 +34,10 @@ from airflow_trainjob.exceptions import (
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from airflow_trainjob.triggers.training_job import ERROR
-from tests.operators.conftest import pytorch_specs
-from tests.operators.conftest import ti  # noqa: F401 - the task-instance stand-in fixture
-from tests.operators.test_training_job import OK
-from tests.refusal_support import RescheduleTaskInstance, admission_webhook, assert_nothing_leaks, counted_quota
-from tests.security.least_privilege import (
+from airflow_trainjob_local.testing.waiting import wait_for
+from tests.support.deferred import first_event
+from tests.support.jobs import OK, pytorch_specs
+from tests.support.least_privilege import (
     SERVICE_ACCOUNT,
     apply_rbac,
     connection_uri,
@@ -46,8 +45,7 @@ from tests.security.least_privilege import (
     role_rules,
     token_of,
 )
-from tests.triggers.test_training_job import first_event
-from airflow_trainjob_local.testing.waiting import wait_for
+from tests.support.refusals import RescheduleTaskInstance, admission_webhook, assert_nothing_leaks, counted_quota
 
 PYTORCHJOBS = f"pytorchjobs.{GROUP}/{VERSION}"
 NOT_SERVED = kind_not_served_message(PYTORCHJOBS)
@@ -71,7 +69,7 @@ def failure_of(task_step: Callable[[], object]) -> BaseException:
         task_step()
     except TaskDeferred:
         raise
-    except BaseException as e:  # noqa: BLE001 - whatever it is, it is what the task runner would see
+    except BaseException as e:
         structlog.get_logger("airflow.task").exception("Task failed with exception")
         return e
     pytest.fail("the task step did not fail")
@@ -111,30 +109,35 @@ def assert_nothing_left(custom_objects, core_v1, namespace: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster_without_pytorchjobs(tmp_path_factory) -> Iterator:
-    """A private cluster (the ``spare_cluster`` fixture's: Kubernetes only, ports base+10..13), started once for
-    this module, whose PyTorchJob CRD is deleted: the shared cluster keeps its CRDs for every other test."""
+def cluster_without_pytorchjobs(kubernetes_only_cluster) -> Iterator:
+    """The session's Kubernetes-only cluster (``kubernetes_only_cluster``, ports base+40..43) with its PyTorchJob
+    CRD deleted for this module, and installed again after it: the shared cluster keeps its CRDs for every other
+    test."""
     from kubernetes import client
 
-    from airflow_trainjob_local.testing.plugin import private_cluster
+    cluster = kubernetes_only_cluster
+    api = cluster.api_client()
 
-    with private_cluster(tmp_path_factory.mktemp("no-crd") / "cluster", workloads=False) as cluster:
-        api = cluster.api_client()
+    def not_served() -> bool:
+        try:
+            client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, VERSION, "default", "pytorchjobs")
+        except ApiException as e:
+            return e.status == 404 and "page not found" in (e.body or "")
+        return False
+
+    try:
         extensions = client.ApiextensionsV1Api(api)
-        assert "pytorchjobs.kubeflow.org" in {c.metadata.name for c in extensions.list_custom_resource_definition().items}
+        assert "pytorchjobs.kubeflow.org" in {
+            c.metadata.name for c in extensions.list_custom_resource_definition().items
+        }
         extensions.delete_custom_resource_definition("pytorchjobs.kubeflow.org")
-
-        def not_served() -> bool:
-            try:
-                client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, VERSION, "default", "pytorchjobs")
-            except ApiException as e:
-                return e.status == 404 and "page not found" in (e.body or "")
-            return False
-
         wait_for(not_served, timeout=60, what="the apiserver to stop serving pytorchjobs")
         # Other kinds stay served: the answer is about this kind, not a broken cluster.
         client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, VERSION, "default", "tfjobs")
         yield cluster
+    finally:
+        cluster.install_crds()  # as this module found it
+        wait_for(lambda: not not_served(), timeout=60, what="the apiserver to serve pytorchjobs again")
         api.close()
 
 
@@ -194,7 +197,10 @@ def test_missing_kind_sensor_deferrable(no_crd, capfd, caplog):
     event = first_event(trigger, timeout=60)
     assert event["outcome"] == ERROR and event["job"] is None
     # The trigger words it as the synchronous paths do (one function).
-    assert f"{NOT_SERVED} (404 Not Found to list or watch pytorchjobs.kubeflow.org in namespace default)" in event["message"]
+    assert (
+        f"{NOT_SERVED} (404 Not Found to list or watch pytorchjobs.kubeflow.org in namespace default)"
+        in event["message"]
+    )
     error = failure_of(lambda: deferrable.execute_complete({}, event))
     assert_kind_not_served(error, "get")
     assert_nothing_leaks(error, json.dumps(event), *produced(capfd, caplog))
@@ -209,8 +215,10 @@ def test_missing_namespace(deferrable, kubernetes_default_conn, ti, core_v1, cap
     error = failure_of(lambda: operator(namespace=missing, deferrable=deferrable).execute({"ti": ti}))
     assert type(error) is NamespaceNotFoundError
     assert_not_retried(error)
-    assert str(error).startswith(f'namespace "{missing}" does not exist (404 NotFound to create PyTorchJob '
-                                 f'{missing}/{ti.xcom["job_name"]}): create it')
+    assert str(error).startswith(
+        f'namespace "{missing}" does not exist (404 NotFound to create PyTorchJob '
+        f"{missing}/{ti.xcom['job_name']}): create it"
+    )
     assert missing not in {n.metadata.name for n in core_v1.list_namespace().items}
     assert_nothing_leaks(error, *produced(capfd, caplog))
 
@@ -219,13 +227,17 @@ def test_missing_namespace(deferrable, kubernetes_default_conn, ti, core_v1, cap
 
 
 @pytest.mark.parametrize("deferrable", [False, True], ids=["synchronous", "deferrable"])
-def test_invalid_names_the_field(deferrable, kubernetes_default_conn, namespace, ti, custom_objects, core_v1, capfd, caplog):
+def test_invalid_names_the_field(
+    deferrable, kubernetes_default_conn, namespace, ti, custom_objects, core_v1, capfd, caplog
+):
     too_big = operator(annotations={"notes": "x" * 300_000}, deferrable=deferrable)  # the API's limit: 256 KiB in all
     error = failure_of(lambda: too_big.execute({"ti": ti}))
     assert type(error) is JobRejectedError
     assert_not_retried(error)
-    assert str(error) == (f"the API server refused to create PyTorchJob {namespace}/{ti.xcom['job_name']} as invalid "
-                          f"(422 Invalid): metadata.annotations: Too long: must have at most 262144 bytes")
+    assert str(error) == (
+        f"the API server refused to create PyTorchJob {namespace}/{ti.xcom['job_name']} as invalid "
+        f"(422 Invalid): metadata.annotations: Too long: must have at most 262144 bytes"
+    )
     assert_nothing_left(custom_objects, core_v1, namespace)
     assert_nothing_leaks(error, *produced(capfd, caplog))
 
@@ -236,8 +248,9 @@ def test_invalid_names_the_field(deferrable, kubernetes_default_conn, namespace,
 @pytest.fixture
 def webhook(local_cluster, kube_api_client, core_v1, custom_objects, namespace, tmp_path):
     """A real webhook for this test's namespace only, reviewing every create of a PyTorchJob there."""
-    with admission_webhook(kube_api_client, local_cluster.state_dir / "pki", tmp_path / "webhook-tls", core_v1,
-                           namespace) as hook:
+    with admission_webhook(
+        kube_api_client, local_cluster.state_dir / "pki", tmp_path / "webhook-tls", core_v1, namespace
+    ) as hook:
         hook.denial = {"message": "probe"}
         hook.wait_until_called(custom_objects, namespace)
         hook.reviews.clear()
@@ -246,27 +259,41 @@ def webhook(local_cluster, kube_api_client, core_v1, custom_objects, namespace, 
 
 DENIALS = {
     # No code: the apiserver makes it 400 BadRequest.
-    "400": ({"message": "no more than 4 GPUs per job in this namespace"},
-            "(400 Bad Request): no more than 4 GPUs per job in this namespace"),
-    "422-causes": ({"code": 422, "reason": "Invalid", "message": "the job breaks team policy",
-                    "details": {"causes": [{"field": "spec.runPolicy.backoffLimit", "message": "must be set",
-                                            "reason": "FieldValueRequired"},
-                                           {"field": "metadata.labels[team]", "message": "required"}]}},
-                   "(422 Invalid): the job breaks team policy; spec.runPolicy.backoffLimit: must be set; "
-                   "metadata.labels[team]: required"),
+    "400": (
+        {"message": "no more than 4 GPUs per job in this namespace"},
+        "(400 Bad Request): no more than 4 GPUs per job in this namespace",
+    ),
+    "422-causes": (
+        {
+            "code": 422,
+            "reason": "Invalid",
+            "message": "the job breaks team policy",
+            "details": {
+                "causes": [
+                    {"field": "spec.runPolicy.backoffLimit", "message": "must be set", "reason": "FieldValueRequired"},
+                    {"field": "metadata.labels[team]", "message": "required"},
+                ]
+            },
+        },
+        "(422 Invalid): the job breaks team policy; spec.runPolicy.backoffLimit: must be set; "
+        "metadata.labels[team]: required",
+    ),
 }
 
 
 @pytest.mark.parametrize("deferrable", [False, True], ids=["synchronous", "deferrable"])
 @pytest.mark.parametrize("denial", sorted(DENIALS))
-def test_webhook_denial_names_the_webhook_and_fields(denial, deferrable, kubernetes_default_conn, webhook, namespace, ti,
-                                                      custom_objects, core_v1, capfd, caplog):
+def test_webhook_denial_names_the_webhook_and_fields(
+    denial, deferrable, kubernetes_default_conn, webhook, namespace, ti, custom_objects, core_v1, capfd, caplog
+):
     webhook.denial, said = DENIALS[denial]
     error = failure_of(lambda: operator(deferrable=deferrable).execute({"ti": ti}))
     assert type(error) is JobRejectedError
     assert_not_retried(error)
-    assert str(error) == (f'admission webhook "{webhook.name}" denied the request to create PyTorchJob '
-                          f"{namespace}/{ti.xcom['job_name']} {said}")
+    assert str(error) == (
+        f'admission webhook "{webhook.name}" denied the request to create PyTorchJob '
+        f"{namespace}/{ti.xcom['job_name']} {said}"
+    )
     assert len(webhook.create_reviews()) == 1  # one create: neither the hook nor the operator tried again
     assert_nothing_left(custom_objects, core_v1, namespace)
     assert_nothing_leaks(error, *produced(capfd, caplog))
@@ -276,16 +303,19 @@ def test_webhook_denial_names_the_webhook_and_fields(denial, deferrable, kuberne
 
 
 @pytest.mark.parametrize("deferrable", [False, True], ids=["synchronous", "deferrable"])
-def test_quota_says_which_and_what_was_requested(deferrable, kubernetes_default_conn, namespace, ti, custom_objects,
-                                                 core_v1, capfd, caplog):
+def test_quota_says_which_and_what_was_requested(
+    deferrable, kubernetes_default_conn, namespace, ti, custom_objects, core_v1, capfd, caplog
+):
     counted_quota(core_v1, namespace, "training-jobs", {"count/pytorchjobs.kubeflow.org": "0"})
     error = failure_of(lambda: operator(deferrable=deferrable).execute({"ti": ti}))
     assert type(error) is QuotaExceededError
     assert_retried(error)  # a later try may fit
-    assert str(error) == (f'ResourceQuota "training-jobs" in namespace {namespace} has no room to create PyTorchJob '
-                          f"{namespace}/{ti.xcom['job_name']} (403 Forbidden, exceeded quota): "
-                          f"count/pytorchjobs.kubeflow.org: requested 1, used 0, limited to 0; a later try may fit once "
-                          f"usage drops or the quota is raised")
+    assert str(error) == (
+        f'ResourceQuota "training-jobs" in namespace {namespace} has no room to create PyTorchJob '
+        f"{namespace}/{ti.xcom['job_name']} (403 Forbidden, exceeded quota): "
+        f"count/pytorchjobs.kubeflow.org: requested 1, used 0, limited to 0; a later try may fit once "
+        f"usage drops or the quota is raised"
+    )
     assert_nothing_left(custom_objects, core_v1, namespace)
     assert_nothing_leaks(error, *produced(capfd, caplog))
 
@@ -309,8 +339,9 @@ def role_without(local_cluster, namespace, service_account_api_client, kube_api_
         path = tmp_path / "kubeconfig"
         path.write_text(yaml.safe_dump(kubeconfig_with_token(local_cluster, token_of(sa_client), namespace)))
         path.chmod(0o600)
-        monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT",
-                           connection_uri({"kube_config_path": str(path), "namespace": namespace}))
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_KUBERNETES_DEFAULT", connection_uri({"kube_config_path": str(path), "namespace": namespace})
+        )
         from kubernetes import client
 
         granted = "get" if verb != "get" else "list"  # wait until the Role is in force: a verb it keeps works
@@ -333,8 +364,10 @@ def role_without(local_cluster, namespace, service_account_api_client, kube_api_
 
 
 def rbac_line(user: str, verb: str, namespace: str) -> str:
-    return (f'RBAC does not allow user "{user}" to {verb} pytorchjobs.kubeflow.org in namespace "{namespace}" '
-            f"(403 Forbidden to ")
+    return (
+        f'RBAC does not allow user "{user}" to {verb} pytorchjobs.kubeflow.org in namespace "{namespace}" '
+        f"(403 Forbidden to "
+    )
 
 
 def rbac_advice(verb: str) -> str:
@@ -342,16 +375,19 @@ def rbac_advice(verb: str) -> str:
 
 
 @pytest.mark.parametrize("deferrable", [False, True], ids=["synchronous", "deferrable"])
-def test_rbac_operator_names_verb_resource_namespace(deferrable, role_without, namespace, ti, custom_objects, core_v1,
-                                                     capfd, caplog):
+def test_rbac_operator_names_verb_resource_namespace(
+    deferrable, role_without, namespace, ti, custom_objects, core_v1, capfd, caplog
+):
     user = role_without("create")
     error = failure_of(lambda: operator(deferrable=deferrable).execute({"ti": ti}))
     assert type(error) is KubernetesAccessError
     assert_retried(error)
     message = str(error)
     assert message.startswith(rbac_line(user, "create", namespace))
-    assert (f"to create PyTorchJob {namespace}/{ti.xcom['job_name']} through connection 'kubernetes_default', "
-            f"needed to create a training job): {rbac_advice('create')}") in message
+    assert (
+        f"to create PyTorchJob {namespace}/{ti.xcom['job_name']} through connection 'kubernetes_default', "
+        f"needed to create a training job): {rbac_advice('create')}"
+    ) in message
     assert_nothing_left(custom_objects, core_v1, namespace)
     assert_nothing_leaks(error, *produced(capfd, caplog))
 
@@ -369,14 +405,17 @@ def test_rbac_sensor_names_the_verb(mode, role_without, namespace, custom_object
     assert_nothing_leaks(error, *produced(capfd, caplog))
 
 
-def test_rbac_sensor_deferrable_names_the_verb_the_watch_lacks(role_without, namespace, custom_objects, core_v1, capfd,
-                                                               caplog):
+def test_rbac_sensor_deferrable_names_the_verb_the_watch_lacks(
+    role_without, namespace, custom_objects, core_v1, capfd, caplog
+):
     user = role_without("list")
     deferrable = sensor(deferrable=True)
     event = first_event(deferred_trigger(lambda: deferrable.execute({})), timeout=60)
     assert event["outcome"] == ERROR
-    assert rbac_line(user, "list", namespace) + f"list or watch pytorchjobs.kubeflow.org in namespace {namespace}" \
+    assert (
+        rbac_line(user, "list", namespace) + f"list or watch pytorchjobs.kubeflow.org in namespace {namespace}"
         in event["message"]
+    )
     error = failure_of(lambda: deferrable.execute_complete({}, event))
     assert type(error) is TrainingJobError  # the job itself can be read: the event's refusal, retryable
     assert rbac_advice("list") in str(error)
@@ -389,13 +428,19 @@ def test_rbac_sensor_deferrable_names_the_verb_the_watch_lacks(role_without, nam
 
 def test_unaccepted_token(local_cluster, namespace, monkeypatch, ti, custom_objects, core_v1, capfd, caplog):
     token = f"not-a-real-token-{uuid.uuid4().hex}"
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", connection_uri({
-        "kube_config": json.dumps(kubeconfig_with_token(local_cluster, token, namespace)), "namespace": namespace}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT",
+        connection_uri(
+            {"kube_config": json.dumps(kubeconfig_with_token(local_cluster, token, namespace)), "namespace": namespace}
+        ),
+    )
     error = failure_of(lambda: operator().execute({"ti": ti}))
     assert type(error) is KubernetesAccessError
     assert_retried(error)  # tokens rotate: the next try reads them again
-    assert str(error).startswith(f"401 Unauthorized to create PyTorchJob {namespace}/{ti.xcom['job_name']}: the API "
-                                 f"server did not accept the credentials of connection 'kubernetes_default'")
+    assert str(error).startswith(
+        f"401 Unauthorized to create PyTorchJob {namespace}/{ti.xcom['job_name']}: the API "
+        f"server did not accept the credentials of connection 'kubernetes_default'"
+    )
     poked = failure_of(lambda: sensor().poke({}))
     assert type(poked) is KubernetesAccessError and str(poked).startswith("401 Unauthorized to get PyTorchJob")
     assert_nothing_left(custom_objects, core_v1, namespace)
@@ -408,9 +453,13 @@ def test_unaccepted_token(local_cluster, namespace, monkeypatch, ti, custom_obje
 # ---- the check itself ----------------------------------------------------------------------------
 
 
-def test_the_leak_check_finds_a_raw_refusal_in_the_log(kubernetes_default_conn, namespace, custom_objects, capfd, caplog):
+def test_the_leak_check_finds_a_raw_refusal_in_the_log(
+    kubernetes_default_conn, namespace, custom_objects, capfd, caplog
+):
     """Control: the same search finds headers when a raw ApiException is logged as Airflow logs it."""
-    error = failure_of(lambda: custom_objects.get_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", "x"))
+    error = failure_of(
+        lambda: custom_objects.get_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", "x")
+    )
     with pytest.raises(AssertionError, match="HTTP response headers"):
         assert_nothing_leaks(None, *produced(capfd, caplog))
     with pytest.raises(AssertionError, match="HTTPHeaderDict"):

@@ -63,3 +63,19 @@ def test_decorated_call_raises_answers_at_once():
     with pytest.raises(ApiException):
         call()
     assert calls == [1]
+
+
+def test_backoff_doubles_from_wait_min_up_to_wait_max():
+    """The backoff's real shape (fault tests run it at a hundredth of its length: tests/support/faults.py): a
+    call that keeps failing waits exponentially longer between its ATTEMPTS attempts, never longer than WAIT_MAX."""
+    waits = []
+
+    @retries.retry_transient
+    def call():
+        raise api_error(503)
+
+    with pytest.raises(ApiException):
+        call.retry_with(sleep=waits.append)()
+    assert len(waits) == retries.ATTEMPTS - 1
+    assert waits == [min(retries.WAIT_MAX, max(retries.WAIT_MIN, 2.0**n)) for n in range(retries.ATTEMPTS - 1)]
+    assert waits == sorted(waits) and waits[-1] == retries.WAIT_MAX  # it grows until the cap, which it reaches

@@ -12,7 +12,7 @@ from airflow_trainjob.exceptions import KubernetesAccessError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import TrainingJobSpec
-from tests.operators.conftest import pytorch_specs
+from tests.support.jobs import pytorch_specs
 
 SECRET = "not-a-real-token-8c1f"
 
@@ -31,7 +31,9 @@ def connection(monkeypatch, extra: dict) -> str:
 
 def test_namespace_resolution(local_cluster, monkeypatch):
     path = str(local_cluster.kubeconfig)
-    with_ns = TrainingJobHook(kubernetes_conn_id=connection(monkeypatch, {"kube_config_path": path, "namespace": "team-a"}))
+    with_ns = TrainingJobHook(
+        kubernetes_conn_id=connection(monkeypatch, {"kube_config_path": path, "namespace": "team-a"})
+    )
     assert with_ns.resolve_namespace("explicit") == "explicit"
     assert with_ns.resolve_namespace(None) == "team-a"
     without = TrainingJobHook(kubernetes_conn_id=connection(monkeypatch, {"kube_config_path": path}))

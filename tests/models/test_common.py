@@ -13,8 +13,6 @@ from airflow_trainjob.models import (
     RestartPolicy,
     RunPolicy,
     SchedulingPolicy,
-    is_permanent_exit_code,
-    is_retryable_exit_code,
 )
 
 TEMPLATE = {"spec": {"containers": [{"name": "pytorch", "image": "python:3.11"}]}}
@@ -24,7 +22,14 @@ def test_enums_mirror_the_api():
     assert [p.value for p in RestartPolicy] == ["Always", "OnFailure", "Never", "ExitCode"]
     assert [p.value for p in CleanPodPolicy] == ["", "All", "Running", "None"]
     assert [t.value for t in JobConditionType] == [
-        "Created", "Pending", "Running", "Restarting", "Succeeded", "Failed", "Scaling", "Suspended"
+        "Created",
+        "Pending",
+        "Running",
+        "Restarting",
+        "Succeeded",
+        "Failed",
+        "Scaling",
+        "Suspended",
     ]
 
 
@@ -32,7 +37,9 @@ def test_replica_spec_defaults_and_camel_case():
     spec = ReplicaSpec(template=TEMPLATE)
     assert spec.to_api() == {"replicas": 1, "template": TEMPLATE, "restartPolicy": "Never"}
     assert ReplicaSpec(replicas=3, template=TEMPLATE, restart_policy="ExitCode").to_api()["restartPolicy"] == "ExitCode"
-    assert ReplicaSpec.model_validate({"restartPolicy": "OnFailure", "template": TEMPLATE}).restart_policy == "OnFailure"
+    assert (
+        ReplicaSpec.model_validate({"restartPolicy": "OnFailure", "template": TEMPLATE}).restart_policy == "OnFailure"
+    )
 
 
 def test_integer_strings_from_templates_are_accepted():
@@ -89,21 +96,16 @@ def test_pod_template_object_is_normalised_to_camel_case_dict():
     }
 
 
-@pytest.mark.parametrize(
-    ("code", "retryable", "permanent"),
-    [(0, False, False), (1, False, True), (2, False, True), (127, False, True),
-     (128, True, False), (137, True, False), (143, True, False), (255, True, False)],
-)
-def test_exit_code_rule(code, retryable, permanent):
-    assert is_retryable_exit_code(code) is retryable
-    assert is_permanent_exit_code(code) is permanent
-
-
 def test_status_from_a_newer_controller_parses_and_keeps_what_it_does_not_know():
     status = JobStatus.model_validate(
         {
             "conditions": [
-                {"type": "Created", "status": "True", "reason": "PyTorchJobCreated", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                {
+                    "type": "Created",
+                    "status": "True",
+                    "reason": "PyTorchJobCreated",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                },
                 {"type": "Suspended", "status": "True", "reason": "JobSuspended", "observedGeneration": 4},
             ],
             "replicaStatuses": {"Worker": {"active": 2, "selector": "training.kubeflow.org/job-name=x"}},
@@ -127,13 +129,27 @@ def test_empty_status_parses_as_nothing_yet(raw):
 def test_float_quantities_are_sent_as_text():
     """A job's CRD types quantities as integer-or-string: a float (``cpu: 0.5`` in YAML) is refused with 422 by a
     real API server, so the provider sends what the user meant, as text; integers and strings stay."""
-    template = {"spec": {"containers": [{"name": "pytorch", "image": "x", "resources": {
-        "limits": {"cpu": 0.5, "memory": "1Gi", "nvidia.com/gpu": 1}, "requests": {"cpu": 0.25, "memory": 1e-05}}}],
-        "initContainers": [{"name": "fetch", "image": "x", "resources": {"requests": {"cpu": 2.0}}}],
-        "overhead": {"cpu": 0.1}}}
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "pytorch",
+                    "image": "x",
+                    "resources": {
+                        "limits": {"cpu": 0.5, "memory": "1Gi", "nvidia.com/gpu": 1},
+                        "requests": {"cpu": 0.25, "memory": 1e-05},
+                    },
+                }
+            ],
+            "initContainers": [{"name": "fetch", "image": "x", "resources": {"requests": {"cpu": 2.0}}}],
+            "overhead": {"cpu": 0.1},
+        }
+    }
     spec = ReplicaSpec(template=template).to_api()["template"]["spec"]
-    assert spec["containers"][0]["resources"] == {"limits": {"cpu": "0.5", "memory": "1Gi", "nvidia.com/gpu": 1},
-                                                  "requests": {"cpu": "0.25", "memory": "0.00001"}}
+    assert spec["containers"][0]["resources"] == {
+        "limits": {"cpu": "0.5", "memory": "1Gi", "nvidia.com/gpu": 1},
+        "requests": {"cpu": "0.25", "memory": "0.00001"},
+    }
     assert spec["initContainers"][0]["resources"]["requests"]["cpu"] == "2" and spec["overhead"]["cpu"] == "0.1"
     from airflow_trainjob.models import SchedulingPolicy
 

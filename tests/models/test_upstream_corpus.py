@@ -76,7 +76,9 @@ def differences(expected: Any, actual: Any, path: str = "spec") -> list[str]:
                 found += differences(expected[key], actual[key], f"{path}.{key}")
         return found
     if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
-        return [d for i, (e, a) in enumerate(zip(expected, actual)) for d in differences(e, a, f"{path}[{i}]")]
+        return [
+            d for i, (e, a) in enumerate(zip(expected, actual, strict=False)) for d in differences(e, a, f"{path}[{i}]")
+        ]
     return [] if expected == actual and type(expected) is type(actual) else [f"{path}: {expected!r} != {actual!r}"]
 
 
@@ -125,9 +127,25 @@ def test_the_corpus_covers_every_kind_and_shape():
     kinds = {job["kind"] for _, job in DOCUMENTS}
     assert kinds == set(JOB_KINDS)
     texts = "\n".join(p.read_text() for p in FILES)
-    for shape in ("elasticPolicy", "nprocPerNode", "successPolicy", "enableDynamicWorker", "slotsPerWorker",
-                  "mainContainer", "suspend", "managedBy", "schedulingPolicy", "kind: Pod", "\n---\n",
-                  "    master:", "    worker:", "    ps:", "    chief:", "    evaluator:", "    launcher:"):
+    for shape in (
+        "elasticPolicy",
+        "nprocPerNode",
+        "successPolicy",
+        "enableDynamicWorker",
+        "slotsPerWorker",
+        "mainContainer",
+        "suspend",
+        "managedBy",
+        "schedulingPolicy",
+        "kind: Pod",
+        "\n---\n",
+        "    master:",
+        "    worker:",
+        "    ps:",
+        "    chief:",
+        "    evaluator:",
+        "    launcher:",
+    ):
         assert shape in texts, shape
 
 
@@ -149,7 +167,7 @@ def test_upstream_job_keeps_its_meaning(name, job):
 
 @pytest.mark.parametrize(("name", "job"), DOCUMENTS, ids=[d[0] for d in DOCUMENTS])
 def test_a_rebuilt_job_reads_back_as_itself_with_no_warnings(name, job):
-    whole, manifest = rebuild(job)
+    _whole, manifest = rebuild(job)
     again, rebuilt = rebuild(manifest)
     assert rebuilt == manifest
     assert again.spec.warnings == () and again.ignored == ()

@@ -39,7 +39,9 @@ def test_replica_types_match_regardless_of_case(kind, replica_type, spelling):
 
 
 def test_normalised_keys_keep_their_order_and_errors_name_the_key_as_written():
-    parsed = TrainingJobSpec.parse("TFJob", {"ps": spec_for("TFJob"), "chief": spec_for("TFJob"), "evaluator": spec_for("TFJob")})
+    parsed = TrainingJobSpec.parse(
+        "TFJob", {"ps": spec_for("TFJob"), "chief": spec_for("TFJob"), "evaluator": spec_for("TFJob")}
+    )
     assert list(parsed.replica_specs) == ["PS", "Chief", "Evaluator"]
     assert problems("TFJob", {"chief": spec_for("TFJob", replicas=2)}) == [
         "replicaSpecs.chief.replicas: must be 1 for a TFJob (got 2)"
@@ -94,7 +96,9 @@ def test_mpijob_run_policy_clean_pod_policy_wins_as_the_operator_decides():
     )
     same = mpi({"cleanPodPolicy": "All"}, {"cleanPodPolicy": "All"})
     assert same.run_policy.clean_pod_policy == "All"
-    assert same.warnings == ("spec.cleanPodPolicy: deprecated; dropped, runPolicy.cleanPodPolicy says the same ('All')",)
+    assert same.warnings == (
+        "spec.cleanPodPolicy: deprecated; dropped, runPolicy.cleanPodPolicy says the same ('All')",
+    )
 
 
 def test_an_unset_run_policy_field_does_not_count_as_set():
@@ -111,10 +115,22 @@ def test_other_kinds_have_no_spec_clean_pod_policy():
 @pytest.mark.parametrize(
     ("kind", "specs", "expected"),
     [
-        ("XGBoostJob", {"Master": {"template": "pod.yaml"}, "Worker": spec_for("XGBoostJob")}, "replicaSpecs.Master.template"),
+        (
+            "XGBoostJob",
+            {"Master": {"template": "pod.yaml"}, "Worker": spec_for("XGBoostJob")},
+            "replicaSpecs.Master.template",
+        ),
         ("MPIJob", {"Launcher": {"replicas": -1, "template": template()}}, "replicaSpecs.Launcher.replicas"),
-        ("PyTorchJob", {"Master": {"template": {}}, "Worker": spec_for("PyTorchJob", replicas=0)}, "replicaSpecs.Master.template"),
-        ("TFJob", {"chief": {"template": None}, "Worker": spec_for("TFJob", replicas=0)}, "replicaSpecs.chief.template"),
+        (
+            "PyTorchJob",
+            {"Master": {"template": {}}, "Worker": spec_for("PyTorchJob", replicas=0)},
+            "replicaSpecs.Master.template",
+        ),
+        (
+            "TFJob",
+            {"chief": {"template": None}, "Worker": spec_for("TFJob", replicas=0)},
+            "replicaSpecs.chief.template",
+        ),
     ],
 )
 def test_an_invalid_spec_is_not_also_reported_missing(kind, specs, expected):

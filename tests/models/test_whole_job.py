@@ -89,8 +89,14 @@ def test_not_a_mapping(job):
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        ({"apiVersion": "kubeflow.org/v1beta1"}, "job.apiVersion: must be 'kubeflow.org/v1' (or absent), got 'kubeflow.org/v1beta1'"),
-        ({"kind": "SparkJob"}, "job.kind: 'SparkJob' is not a training job kind; allowed: PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob"),
+        (
+            {"apiVersion": "kubeflow.org/v1beta1"},
+            "job.apiVersion: must be 'kubeflow.org/v1' (or absent), got 'kubeflow.org/v1beta1'",
+        ),
+        (
+            {"kind": "SparkJob"},
+            "job.kind: 'SparkJob' is not a training job kind; allowed: PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob",
+        ),
         ({"kind": None}, "job.kind: missing; allowed: PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob"),
         ({"spec": None}, "job.spec: required (the job's replica specs, runPolicy and the kind's fields)"),
         ({"spec": "pytorchReplicaSpecs"}, "job.spec: must be a mapping of fields, got str"),
@@ -156,11 +162,18 @@ def test_labels_annotations_name_and_namespace_must_be_strings():
 def test_what_the_server_kubectl_and_provider_wrote_is_dropped_and_listed():
     job = pytorch_job()
     job["metadata"].update(
-        uid="0b8c", resourceVersion="12", creationTimestamp="2025-01-01T00:00:00Z", generation=3,
-        managedFields=[{"manager": "kubectl"}], selfLink="/apis/x",
+        uid="0b8c",
+        resourceVersion="12",
+        creationTimestamp="2025-01-01T00:00:00Z",
+        generation=3,
+        managedFields=[{"manager": "kubectl"}],
+        selfLink="/apis/x",
     )
     job["metadata"]["annotations"].update(
-        {"kubectl.kubernetes.io/last-applied-configuration": "{}", ANNOTATION_HELD_RUN_POLICY: '{"cleanPodPolicy": "All"}'}
+        {
+            "kubectl.kubernetes.io/last-applied-configuration": "{}",
+            ANNOTATION_HELD_RUN_POLICY: '{"cleanPodPolicy": "All"}',
+        }
     )
     job["metadata"]["labels"]["airflow-trainjob.apache.org/dag-id"] = "old-dag"
     job["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}
@@ -201,7 +214,9 @@ def test_an_invalid_lead_spec_is_not_also_reported_missing():
         "kind": "XGBoostJob",
         "spec": {"xgbReplicaSpecs": {"master": {"template": {"kind": "Pod"}}, "Worker": replica(2, "xgboost")}},
     }
-    assert problems_of(job) == ["job.spec.xgbReplicaSpecs.master.template: 'spec' must be a pod spec (a dict with 'containers')"]
+    assert problems_of(job) == [
+        "job.spec.xgbReplicaSpecs.master.template: 'spec' must be a pod spec (a dict with 'containers')"
+    ]
 
 
 def test_two_keys_for_one_replica_type_name_both():
@@ -217,7 +232,10 @@ def test_the_cleanup_hold_covers_a_deprecated_mpijob_clean_pod_policy():
     job = {
         "kind": "MPIJob",
         "metadata": {"name": "mpi"},
-        "spec": {"cleanPodPolicy": "All", "mpiReplicaSpecs": {"launcher": replica(1, "mpi"), "worker": replica(2, "mpi")}},
+        "spec": {
+            "cleanPodPolicy": "All",
+            "mpiReplicaSpecs": {"launcher": replica(1, "mpi"), "worker": replica(2, "mpi")},
+        },
     }
     whole = parse_whole_job(job)
     sent = hold(build_manifest(spec=whole.spec, name=whole.name, namespace="ml"))

@@ -21,12 +21,11 @@ from airflow.providers.common.compat.sdk import AirflowFailException, TaskDeferr
 
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.triggers.training_job import FINISHED
-from tests.fault_proxy import Fault
-from tests.fault_support import JobCreations, count_orphans
-from tests.operators.conftest import TaskInstanceStandIn, pytorch_specs
-from tests.triggers.test_training_job import first_event
+from tests.support.deferred import first_event
+from tests.support.fault_proxy import Fault
+from tests.support.faults import JobCreations, count_orphans
+from tests.support.jobs import TaskInstanceStandIn, pytorch_specs
 
-#: The lead replica prints numbered lines over about 3 s: long enough for several status reads and a followed log.
 LINES = 6
 CODE = f"import time\nfor i in range({LINES}):\n    print('step', i, flush=True); time.sleep(0.5)"
 
@@ -76,9 +75,17 @@ SYNC_CASES = [
     ("429 Retry-After", "cleanup delete", dict(action="status", status=429, retry_after=1, times=2, **DELETE)),
     ("500", "cleanup delete", dict(action="status", status=500, times=2, **DELETE)),
     ("503", "cleanup delete", dict(action="status", status=503, times=3, **DELETE)),
-    ("504 after the apiserver acted", "cleanup delete", dict(action="status", status=504, after_forward=True, **DELETE)),
+    (
+        "504 after the apiserver acted",
+        "cleanup delete",
+        dict(action="status", status=504, after_forward=True, **DELETE),
+    ),
     ("connection reset", "cleanup delete", dict(action="reset", times=2, **DELETE)),
-    ("connection reset after the apiserver acted", "cleanup delete", dict(action="reset", after_forward=True, **DELETE)),
+    (
+        "connection reset after the apiserver acted",
+        "cleanup delete",
+        dict(action="reset", after_forward=True, **DELETE),
+    ),
 ]
 
 DEFERRED_CASES = [
@@ -94,7 +101,11 @@ DEFERRED_CASES = [
     ("410 Gone answer", "watch", dict(action="status", status=410, times=1, **WATCH)),
     ("503", "pod list", dict(action="status", status=503, times=2, **PODS)),
     ("503", "cleanup delete", dict(action="status", status=503, times=2, **DELETE)),
-    ("connection reset after the apiserver acted", "cleanup delete", dict(action="reset", after_forward=True, **DELETE)),
+    (
+        "connection reset after the apiserver acted",
+        "cleanup delete",
+        dict(action="reset", after_forward=True, **DELETE),
+    ),
 ]
 
 
@@ -119,13 +130,20 @@ def short_read_timeout(monkeypatch):
 
 
 def make(deferrable: bool) -> TrainingJobOperator:
-    return TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(CODE, workers=0),
-                               poll_interval=0.5, on_finish="delete_job", deferrable=deferrable)
+    return TrainingJobOperator(
+        task_id="train",
+        kind="PyTorchJob",
+        replica_specs=pytorch_specs(CODE, workers=0),
+        poll_interval=0.5,
+        on_finish="delete_job",
+        deferrable=deferrable,
+    )
 
 
 def measuring(case, proxy, fault, creations, kube_api_client, namespace, ti):
-    case.measurer = lambda: dict(injected=proxy.hits(fault), jobs=creations.jobs_of(ti.run_id),
-                                 orphans=count_orphans(kube_api_client, namespace))
+    case.measurer = lambda: dict(
+        injected=proxy.hits(fault), jobs=creations.jobs_of(ti.run_id), orphans=count_orphans(kube_api_client, namespace)
+    )
 
 
 def assert_survived(case, proxy, ti, summary):
@@ -139,8 +157,9 @@ def assert_survived(case, proxy, ti, summary):
 
 
 @pytest.mark.parametrize(("kind", "where", "fault_args"), SYNC_CASES, ids=_ids(SYNC_CASES))
-def test_synchronous_task_survives(kind, where, fault_args, fault_proxy, fault_case, creations, kube_api_client,
-                                   namespace, capfd, short_read_timeout):
+def test_synchronous_task_survives(
+    kind, where, fault_args, fault_proxy, fault_case, creations, kube_api_client, namespace, capfd, short_read_timeout
+):
     ti = TaskInstanceStandIn()
     with fault_case(kind, "synchronous", where) as case:
         fault = fault_proxy.add(Fault(**fault_args))
@@ -154,8 +173,9 @@ def test_synchronous_task_survives(kind, where, fault_args, fault_proxy, fault_c
 
 
 @pytest.mark.parametrize(("kind", "where", "fault_args"), DEFERRED_CASES, ids=_ids(DEFERRED_CASES))
-def test_deferred_task_survives(kind, where, fault_args, fault_proxy, fault_case, creations, kube_api_client,
-                                namespace, capfd, short_read_timeout):
+def test_deferred_task_survives(
+    kind, where, fault_args, fault_proxy, fault_case, creations, kube_api_client, namespace, capfd, short_read_timeout
+):
     ti = TaskInstanceStandIn()
     with fault_case(kind, "deferred", where) as case:
         fault = fault_proxy.add(Fault(**fault_args))
@@ -171,7 +191,9 @@ def test_deferred_task_survives(kind, where, fault_args, fault_proxy, fault_case
         assert f"step {LINES - 1}" in task_log  # the lead replica's log, quoted at the end
 
 
-FAIL_CODE = "import sys, time\nprint('loading', flush=True); time.sleep(1.5)\nprint('bad input', flush=True); sys.exit(1)"
+FAIL_CODE = (
+    "import sys, time\nprint('loading', flush=True); time.sleep(1.5)\nprint('bad input', flush=True); sys.exit(1)"
+)
 LOG_READ = {"method": "GET", "path": r"/pods/[^/]+/log$", "watch": False}
 FAILURE_CASES = [
     ("503", "watch", "synchronous", dict(action="status", status=503, times=3, **WATCH)),
@@ -187,8 +209,14 @@ FAILURE_CASES = [
 def run_failing_job(mode: str, ti: TaskInstanceStandIn) -> str:
     """Run a task whose job fails with exit code 1, synchronously or deferred; the message of the permanent
     failure (``AirflowFailException``) it must raise."""
-    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", poll_interval=0.5, on_finish="delete_job",
-                                   replica_specs=pytorch_specs(FAIL_CODE, workers=0), deferrable=mode == "deferred")
+    operator = TrainingJobOperator(
+        task_id="train",
+        kind="PyTorchJob",
+        poll_interval=0.5,
+        on_finish="delete_job",
+        replica_specs=pytorch_specs(FAIL_CODE, workers=0),
+        deferrable=mode == "deferred",
+    )
     with pytest.raises(AirflowFailException) as raised:
         if mode == "deferred":
             with pytest.raises(TaskDeferred) as deferred:
@@ -199,10 +227,14 @@ def run_failing_job(mode: str, ti: TaskInstanceStandIn) -> str:
     return str(raised.value)
 
 
-@pytest.mark.parametrize(("kind", "where", "mode", "fault_args"), FAILURE_CASES,
-                         ids=[f"{m}-{w}-{k}".replace(" ", "_") for k, w, m, _ in FAILURE_CASES])
-def test_failed_job_keeps_its_verdict(kind, where, mode, fault_args, fault_proxy, fault_case, creations,
-                                      kube_api_client, namespace, short_read_timeout):
+@pytest.mark.parametrize(
+    ("kind", "where", "mode", "fault_args"),
+    FAILURE_CASES,
+    ids=[f"{m}-{w}-{k}".replace(" ", "_") for k, w, m, _ in FAILURE_CASES],
+)
+def test_failed_job_keeps_its_verdict(
+    kind, where, mode, fault_args, fault_proxy, fault_case, creations, kube_api_client, namespace, short_read_timeout
+):
     """A job that fails (exit code 1) under a fault: the task fails permanently, with the exit code, the reason
     and the failed replica's log tail in its message, exactly as without the fault."""
     ti = TaskInstanceStandIn()
@@ -218,9 +250,9 @@ def test_failed_job_keeps_its_verdict(kind, where, mode, fault_args, fault_proxy
 
 
 @pytest.mark.parametrize("job_state", ["running", "finished"])
-def test_trigger_error_event_gets_the_jobs_real_verdict_and_cleanup(job_state, kubernetes_default_conn, fault_case,
-                                                                    creations, kube_api_client, custom_objects,
-                                                                    namespace):
+def test_trigger_error_event_gets_the_jobs_real_verdict_and_cleanup(
+    job_state, kubernetes_default_conn, fault_case, creations, kube_api_client, custom_objects, namespace
+):
     """The trigger gave up (an ``error`` event, no job in it), whatever the reason: the resumed task reads the job
     itself. A finished job gets its verdict; a running one fails the task with the trigger's message and is deleted
     (the task ended). Neither is reported as 'deleted outside this task', and neither is left behind."""
@@ -229,19 +261,37 @@ def test_trigger_error_event_gets_the_jobs_real_verdict_and_cleanup(job_state, k
 
     ti = TaskInstanceStandIn()
     with fault_case("trigger error event", "deferred", f"job {job_state}") as case:
-        case.measurer = lambda: dict(injected=1, jobs=creations.jobs_of(ti.run_id),
-                                     orphans=count_orphans(kube_api_client, namespace))
+        case.measurer = lambda: dict(
+            injected=1, jobs=creations.jobs_of(ti.run_id), orphans=count_orphans(kube_api_client, namespace)
+        )
         code = CODE if job_state == "finished" else "import time; time.sleep(120)"
-        operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0),
-                                       poll_interval=0.5, on_finish="delete_job", deferrable=True)
+        operator = TrainingJobOperator(
+            task_id="train",
+            kind="PyTorchJob",
+            replica_specs=pytorch_specs(code, workers=0),
+            poll_interval=0.5,
+            on_finish="delete_job",
+            deferrable=True,
+        )
         with pytest.raises(TaskDeferred):
             operator.execute({"ti": ti})
         phase = "Succeeded" if job_state == "finished" else "Running"
-        wait_for(lambda: any(c["type"] == phase and c["status"] == "True" for j in custom_objects.list_namespaced_custom_object(
-            "kubeflow.org", "v1", namespace, "pytorchjobs")["items"] for c in (j.get("status") or {}).get("conditions") or []),
-            what=f"job {phase}")
-        event = {"outcome": "error", "message": "waiting for the job failed: ClientPayloadError: injected", "job": None,
-                 "pods": []}
+        wait_for(
+            lambda: any(
+                c["type"] == phase and c["status"] == "True"
+                for j in custom_objects.list_namespaced_custom_object("kubeflow.org", "v1", namespace, "pytorchjobs")[
+                    "items"
+                ]
+                for c in (j.get("status") or {}).get("conditions") or []
+            ),
+            what=f"job {phase}",
+        )
+        event = {
+            "outcome": "error",
+            "message": "waiting for the job failed: ClientPayloadError: injected",
+            "job": None,
+            "pods": [],
+        }
         resumed = make(deferrable=True)  # Airflow resumes on a fresh operator object
         if job_state == "finished":
             summary = resumed.execute_complete({"ti": ti}, event)
@@ -255,8 +305,9 @@ def test_trigger_error_event_gets_the_jobs_real_verdict_and_cleanup(job_state, k
 
 
 @pytest.mark.parametrize("mode", ["synchronous", "deferred"])
-def test_a_cleanup_that_keeps_failing_leaves_the_verdict(mode, fault_proxy, creations, custom_objects, core_v1, namespace,
-                                                         capfd, short_read_timeout):
+def test_a_cleanup_that_keeps_failing_leaves_the_verdict(
+    mode, fault_proxy, creations, custom_objects, core_v1, namespace, capfd, short_read_timeout
+):
     """The job fails (exit code 1), then every DELETE of it answers 500: the task still fails permanently with the
     exit code — not with the cleanup's 500, which Airflow would retry, running the job again — and the task log
     says what could not be cleaned up. What is left has finished: nothing runs on."""

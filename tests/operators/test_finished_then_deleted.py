@@ -12,36 +12,22 @@ import threading
 import time
 
 import pytest
-from airflow.providers.common.compat.sdk import AirflowFailException, TaskDeferred
+from airflow.providers.common.compat.sdk import AirflowFailException
 from airflow.triggers.shared_stream import SharedStreamManager
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.constants import GROUP, VERSION
 from airflow_trainjob.exceptions import JobDeletedError
 from airflow_trainjob.operators.training_job import TrainingJobOperator
-from tests.operators.conftest import TaskInstanceStandIn, pytorch_specs
-from tests.operators.test_training_job import EXIT_1, OK, SLEEP, jobs, run_in_thread
-from tests.report import record
-from tests.triggers.test_job_stream import in_triggerer, synced_stream
-from tests.triggers.test_training_job import first_event, rebuild
 from airflow_trainjob_local.testing.waiting import wait_for
+from tests.support.deferred import MODES, defer, first_event, in_triggerer, operator_for, synced_stream
+from tests.support.jobs import EXIT_1, OK, SLEEP, TaskInstanceStandIn, jobs, pytorch_specs, run_in_thread, true_types
+from tests.support.report import record
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
 
-MODES = ("sync", "deferred")
 #: Repetitions of the race in each mode (the issue asks for at least 20).
 REPETITIONS = 20
-
-
-def operator_for(mode: str, replica_specs: dict, **kwargs) -> TrainingJobOperator:
-    return TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=replica_specs,
-                               deferrable=mode == "deferred", **kwargs)
-
-
-def defer(operator: TrainingJobOperator, ti) -> object:
-    with pytest.raises(TaskDeferred) as deferred:
-        operator.execute({"ti": ti})
-    return rebuild(deferred.value.trigger)
 
 
 def run_to_verdict(mode: str, operator: TrainingJobOperator, ti) -> dict:
@@ -52,20 +38,24 @@ def run_to_verdict(mode: str, operator: TrainingJobOperator, ti) -> dict:
     return operator.execute_complete({"ti": ti}, event)
 
 
-def true_types(job: dict) -> list[str]:
-    return [c["type"] for c in (job.get("status") or {}).get("conditions") or [] if c["status"] == "True"]
-
-
 def mark_and_delete(custom_objects, namespace: str, name: str, condition: str) -> None:
     """Write a terminal condition and delete the job at once, as a fast TTL controller or a person would."""
     job = custom_objects.get_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", name)
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     reason = f"PyTorchJob{condition}"
     conditions = [c for c in (job.get("status") or {}).get("conditions") or [] if c["type"] != "Running"] + [
-        {"type": condition, "status": "True", "reason": reason, "message": f"marked {condition} by the test",
-         "lastUpdateTime": now, "lastTransitionTime": now}]
+        {
+            "type": condition,
+            "status": "True",
+            "reason": reason,
+            "message": f"marked {condition} by the test",
+            "lastUpdateTime": now,
+            "lastTransitionTime": now,
+        }
+    ]
     custom_objects.patch_namespaced_custom_object_status(
-        GROUP, VERSION, namespace, "pytorchjobs", name, {"status": {"conditions": conditions, "completionTime": now}})
+        GROUP, VERSION, namespace, "pytorchjobs", name, {"status": {"conditions": conditions, "completionTime": now}}
+    )
     custom_objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", name)
 
 
@@ -76,8 +66,13 @@ def running(custom_objects, namespace: str) -> str | None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_ttl_zero_with_a_poll_interval_far_longer_is_a_success(mode, ti, namespace, custom_objects, capfd):
-    operator = operator_for(mode, pytorch_specs(OK, workers=1), poll_interval=120, on_finish="keep_job",
-                            run_policy={"cleanPodPolicy": "All", "ttlSecondsAfterFinished": 0})
+    operator = operator_for(
+        mode,
+        pytorch_specs(OK, workers=1),
+        poll_interval=120,
+        on_finish="keep_job",
+        run_policy={"cleanPodPolicy": "All", "ttlSecondsAfterFinished": 0},
+    )
     started = time.monotonic()
     summary = run_to_verdict(mode, operator, ti)
     took = time.monotonic() - started
@@ -86,11 +81,17 @@ def test_ttl_zero_with_a_poll_interval_far_longer_is_a_success(mode, ti, namespa
     out = capfd.readouterr().out
     assert "hello from rank 0 of 2" in out  # the lead replica's log survived cleanPodPolicy All and TTL 0
     assert "deleted outside this task" not in out
-    assert "the training operator deletes it 0 s after it finished (ttlSecondsAfterFinished), now: that time has " \
-           "passed" in out
+    assert (
+        "the training operator deletes it 0 s after it finished (ttlSecondsAfterFinished), now: that time has "
+        "passed" in out
+    )
     # Kept (on_finish), the job got its runPolicy back: the controller now applies the TTL of 0.
-    wait_for(lambda: jobs(custom_objects, namespace), done=lambda j: j == [], timeout=30,
-             what="the kept job deleted by its ttlSecondsAfterFinished once the task gave it back")
+    wait_for(
+        lambda: jobs(custom_objects, namespace),
+        done=lambda j: j == [],
+        timeout=30,
+        what="the kept job deleted by its ttlSecondsAfterFinished once the task gave it back",
+    )
 
 
 @pytest.mark.parametrize(("mode", "condition"), [(m, c) for m in MODES for c in ("Succeeded", "Failed")])
@@ -117,7 +118,7 @@ def test_marked_terminal_and_deleted_in_one_step_gets_that_verdict(mode, conditi
         outcome = {}
         try:
             outcome["result"] = operator.execute_complete({"ti": ti}, event)
-        except Exception as e:  # noqa: BLE001 - inspected below
+        except Exception as e:
             outcome["error"] = e
     if condition == "Succeeded":
         assert "error" not in outcome, f"a success judged as {outcome.get('error')!r}"
@@ -145,7 +146,8 @@ class Reaper(threading.Thread):
                 if {"Succeeded", "Failed"} & set(true_types(job)) and job["metadata"]["name"] not in self.reaped:
                     try:
                         self.custom_objects.delete_namespaced_custom_object(
-                            GROUP, VERSION, self.namespace, "pytorchjobs", job["metadata"]["name"])
+                            GROUP, VERSION, self.namespace, "pytorchjobs", job["metadata"]["name"]
+                        )
                     except ApiException as e:
                         if e.status != 404:
                             raise
@@ -170,7 +172,7 @@ def test_jobs_deleted_the_moment_they_finish_are_never_misjudged(mode, namespace
             verdicts[i] = "success"
         except AirflowFailException as e:
             verdicts[i] = "failure" if "exit code 1" in str(e) or "PyTorchJobFailed" in str(e) else f"other: {e}"
-        except Exception as e:  # noqa: BLE001 - every other ending is a misjudgement
+        except Exception as e:
             verdicts[i] = f"{type(e).__name__}: {e}"
 
     try:
@@ -187,20 +189,29 @@ def test_jobs_deleted_the_moment_they_finish_are_never_misjudged(mode, namespace
         reaper.join(5)
     expected = {i: "success" if i % 2 == 0 else "failure" for i in range(REPETITIONS)}
     misjudged = {i: v for i, v in verdicts.items() if v != expected[i]}
-    record("finished_then_deleted", mode=mode, runs=len(verdicts), deleted_at_once=len(reaper.reaped),
-           misjudged=len(misjudged))
+    record(
+        "finished_then_deleted",
+        mode=mode,
+        runs=len(verdicts),
+        deleted_at_once=len(reaper.reaped),
+        misjudged=len(misjudged),
+    )
     assert len(verdicts) == REPETITIONS and misjudged == {}, misjudged
     assert len(reaper.reaped) == REPETITIONS  # every one was deleted by someone else the moment it finished
 
 
 def wait_terminal(custom_objects, namespace: str, condition: str) -> dict:
-    return wait_for(lambda: jobs(custom_objects, namespace), done=lambda j: bool(j) and condition in true_types(j[0]),
-                    what=f"job {condition}")[0]
+    return wait_for(
+        lambda: jobs(custom_objects, namespace),
+        done=lambda j: bool(j) and condition in true_types(j[0]),
+        what=f"job {condition}",
+    )[0]
 
 
 @pytest.mark.parametrize("condition", ["Succeeded", "Failed"])
 def test_deferred_job_gone_before_the_trigger_started_gets_the_verdict_its_events_announced(
-        condition, ti, namespace, custom_objects, caplog):
+    condition, ti, namespace, custom_objects, caplog
+):
     """Finished and deleted in the gap between deferring and the trigger's first look (a fresh stream never sees
     it): the training operator's ``<Kind>Succeeded``/``<Kind>Failed`` event on the job tells how it ended."""
     operator = operator_for("deferred", pytorch_specs(OK if condition == "Succeeded" else EXIT_1, workers=0))
@@ -221,7 +232,7 @@ def test_deferred_job_gone_before_the_trigger_started_gets_the_verdict_its_event
 def test_polling_fallback_judges_a_job_deleted_between_two_reads(fault_proxy, ti, namespace, custom_objects):
     """A Role without ``watch`` (every watch answered 403): the wait reads the job every ``poll_interval``; a job
     that succeeded and was deleted between two reads is a success, from the operator's events."""
-    from tests.fault_proxy import Fault
+    from tests.support.fault_proxy import Fault
 
     refused = fault_proxy.add(Fault("status", method="GET", path=r"/pytorchjobs$", watch=True, status=403, times=None))
     reaper = Reaper(custom_objects, namespace)

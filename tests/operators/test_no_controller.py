@@ -1,7 +1,7 @@
 """No controller acts on the job: the startup timeout says so, in both modes, instead of "last state: NotStarted".
 
-A private cluster with the job CRDs but no training controller and no kubelet (ports base+10..13, as the
-``spare_cluster`` fixture's), started once for this module.
+A private cluster with the job CRDs but no training controller and no kubelet (the session's
+``kubernetes_only_cluster``, ports base+40..43).
 """
 
 from __future__ import annotations
@@ -12,18 +12,13 @@ import pytest
 
 from airflow_trainjob.constants import GROUP, VERSION
 from airflow_trainjob.exceptions import TrainingJobTimeoutError
-from tests.operators.test_finished_then_deleted import MODES, defer, operator_for
-from tests.operators.conftest import pytorch_specs
-from tests.operators.test_training_job import OK
-from tests.triggers.test_training_job import first_event
+from tests.support.deferred import MODES, defer, first_event, operator_for
+from tests.support.jobs import OK, pytorch_specs
 
 
 @pytest.fixture(scope="module")
-def cluster_without_controller(tmp_path_factory) -> Iterator:
-    from airflow_trainjob_local.testing.plugin import private_cluster
-
-    with private_cluster(tmp_path_factory.mktemp("no-controller") / "cluster", workloads=False) as cluster:
-        yield cluster
+def cluster_without_controller(kubernetes_only_cluster) -> Iterator:
+    yield kubernetes_only_cluster
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -42,7 +37,11 @@ def test_startup_timeout_says_no_controller_acted(mode, cluster_without_controll
     assert "training operator may not be running, or not watching namespace default" in message
     api = cluster_without_controller.api_client()
     try:  # the job was deleted: nothing is left waiting for a controller that may come later
-        assert client.CustomObjectsApi(api).list_namespaced_custom_object(
-            GROUP, VERSION, "default", "pytorchjobs")["items"] == []
+        assert (
+            client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, VERSION, "default", "pytorchjobs")[
+                "items"
+            ]
+            == []
+        )
     finally:
         api.close()

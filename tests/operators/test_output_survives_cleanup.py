@@ -13,15 +13,13 @@ import pytest
 from airflow.providers.common.compat.sdk import AirflowFailException
 
 from airflow_trainjob.constants import LABEL_JOB_NAME
-from tests.operators.test_finished_then_deleted import MODES, defer, operator_for
-from tests.operators.test_training_job import jobs
-from tests.operators.conftest import pytorch_specs
-from tests.triggers.test_training_job import first_event
+from tests.support.deferred import MODES, defer, first_event, operator_for
+from tests.support.jobs import jobs, pytorch_specs
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
 
 MASTER_WAITS = "import time; print('master: waiting for the workers', flush=True); time.sleep(300)"
-WORKER_FAILS = "import sys, time; time.sleep(1); print('worker: shard 3 is corrupt', flush=True); sys.exit(1)"
+WORKER_FAILS = "import sys, time; time.sleep(3); print('worker: shard 3 is corrupt', flush=True); sys.exit(1)"
 #: Seconds within which the running pods of a failed job have been stopped, counted from its Failed condition
 #: (the condition's time has a resolution of one second). The README states this bound.
 STOP_BOUND = 10.0
@@ -30,8 +28,10 @@ STOP_BOUND = 10.0
 def live_pods(core_v1, namespace: str, job_name: str) -> dict[str, bool]:
     """Pod name -> whether it is still running (not deleted, not finished)."""
     pods = core_v1.list_namespaced_pod(namespace, label_selector=f"{LABEL_JOB_NAME}={job_name}").items
-    return {p.metadata.name: p.metadata.deletion_timestamp is None and p.status.phase in ("Pending", "Running")
-            for p in pods}
+    return {
+        p.metadata.name: p.metadata.deletion_timestamp is None and p.status.phase in ("Pending", "Running")
+        for p in pods
+    }
 
 
 def failed_at(job: dict) -> dt.datetime:
@@ -41,10 +41,15 @@ def failed_at(job: dict) -> dt.datetime:
 
 @pytest.mark.parametrize("policy", ["All", "Running"])
 @pytest.mark.parametrize("mode", MODES)
-def test_failed_job_keeps_its_output_and_its_running_pods_stop(mode, policy, ti, namespace, custom_objects, core_v1,
-                                                              capfd):
-    operator = operator_for(mode, pytorch_specs(MASTER_WAITS, WORKER_FAILS, workers=1), poll_interval=60,
-                            run_policy={"cleanPodPolicy": policy})
+def test_failed_job_keeps_its_output_and_its_running_pods_stop(
+    mode, policy, ti, namespace, custom_objects, core_v1, capfd
+):
+    operator = operator_for(
+        mode,
+        pytorch_specs(MASTER_WAITS, WORKER_FAILS, workers=1),
+        poll_interval=60,
+        run_policy={"cleanPodPolicy": policy},
+    )
     with pytest.raises(AirflowFailException) as raised:
         if mode == "sync":
             operator.execute({"ti": ti})
@@ -68,9 +73,11 @@ def test_failed_job_keeps_its_output_and_its_running_pods_stop(mode, policy, ti,
     assert "container )" not in message
     assert "[Master-0] master: waiting for the workers" in out  # the lead replica's log, in both modes
     # The kept failed job is announced, with how to remove it.
-    assert (f"Keeping Failed PyTorchJob {namespace}/{name} for inspection (on_finish='delete_succeeded_job'; its pods "
-            f"follow cleanPodPolicy {policy}); remove it with: kubectl delete pytorchjobs.kubeflow.org {name} "
-            f"-n {namespace}") in out
+    assert (
+        f"Keeping Failed PyTorchJob {namespace}/{name} for inspection (on_finish='delete_succeeded_job'; its pods "
+        f"follow cleanPodPolicy {policy}); remove it with: kubectl delete pytorchjobs.kubeflow.org {name} "
+        f"-n {namespace}"
+    ) in out
     # No status line after Failed claims a replica is still active.
     failed_lines = [line for line in out.splitlines() if f"{name}: Failed (" in line]
     assert failed_lines and not [line for line in failed_lines if " active" in line], failed_lines
@@ -87,7 +94,9 @@ def test_failed_job_keeps_its_output_and_its_running_pods_stop(mode, policy, ti,
 @pytest.mark.parametrize("mode", MODES)
 def test_succeeded_job_with_clean_pod_policy_all_quotes_the_lead_log(mode, ti, namespace, core_v1, capfd):
     code = "import os; print('epoch 1/1 done on rank', os.environ['RANK'], flush=True)"
-    operator = operator_for(mode, pytorch_specs(code, workers=1), poll_interval=60, run_policy={"cleanPodPolicy": "All"})
+    operator = operator_for(
+        mode, pytorch_specs(code, workers=1), poll_interval=60, run_policy={"cleanPodPolicy": "All"}
+    )
     if mode == "sync":
         summary = operator.execute({"ti": ti})
     else:
@@ -100,10 +109,16 @@ def test_succeeded_job_with_clean_pod_policy_all_quotes_the_lead_log(mode, ti, n
 
 def test_deleting_a_succeeded_job_names_the_pods_that_stop_with_it(ti, namespace, capfd):
     """cleanPodPolicy None keeps a still-running Worker; deleting the succeeded job (on_finish) stops it: said."""
-    operator = operator_for("sync", pytorch_specs("print('master done')", MASTER_WAITS, workers=1), poll_interval=60,
-                            run_policy={"cleanPodPolicy": "None"})
+    operator = operator_for(
+        "sync",
+        pytorch_specs("print('master done')", MASTER_WAITS, workers=1),
+        poll_interval=60,
+        run_policy={"cleanPodPolicy": "None"},
+    )
     summary = operator.execute({"ti": ti})
     assert summary["conditions"][-1]["type"] == "Succeeded"
     name = summary["name"]
-    assert (f"Deleting PyTorchJob {namespace}/{name} (delete_succeeded_job); its pods still running stop with it: "
-            f"{name}-worker-0") in capfd.readouterr().out
+    assert (
+        f"Deleting PyTorchJob {namespace}/{name} (delete_succeeded_job); its pods still running stop with it: "
+        f"{name}-worker-0"
+    ) in capfd.readouterr().out

@@ -25,28 +25,51 @@ from airflow.providers.common.compat.sdk import TaskDeferred
 from airflow_trainjob.constants import GROUP, VERSION
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.triggers.training_job import FINISHED
-from tests.fault_support import JobCreations, count_orphans
-from tests.operators.conftest import TaskInstanceStandIn, pytorch_specs
-from tests.operators.run_try import FileTaskStateStore
-from tests.operators.test_training_job import run_in_thread
 from airflow_trainjob_local.testing.waiting import wait_for
-from tests.triggers.test_training_job import first_event, rebuild
+from tests.support.deferred import first_event, rebuild
+from tests.support.faults import JobCreations, count_orphans
+from tests.support.jobs import TaskInstanceStandIn, pytorch_specs, run_in_thread
+from tests.support.run_try import FileTaskStateStore
 
 ROOT = Path(__file__).resolve().parents[2]
+
+#: The provider's backoff at a hundredth of its length: an outage is ridden out by the outage tolerance and the
+#: reconnects, whose result (not the seconds between attempts) is what these tests assert.
+pytestmark = pytest.mark.usefixtures("fast_backoff")
+
 
 def sleeper(seconds: float) -> str:
     return f"import time\nprint('started', flush=True)\ntime.sleep({seconds})\nprint('done', flush=True)"
 
 
+def until_released(flag: Path, limit: float = 180) -> str:
+    """Container code that runs until ``flag`` exists (at most ``limit`` seconds): a job that is surely still
+    running when a fault is over, and ends right after."""
+    return (
+        f"import os, time\nprint('started', flush=True)\ndeadline = time.monotonic() + {limit}\n"
+        f"while not os.path.exists({str(flag)!r}) and time.monotonic() < deadline:\n    time.sleep(0.1)\n"
+        f"print('done', flush=True)"
+    )
+
+
 def make(code: str, deferrable: bool, workers: int = 0) -> TrainingJobOperator:
-    return TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=workers),
-                               poll_interval=0.5, on_finish="delete_job", deferrable=deferrable)
+    return TrainingJobOperator(
+        task_id="train",
+        kind="PyTorchJob",
+        replica_specs=pytorch_specs(code, workers=workers),
+        poll_interval=0.5,
+        on_finish="delete_job",
+        deferrable=deferrable,
+    )
 
 
 def running(custom, namespace) -> bool:
     items = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs")["items"]
-    return any(c["type"] == "Running" and c["status"] == "True"
-               for j in items for c in (j.get("status") or {}).get("conditions") or [])
+    return any(
+        c["type"] == "Running" and c["status"] == "True"
+        for j in items
+        for c in (j.get("status") or {}).get("conditions") or []
+    )
 
 
 def run_with_fault(operator, ti, custom, namespace, fault, deferrable: bool) -> dict:
@@ -66,8 +89,9 @@ def run_with_fault(operator, ti, custom, namespace, fault, deferrable: bool) -> 
 
     async def scenario():
         waiting = asyncio.ensure_future(_first(trigger))
-        await asyncio.to_thread(lambda: (wait_for(lambda: running(custom, namespace), timeout=120, what="job running"),
-                                         fault()))
+        await asyncio.to_thread(
+            lambda: (wait_for(lambda: running(custom, namespace), timeout=120, what="job running"), fault())
+        )
         return await asyncio.wait_for(waiting, 300)
 
     event = asyncio.run(scenario())
@@ -108,32 +132,46 @@ def private(private_cluster, monkeypatch):
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", private_cluster.airflow_connection(namespace))
     creations = JobCreations(api, namespace).start()
-    yield SimpleNamespace(cluster=private_cluster, api=api, custom=client.CustomObjectsApi(api), namespace=namespace,
-                          creations=creations)
+    yield SimpleNamespace(
+        cluster=private_cluster, api=api, custom=client.CustomObjectsApi(api), namespace=namespace, creations=creations
+    )
     creations.stop()
     private_cluster.up()
     core.delete_namespace(namespace)
     api.close()
 
 
-def outage(cluster, component: str, seconds: float, case):
+def outage(cluster, component: str, seconds: float, case, release: Path | None = None):
+    """The fault: ``component`` stopped for ``seconds``, then started again; then ``release`` is created (the job
+    of :func:`until_released` ends)."""
+
     def fault():
         assert cluster.pids().get(component), f"{component} was not running when the fault was due"
         cluster.stop_component(component)
         case.observe(injected=int(component not in cluster.pids()))
         time.sleep(seconds)
         cluster.up()
+        if release is not None:
+            release.touch()
 
     return fault
 
 
 @pytest.mark.parametrize("mode", ["synchronous", "deferred"])
-def test_apiserver_stopped_then_started_mid_job(mode, private, fault_case):
+def test_apiserver_stopped_then_started_mid_job(mode, private, fault_case, tmp_path):
     ti = TaskInstanceStandIn()
     with fault_case("apiserver stopped 20 s, restarted", mode, "mid-job") as case:
         measuring(case, private, ti)
-        summary = run_with_fault(make(sleeper(45), mode == "deferred"), ti, private.custom, private.namespace,
-                                 outage(private.cluster, "kube-apiserver", 20, case), mode == "deferred")
+        # The job runs until the apiserver is back, then ends: its end is seen after the outage.
+        release = tmp_path / "apiserver-back"
+        summary = run_with_fault(
+            make(until_released(release), mode == "deferred"),
+            ti,
+            private.custom,
+            private.namespace,
+            outage(private.cluster, "kube-apiserver", 20, case, release),
+            mode == "deferred",
+        )
         case.measure()
         assert case.injected == 1, "the apiserver was never stopped"
         assert succeeded(summary) and summary["name"] == ti.xcom["job_name"]
@@ -145,9 +183,14 @@ def test_controller_stopped_for_a_while_then_back(mode, private, fault_case):
     ti = TaskInstanceStandIn()
     with fault_case("training controller stopped 8 s", mode, "mid-job") as case:
         measuring(case, private, ti)
-        summary = run_with_fault(make(sleeper(4), mode == "deferred", workers=1), ti, private.custom,
-                                 private.namespace, outage(private.cluster, "controller", 8, case),
-                                 mode == "deferred")
+        summary = run_with_fault(
+            make(sleeper(4), mode == "deferred", workers=1),
+            ti,
+            private.custom,
+            private.namespace,
+            outage(private.cluster, "controller", 8, case),
+            mode == "deferred",
+        )
         case.measure()
         assert case.injected == 1, "the controller was never stopped"
         assert succeeded(summary) and summary["name"] == ti.xcom["job_name"]
@@ -156,8 +199,11 @@ def test_controller_stopped_for_a_while_then_back(mode, private, fault_case):
 
 def measuring(case, private, ti) -> None:
     """Count jobs and orphans at the end (and for a case that failed); ``injected`` is set by the fault."""
-    case.measurer = lambda: dict(injected=case.injected, jobs=private.creations.jobs_of(ti.run_id),
-                                 orphans=count_orphans(private.api, private.namespace))
+    case.measurer = lambda: dict(
+        injected=case.injected,
+        jobs=private.creations.jobs_of(ti.run_id),
+        orphans=count_orphans(private.api, private.namespace),
+    )
 
 
 # ---- SIGKILL of the process running the task / the trigger (session cluster) ---------------------------------
@@ -172,8 +218,13 @@ def creations(kube_api_client, namespace):
 
 def spawn(args: dict, log: Path) -> subprocess.Popen:
     with log.open("wb") as out:
-        return subprocess.Popen([sys.executable, "-m", "tests.operators.run_try", json.dumps(args)], cwd=ROOT,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.support.run_try", json.dumps(args)],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def sigkill(proc: subprocess.Popen) -> bool:
@@ -190,22 +241,35 @@ def run_the_retry(code: str, run_id: str, store_path: Path, capfd) -> tuple[dict
     capfd.readouterr()
     second = TaskInstanceStandIn(run_id=run_id, try_number=2)
     summary = make(code, deferrable=False, workers=1).execute(
-        {"ti": second, "task_state_store": FileTaskStateStore(store_path)})
+        {"ti": second, "task_state_store": FileTaskStateStore(store_path)}
+    )
     return summary, capfd.readouterr().out
 
 
 @pytest.mark.usefixtures("kubernetes_default_conn")
-def test_sigkill_of_the_task_process_then_the_retry_reattaches(namespace, custom_objects, kube_api_client, creations,
-                                                                fault_case, tmp_path, capfd):
+def test_sigkill_of_the_task_process_then_the_retry_reattaches(
+    namespace, custom_objects, kube_api_client, creations, fault_case, tmp_path, capfd
+):
     store_path, run_id = tmp_path / "task_state_store.json", f"manual__{uuid.uuid4().hex[:8]}"
     code = sleeper(8)
     with fault_case("SIGKILL of the task process, then the retry", "synchronous", "mid-job") as case:
-        proc = spawn({"mode": "task", "run_id": run_id, "try_number": 1, "store": str(store_path),
-                      "replica_specs": pytorch_specs(code, workers=1), "out": str(tmp_path / "try1.json")},
-                     tmp_path / "try1.log")
+        proc = spawn(
+            {
+                "mode": "task",
+                "run_id": run_id,
+                "try_number": 1,
+                "store": str(store_path),
+                "replica_specs": pytorch_specs(code, workers=1),
+                "out": str(tmp_path / "try1.json"),
+            },
+            tmp_path / "try1.log",
+        )
         try:
-            wait_for(lambda: (running(custom_objects, namespace) and store_path.exists()) or proc.poll() is not None,
-                     timeout=120, what="try 1's job running and its identity stored")
+            wait_for(
+                lambda: (running(custom_objects, namespace) and store_path.exists()) or proc.poll() is not None,
+                timeout=120,
+                what="try 1's job running and its identity stored",
+            )
         finally:
             killed = sigkill(proc)
         case.observe(injected=int(killed))
@@ -223,18 +287,29 @@ def test_sigkill_of_the_task_process_then_the_retry_reattaches(namespace, custom
 
 
 @pytest.mark.usefixtures("kubernetes_default_conn")
-def test_death_between_create_and_the_stored_identity_then_the_retry_attaches(namespace, custom_objects, kube_api_client,
-                                                                             creations, fault_case, tmp_path, capfd):
+def test_death_between_create_and_the_stored_identity_then_the_retry_attaches(
+    namespace, custom_objects, kube_api_client, creations, fault_case, tmp_path, capfd
+):
     """Try 1 creates its job and dies (SIGKILL) before ``task_state_store`` holds the job's identity. Try 2 finds
     nothing stored, submits, meets its own running job by name (409) and, the labels saying it is this task
     instance's, attaches to it (``reattach_on_restart``): one job, run once."""
     store_path, run_id = tmp_path / "task_state_store.json", f"manual__{uuid.uuid4().hex[:8]}"
     code = sleeper(6)
-    with fault_case("SIGKILL between create and the task_state_store write, then the retry", "synchronous",
-                    "after create") as case:
-        proc = spawn({"mode": "task", "run_id": run_id, "try_number": 1, "store": str(store_path),
-                      "replica_specs": pytorch_specs(code, workers=1), "out": str(tmp_path / "try1.json"),
-                      "die_when_storing": True}, tmp_path / "try1.log")
+    with fault_case(
+        "SIGKILL between create and the task_state_store write, then the retry", "synchronous", "after create"
+    ) as case:
+        proc = spawn(
+            {
+                "mode": "task",
+                "run_id": run_id,
+                "try_number": 1,
+                "store": str(store_path),
+                "replica_specs": pytorch_specs(code, workers=1),
+                "out": str(tmp_path / "try1.json"),
+                "die_when_storing": True,
+            },
+            tmp_path / "try1.log",
+        )
         proc.wait(120)
         died = proc.returncode == -signal.SIGKILL
         case.observe(injected=int(died))
@@ -251,8 +326,9 @@ def test_death_between_create_and_the_stored_identity_then_the_retry_attaches(na
 
 
 @pytest.mark.usefixtures("kubernetes_default_conn")
-def test_sigkill_of_the_trigger_process_then_another_triggerer(namespace, kube_api_client, creations, fault_case,
-                                                               tmp_path, custom_objects):
+def test_sigkill_of_the_trigger_process_then_another_triggerer(
+    namespace, kube_api_client, creations, fault_case, tmp_path, custom_objects
+):
     ti = TaskInstanceStandIn()
     with fault_case("SIGKILL of the triggerer process, trigger re-created", "deferred", "mid-job") as case:
         operator = make(sleeper(8), deferrable=True, workers=1)
@@ -260,18 +336,23 @@ def test_sigkill_of_the_trigger_process_then_another_triggerer(namespace, kube_a
             operator.execute({"ti": ti})
         classpath, kwargs = deferred.value.trigger.serialize()
         log = tmp_path / "triggerer.log"
-        proc = spawn({"mode": "trigger", "classpath": classpath, "kwargs": kwargs, "out": str(tmp_path / "event.json")},
-                     log)
+        proc = spawn(
+            {"mode": "trigger", "classpath": classpath, "kwargs": kwargs, "out": str(tmp_path / "event.json")}, log
+        )
         try:
             wait_for(lambda: running(custom_objects, namespace), timeout=120, what="the job running")
             time.sleep(3)  # the trigger process is waiting on the job (its imports took less than that)
         finally:
             killed = sigkill(proc)
         case.observe(injected=int(killed))
-        case.measurer = lambda: dict(jobs=creations.jobs_of(ti.run_id), orphans=count_orphans(kube_api_client, namespace))
+        case.measurer = lambda: dict(
+            jobs=creations.jobs_of(ti.run_id), orphans=count_orphans(kube_api_client, namespace)
+        )
         assert killed, f"the trigger process ended before the kill: {log.read_text()[-2000:]}"
         assert not (tmp_path / "event.json").exists()
-        event = first_event(rebuild(deferred.value.trigger), timeout=240.0)  # another triggerer, from the serialized kwargs
+        event = first_event(
+            rebuild(deferred.value.trigger), timeout=240.0
+        )  # another triggerer, from the serialized kwargs
         summary = operator.execute_complete({"ti": ti}, event)
         assert event["outcome"] == FINISHED, event["message"]
         case.measure()

@@ -16,11 +16,9 @@ import pytest
 from airflow_trainjob.constants import GROUP, LABEL_KUEUE_QUEUE_NAME, VERSION
 from airflow_trainjob.exceptions import TrainingJobTimeoutError
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
-from tests.operators.conftest import pytorch_specs
-from tests.operators.test_finished_then_deleted import MODES, defer, operator_for, true_types
-from tests.operators.test_training_job import OK, jobs
-from tests.triggers.test_training_job import first_event
 from airflow_trainjob_local.testing.waiting import wait_for
+from tests.support.deferred import MODES, defer, first_event, operator_for
+from tests.support.jobs import OK, jobs, pytorch_specs, true_types
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
 
@@ -34,13 +32,21 @@ def admit_later(custom_objects, core_v1, namespace: str, seen: dict) -> threadin
     def admit():
         job = wait_for(lambda: (jobs(custom_objects, namespace) or [None])[0], timeout=60)
         name = job["metadata"]["name"]
-        wait_for(lambda: "Suspended" in true_types(custom_objects.get_namespaced_custom_object(
-            GROUP, VERSION, namespace, "pytorchjobs", name)), timeout=30)
+        wait_for(
+            lambda: (
+                "Suspended"
+                in true_types(
+                    custom_objects.get_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", name)
+                )
+            ),
+            timeout=30,
+        )
         time.sleep(QUEUED_FOR)
         seen["queued"] = custom_objects.get_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", name)
         seen["pods_while_queued"] = len(core_v1.list_namespaced_pod(namespace).items)
-        custom_objects.patch_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", name,
-                                                      {"spec": {"runPolicy": {"suspend": False}}})
+        custom_objects.patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, "pytorchjobs", name, {"spec": {"runPolicy": {"suspend": False}}}
+        )
         seen["admitted_at"] = time.time()
 
     thread = threading.Thread(target=admit, daemon=True)
@@ -56,9 +62,17 @@ def run(mode: str, operator, ti, timeout: float = 120) -> dict:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_queued_job_is_not_failed_by_startup_timeout_and_runs_once_admitted(
-        mode, ti, namespace, custom_objects, core_v1, capfd):
-    operator = operator_for(mode, pytorch_specs(OK, workers=1), queue_name="team-a", startup_timeout=5,
-                            run_policy={"suspend": True}, on_finish="keep_job", poll_interval=60)
+    mode, ti, namespace, custom_objects, core_v1, capfd
+):
+    operator = operator_for(
+        mode,
+        pytorch_specs(OK, workers=1),
+        queue_name="team-a",
+        startup_timeout=5,
+        run_policy={"suspend": True},
+        on_finish="keep_job",
+        poll_interval=60,
+    )
     seen: dict = {}
     admitter = admit_later(custom_objects, core_v1, namespace, seen)
     summary = run(mode, operator, ti)
@@ -77,15 +91,23 @@ def test_a_queued_job_is_not_failed_by_startup_timeout_and_runs_once_admitted(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_queue_timeout_bounds_the_wait_in_the_queue_and_deletes_the_job(mode, ti, namespace, custom_objects, core_v1):
-    operator = operator_for(mode, pytorch_specs(OK, workers=0), queue_name="team-a", queue_timeout=3,
-                            run_policy={"suspend": True}, poll_interval=60)
+    operator = operator_for(
+        mode,
+        pytorch_specs(OK, workers=0),
+        queue_name="team-a",
+        queue_timeout=3,
+        run_policy={"suspend": True},
+        poll_interval=60,
+    )
     started = time.monotonic()
     with pytest.raises(TrainingJobTimeoutError) as raised:
         run(mode, operator, ti, timeout=60)
     elapsed = time.monotonic() - started
     message = str(raised.value)
-    assert "queue_timeout of 3 s passed while the job waited in Kueue queue 'team-a', suspended and not admitted" \
+    assert (
+        "queue_timeout of 3 s passed while the job waited in Kueue queue 'team-a', suspended and not admitted"
         in message
+    )
     assert "kubectl get workloads.kueue.x-k8s.io -n " + namespace in message
     assert 3 <= elapsed < 30
     assert jobs(custom_objects, namespace) == []  # deleted: nothing is left queued for a task that gave up
@@ -95,8 +117,9 @@ def test_queue_timeout_bounds_the_wait_in_the_queue_and_deletes_the_job(mode, ti
 def test_queue_name_conflicting_with_the_label_is_refused(ti, namespace, custom_objects):
     from airflow_trainjob.exceptions import InvalidJobSpecError
 
-    operator = operator_for("sync", pytorch_specs(OK, workers=0), queue_name="team-a",
-                            labels={LABEL_KUEUE_QUEUE_NAME: "team-b"})
+    operator = operator_for(
+        "sync", pytorch_specs(OK, workers=0), queue_name="team-a", labels={LABEL_KUEUE_QUEUE_NAME: "team-b"}
+    )
     with pytest.raises(InvalidJobSpecError) as raised:
         operator.execute({"ti": ti})
     assert "conflicts with queue_name='team-a'" in str(raised.value)
@@ -104,10 +127,17 @@ def test_queue_name_conflicting_with_the_label_is_refused(ti, namespace, custom_
 
 
 def test_the_sensor_waits_on_a_queued_job_and_succeeds_once_it_ran(namespace, custom_objects, core_v1, capfd, ti):
-    operator = operator_for("sync", pytorch_specs(OK, workers=0), queue_name="team-a", run_policy={"suspend": True},
-                            on_finish="keep_job", job_name="queued-elsewhere")
-    sensor = TrainingJobSensor(task_id="watch", kind="PyTorchJob", job_name="queued-elsewhere", poke_interval=1,
-                               timeout=60)
+    operator = operator_for(
+        "sync",
+        pytorch_specs(OK, workers=0),
+        queue_name="team-a",
+        run_policy={"suspend": True},
+        on_finish="keep_job",
+        job_name="queued-elsewhere",
+    )
+    sensor = TrainingJobSensor(
+        task_id="watch", kind="PyTorchJob", job_name="queued-elsewhere", poke_interval=1, timeout=60
+    )
     seen: dict = {}
     admit_later(custom_objects, core_v1, namespace, seen)
     launcher = threading.Thread(target=lambda: operator.execute({"ti": ti}), daemon=True)

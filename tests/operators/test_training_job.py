@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import pytest
@@ -22,28 +21,32 @@ from airflow_trainjob.exceptions import (
 )
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob_local.testing.waiting import wait_for
-from tests.operators.conftest import TaskInstanceStandIn, TaskStateStoreStandIn, pytorch_specs, python_container
+from tests.support.jobs import (
+    EXIT_1,
+    OK,
+    SLEEP,
+    TaskInstanceStandIn,
+    TaskStateStoreStandIn,
+    jobs,
+    python_container,
+    pytorch_specs,
+    run_in_thread,
+)
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
 
-OK = "import os; print('hello from rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'])"
-SLEEP = "import time; time.sleep(120)"
-EXIT_1 = "import sys; print('bad input'); sys.exit(1)"
 SIGKILL_SELF = "import os, signal; print('about to die'); os.kill(os.getpid(), signal.SIGKILL)"
 
 
 def make(replica_specs, **kwargs) -> TrainingJobOperator:
     kwargs.setdefault("poll_interval", 0.5)
-    return TrainingJobOperator(task_id="train", kind=kwargs.pop("kind", "PyTorchJob"), replica_specs=replica_specs, **kwargs)
-
-
-def jobs(custom_objects, namespace, plural="pytorchjobs"):
-    return custom_objects.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]
+    return TrainingJobOperator(
+        task_id="train", kind=kwargs.pop("kind", "PyTorchJob"), replica_specs=replica_specs, **kwargs
+    )
 
 
 def pods(core_v1, namespace, job_name):
     return core_v1.list_namespaced_pod(namespace, label_selector=f"{LABEL_JOB_NAME}={job_name}").items
-
 
 
 def test_success_returns_summary_streams_lead_log_and_deletes_job(ti, namespace, custom_objects, capfd):
@@ -86,9 +89,9 @@ def test_killed_replica_137_is_retryable(ti, namespace):
 def test_exit_code_policy_restarts_then_succeeds(ti, namespace, tmp_path):
     marker = tmp_path / "first-run-done"
     code = (
-        "import os, pathlib, signal; m = pathlib.Path(%r)\n"
+        f"import os, pathlib, signal; m = pathlib.Path({str(marker)!r})\n"
         "if not m.exists():\n    m.touch(); os.kill(os.getpid(), signal.SIGKILL)\n"
-        "print('second run ok')" % str(marker)
+        "print('second run ok')"
     )
     operator = make(pytorch_specs(code, workers=0, restartPolicy="ExitCode"))
     summary = operator.execute({"ti": ti})
@@ -125,7 +128,9 @@ def test_timeout_deletes_the_running_job(ti, namespace, custom_objects, core_v1)
 @pytest.mark.parametrize(("policy", "left"), [("All", set()), ("Running", {"master"}), ("None", {"master", "worker"})])
 def test_clean_pod_policy_leaves_exactly_the_right_pods(ti, namespace, core_v1, policy, left):
     # The Master fails at once while the Worker is still running.
-    operator = make(pytorch_specs(EXIT_1, SLEEP, workers=1), run_policy={"cleanPodPolicy": policy}, on_finish="keep_job")
+    operator = make(
+        pytorch_specs(EXIT_1, SLEEP, workers=1), run_policy={"cleanPodPolicy": policy}, on_finish="keep_job"
+    )
     with pytest.raises(AirflowFailException):
         operator.execute({"ti": ti})
     name = ti.xcom["job_name"]
@@ -144,8 +149,14 @@ def test_clean_pod_policy_leaves_exactly_the_right_pods(ti, namespace, core_v1, 
 
 @pytest.mark.parametrize(
     ("on_finish", "code", "kept"),
-    [("keep_job", OK, True), ("delete_job", OK, False), ("delete_succeeded_job", OK, False),
-     ("keep_job", EXIT_1, True), ("delete_job", EXIT_1, False), ("delete_succeeded_job", EXIT_1, True)],
+    [
+        ("keep_job", OK, True),
+        ("delete_job", OK, False),
+        ("delete_succeeded_job", OK, False),
+        ("keep_job", EXIT_1, True),
+        ("delete_job", EXIT_1, False),
+        ("delete_succeeded_job", EXIT_1, True),
+    ],
 )
 def test_end_of_task_options(ti, namespace, custom_objects, on_finish, code, kept):
     operator = make(pytorch_specs(code, workers=0), on_finish=on_finish)
@@ -171,21 +182,6 @@ def test_job_owned_by_someone_else_is_refused_and_untouched(ti, namespace, custo
     (still,) = jobs(custom_objects, namespace)
     assert still["metadata"]["uid"] == created["metadata"]["uid"]
     assert still["metadata"]["labels"] == {"team": "other"}
-
-
-def run_in_thread(operator, context):
-    """Run ``operator.execute(context)`` in a daemon thread; ``outcome`` gets its ``result`` or ``error``."""
-    outcome = {}
-
-    def target():
-        try:
-            outcome["result"] = operator.execute(context)
-        except BaseException as e:  # noqa: BLE001 - the test inspects whatever execute raised
-            outcome["error"] = e
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    return thread, outcome
 
 
 def _running(custom_objects, namespace):
@@ -232,11 +228,17 @@ def test_retry_after_a_lost_worker_leaves_one_job(namespace, custom_objects, rea
     original = jobs(custom_objects, namespace)[0]
 
     second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
-    summary = make(pytorch_specs("import time; time.sleep(4); print('done')", workers=0), reattach_on_restart=reattach, durable=reattach).execute({"ti": second})
+    summary = make(
+        pytorch_specs("import time; time.sleep(4); print('done')", workers=0),
+        reattach_on_restart=reattach,
+        durable=reattach,
+    ).execute({"ti": second})
     assert summary["name"] == original["metadata"]["name"]
     all_jobs = jobs(custom_objects, namespace)
     assert len(all_jobs) <= 1
-    assert (summary["conditions"][0]["lastTransitionTime"] == original["status"]["conditions"][0]["lastTransitionTime"]) == same_uid
+    assert (
+        summary["conditions"][0]["lastTransitionTime"] == original["status"]["conditions"][0]["lastTransitionTime"]
+    ) == same_uid
 
 
 def test_templated_specs_render_into_the_created_job(ti, namespace, custom_objects):
@@ -265,8 +267,10 @@ def test_templated_specs_render_into_the_created_job(ti, namespace, custom_objec
     assert shown["spec"]["runPolicy"]["cleanPodPolicy"] == "None"
     assert json.loads(shown["metadata"]["annotations"][ANNOTATION_HELD_RUN_POLICY]) == {"cleanPodPolicy": "Running"}
     # (suspend: false is the CRD's default, written by the API server as on a real cluster.)
-    released = {**shown["spec"], "runPolicy": {**shown["spec"]["runPolicy"], "cleanPodPolicy": "Running",
-                                               "suspend": False}}
+    released = {
+        **shown["spec"],
+        "runPolicy": {**shown["spec"]["runPolicy"], "cleanPodPolicy": "Running", "suspend": False},
+    }
     assert job["spec"] == released and job["metadata"]["labels"] == shown["metadata"]["labels"]
     assert ANNOTATION_HELD_RUN_POLICY not in (job["metadata"].get("annotations") or {})
 
@@ -282,7 +286,9 @@ def test_bad_input_is_refused_before_any_api_call(ti, namespace, custom_objects)
         make(pytorch_specs(OK, workers=0), on_finish="delete_everything").execute({"ti": ti})
     assert "on_finish" in str(raised.value) and "keep_job, delete_job, delete_succeeded_job" in str(raised.value)
     with pytest.raises(InvalidJobSpecError):
-        make({"Master": {"replicas": 2, "template": {"spec": {"containers": [python_container(OK)]}}}}).execute({"ti": ti})
+        make({"Master": {"replicas": 2, "template": {"spec": {"containers": [python_container(OK)]}}}}).execute(
+            {"ti": ti}
+        )
     assert jobs(custom_objects, namespace) == []
     assert ti.xcom == {}
 
@@ -292,8 +298,11 @@ def test_extra_link_from_the_connection_template(ti, namespace, monkeypatch, loc
 
     from airflow_trainjob.links.training_job import TrainingJobLink
 
-    extra = {"kube_config_path": str(local_cluster.kubeconfig), "namespace": namespace,
-             "job_url_template": "https://kubeflow.example.com/jobs/{namespace}/{plural}/{name}"}
+    extra = {
+        "kube_config_path": str(local_cluster.kubeconfig),
+        "namespace": namespace,
+        "job_url_template": "https://kubeflow.example.com/jobs/{namespace}/{plural}/{name}",
+    }
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": extra}))
     operator = make(pytorch_specs(OK, workers=0))
     operator.execute({"ti": ti})
@@ -337,7 +346,9 @@ def test_stored_job_that_already_succeeded_is_not_run_again(namespace, custom_ob
     make(pytorch_specs(OK, workers=0), on_finish="keep_job").execute({"ti": first, "task_state_store": store})
     (job,) = jobs(custom_objects, namespace)
     second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
-    summary = make(pytorch_specs(OK, workers=0), on_finish="keep_job").execute({"ti": second, "task_state_store": store})
+    summary = make(pytorch_specs(OK, workers=0), on_finish="keep_job").execute(
+        {"ti": second, "task_state_store": store}
+    )
     (still,) = jobs(custom_objects, namespace)
     assert still["metadata"]["uid"] == job["metadata"]["uid"]  # not resubmitted
     assert summary["conditions"][-1]["type"] == "Succeeded"
@@ -351,8 +362,14 @@ def test_a_late_on_kill_of_an_earlier_try_leaves_the_job_the_next_try_follows(na
     wait_for(lambda: _running(custom_objects, namespace), what="try 1's job running")
     second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
     thread, outcome = run_in_thread(make(pytorch_specs(code, workers=0)), {"ti": second})
-    wait_for(lambda: jobs(custom_objects, namespace)[0]["metadata"].get("annotations", {}).get(
-        "airflow-trainjob.apache.org/followed-by-try"), what="try 2 attached")
+    wait_for(
+        lambda: (
+            jobs(custom_objects, namespace)[0]["metadata"]
+            .get("annotations", {})
+            .get("airflow-trainjob.apache.org/followed-by-try")
+        ),
+        what="try 2 attached",
+    )
     old.on_kill()  # try 1's kill arrives after try 2 attached: it must leave the job
     thread.join(60)
     assert outcome.get("result", {}).get("conditions", [{}])[-1].get("type") == "Succeeded", outcome

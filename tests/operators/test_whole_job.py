@@ -10,7 +10,7 @@ import yaml
 from airflow_trainjob.constants import LABEL_DAG_ID, LABEL_TRY_NUMBER
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.operators.training_job import TrainingJobOperator
-from tests.operators.test_training_job import OK, jobs
+from tests.support.jobs import OK, jobs
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
 
@@ -26,18 +26,28 @@ def kubectl_style_job(namespace: str) -> dict:
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": {
-            "name": "digits", "namespace": namespace, "uid": "0b0e", "resourceVersion": "4711", "generation": 3,
-            "creationTimestamp": "2026-11-30T10:00:00Z", "labels": {"team": "vision"},
+            "name": "digits",
+            "namespace": namespace,
+            "uid": "0b0e",
+            "resourceVersion": "4711",
+            "generation": 3,
+            "creationTimestamp": "2026-11-30T10:00:00Z",
+            "labels": {"team": "vision"},
             "annotations": {"owner": "ml-platform"},
         },
         "spec": {
             "runPolicy": {"cleanPodPolicy": "All"},
             "pytorchReplicaSpecs": {
-                "master": {"replicas": 1, "restartPolicy": "Never",
-                           "template": {"apiVersion": "v1", "kind": "PodTemplate", "spec": {"containers": [
-                               container(OK)]}}},
-                "worker": {"replicas": 1, "restartPolicy": "Never",
-                           "template": {"spec": {"containers": [container(OK)]}}},
+                "master": {
+                    "replicas": 1,
+                    "restartPolicy": "Never",
+                    "template": {"apiVersion": "v1", "kind": "PodTemplate", "spec": {"containers": [container(OK)]}},
+                },
+                "worker": {
+                    "replicas": 1,
+                    "restartPolicy": "Never",
+                    "template": {"spec": {"containers": [container(OK)]}},
+                },
             },
         },
         "status": {"conditions": [{"type": "Succeeded", "status": "True"}]},
@@ -45,8 +55,9 @@ def kubectl_style_job(namespace: str) -> dict:
 
 
 def test_a_job_as_kubectl_prints_it_runs_with_the_providers_identity(ti, namespace, custom_objects, capfd):
-    operator = TrainingJobOperator(task_id="train", job=kubectl_style_job(namespace), on_finish="keep_job",
-                                   poll_interval=1)
+    operator = TrainingJobOperator(
+        task_id="train", job=kubectl_style_job(namespace), on_finish="keep_job", poll_interval=1
+    )
     summary = operator.execute({"ti": ti})
     task_log = "".join(capfd.readouterr())
     # Named per task instance (the same on every try), not after the copied YAML: every run would share "digits".
@@ -82,11 +93,12 @@ def test_a_job_template_file_is_rendered_with_the_context(ti, namespace, custom_
 
 
 def test_two_runs_of_one_copied_job_get_two_jobs(namespace, custom_objects):
-    from tests.operators.conftest import TaskInstanceStandIn
+    from tests.support.jobs import TaskInstanceStandIn
 
     for run in (TaskInstanceStandIn(), TaskInstanceStandIn()):  # two DAG runs, the same YAML
-        TrainingJobOperator(task_id="train", job=kubectl_style_job(namespace), on_finish="keep_job",
-                            poll_interval=1).execute({"ti": run})
+        TrainingJobOperator(
+            task_id="train", job=kubectl_style_job(namespace), on_finish="keep_job", poll_interval=1
+        ).execute({"ti": run})
     assert len(jobs(custom_objects, namespace)) == 2
 
 
@@ -109,12 +121,15 @@ def test_a_missing_job_template_file_is_one_clear_error(ti, tmp_path):
     assert "job_template_file: cannot read" in str(raised.value) and "absent.yaml" in str(raised.value)
 
 
-@pytest.mark.parametrize("extra, expected", [
-    ({"replica_specs": {"Master": {}}}, "replica_specs: not allowed with job"),
-    ({"run_policy": {"backoffLimit": 1}}, "run_policy: not allowed with job"),
-    ({"kind": "TFJob"}, "kind: 'TFJob' differs from the job's kind 'PyTorchJob'"),
-    ({"job_template_file": "/nonexistent.yaml"}, "give one whole job, not both"),
-])
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        ({"replica_specs": {"Master": {}}}, "replica_specs: not allowed with job"),
+        ({"run_policy": {"backoffLimit": 1}}, "run_policy: not allowed with job"),
+        ({"kind": "TFJob"}, "kind: 'TFJob' differs from the job's kind 'PyTorchJob'"),
+        ({"job_template_file": "/nonexistent.yaml"}, "give one whole job, not both"),
+    ],
+)
 def test_a_whole_job_with_parts_is_refused_before_any_api_call(extra, expected, ti, namespace, custom_objects):
     operator = TrainingJobOperator(task_id="train", job=kubectl_style_job(namespace), **extra)
     with pytest.raises(InvalidJobSpecError) as raised:
@@ -125,8 +140,9 @@ def test_a_whole_job_with_parts_is_refused_before_any_api_call(extra, expected, 
 
 def test_the_parameter_namespace_and_job_name_override_the_jobs_own(ti, namespace, custom_objects, capfd):
     job = kubectl_style_job("somewhere-else")
-    operator = TrainingJobOperator(task_id="train", job=job, namespace=namespace, job_name="digits-nightly",
-                                   on_finish="keep_job", poll_interval=1)
+    operator = TrainingJobOperator(
+        task_id="train", job=job, namespace=namespace, job_name="digits-nightly", on_finish="keep_job", poll_interval=1
+    )
     operator.execute({"ti": ti})
     (created,) = jobs(custom_objects, namespace)
     assert created["metadata"]["name"] == "digits-nightly"
@@ -146,16 +162,25 @@ def test_a_kubeflow_sdk_job_object_runs(ti, namespace, custom_objects):
     from kubernetes.client import V1Container, V1ObjectMeta, V1PodSpec, V1PodTemplateSpec
 
     def replica() -> KubeflowOrgV1ReplicaSpec:
-        pod = V1PodTemplateSpec(spec=V1PodSpec(containers=[V1Container(
-            name="pytorch", image="python:3.11-slim", command=[sys.executable, "-c", OK])]))
+        pod = V1PodTemplateSpec(
+            spec=V1PodSpec(
+                containers=[V1Container(name="pytorch", image="python:3.11-slim", command=[sys.executable, "-c", OK])]
+            )
+        )
         return KubeflowOrgV1ReplicaSpec(replicas=1, restart_policy="OnFailure", template=pod)
 
     sdk_job = KubeflowOrgV1PyTorchJob(
-        api_version="kubeflow.org/v1", kind="PyTorchJob", metadata=V1ObjectMeta(name="sdk-made"),
-        spec=KubeflowOrgV1PyTorchJobSpec(run_policy=KubeflowOrgV1RunPolicy(clean_pod_policy="None", backoff_limit=1),
-                                         pytorch_replica_specs={"Master": replica(), "Worker": replica()}))
+        api_version="kubeflow.org/v1",
+        kind="PyTorchJob",
+        metadata=V1ObjectMeta(name="sdk-made"),
+        spec=KubeflowOrgV1PyTorchJobSpec(
+            run_policy=KubeflowOrgV1RunPolicy(clean_pod_policy="None", backoff_limit=1),
+            pytorch_replica_specs={"Master": replica(), "Worker": replica()},
+        ),
+    )
     summary = TrainingJobOperator(task_id="train", job=sdk_job, on_finish="keep_job", poll_interval=1).execute(
-        {"ti": ti})
+        {"ti": ti}
+    )
     assert summary["name"] == ti.xcom["job_name"] != "sdk-made"
     (job,) = jobs(custom_objects, namespace)
     assert job["spec"]["runPolicy"]["backoffLimit"] == 1 and job["spec"]["runPolicy"]["cleanPodPolicy"] == "None"

@@ -14,8 +14,20 @@ import yaml
 from airflow.providers.common.compat.sdk import AirflowFailException, TaskDeferred
 from kubernetes.client.exceptions import ApiException
 
-from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE, VERSION
-from airflow_trainjob.exceptions import JobDeletedError, JobNotOwnedError, KubernetesAccessError, TrainingJobStoppedError
+from airflow_trainjob.constants import (
+    GROUP,
+    JOB_KINDS,
+    LABEL_JOB_NAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    VERSION,
+)
+from airflow_trainjob.exceptions import (
+    JobDeletedError,
+    JobNotOwnedError,
+    KubernetesAccessError,
+    TrainingJobStoppedError,
+)
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import TrainingJobSpec
@@ -23,7 +35,10 @@ from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.ownership import TaskInstanceIdentity
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from airflow_trainjob.triggers.training_job import DELETED, ERROR, FINISHED, TrainingJobTrigger
-from tests.security.least_privilege import (
+from airflow_trainjob_local.testing.waiting import wait_for
+from tests.support.deferred import first_event
+from tests.support.jobs import EXIT_1, OK, SLEEP, python_container, pytorch_specs, run_in_thread
+from tests.support.least_privilege import (
     SERVICE_ACCOUNT,
     apply_rbac,
     connection_uri,
@@ -33,12 +48,7 @@ from tests.security.least_privilege import (
     token_of,
     wait_until_allowed,
 )
-from tests.operators.conftest import pytorch_specs, python_container
-from tests.operators.test_training_job import EXIT_1, OK, SLEEP, run_in_thread
-from tests.report import record
-from tests.triggers.test_training_job import first_event
-from airflow_trainjob_local.testing.waiting import wait_for
-
+from tests.support.report import record
 
 #: Every (API group, resource, verb) the provider's calls make, and why (the audit of hooks/,
 #: operators/, sensors/, triggers/, links/, log_stream.py, verdict.py). The Role must be exactly this.
@@ -66,7 +76,11 @@ def granted(rules) -> set[tuple[str, str, str]]:
 def test_role_grants_exactly_what_the_provider_calls():
     role, binding = rbac_documents()
     assert role["kind"] == "Role" and binding["kind"] == "RoleBinding"  # namespaced, nothing cluster-wide
-    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]}
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
     rules = granted(role["rules"])
     assert not any("*" in part for triple in rules for part in triple)
     assert rules == set(NEEDED)
@@ -98,7 +112,9 @@ def least_privilege_conn(local_cluster, namespace, sa_client, kube_api_client, t
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(kubeconfig_with_token(local_cluster, token_of(sa_client), namespace)))
     path.chmod(0o600)
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", connection_uri({"kube_config_path": str(path), "namespace": namespace}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT", connection_uri({"kube_config_path": str(path), "namespace": namespace})
+    )
     return "kubernetes_default"
 
 
@@ -110,7 +126,9 @@ def other_namespace(core_v1):
     from airflow_trainjob_local.testing.plugin import TEST_NAMESPACE_LABEL
 
     name = f"t-other-{uuid.uuid4().hex[:6]}"
-    core_v1.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={TEST_NAMESPACE_LABEL: "true"})))
+    core_v1.create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={TEST_NAMESPACE_LABEL: "true"}))
+    )
     yield name
     core_v1.delete_namespace(name)
 
@@ -125,23 +143,30 @@ def jobs(custom_objects, namespace):
 
 
 def live_pods(core_v1, namespace, job_name):
-    return [p for p in core_v1.list_namespaced_pod(namespace, label_selector=f"{LABEL_JOB_NAME}={job_name}").items
-            if p.metadata.deletion_timestamp is None]
+    return [
+        p
+        for p in core_v1.list_namespaced_pod(namespace, label_selector=f"{LABEL_JOB_NAME}={job_name}").items
+        if p.metadata.deletion_timestamp is None
+    ]
 
 
 def running(custom_objects, namespace):
     items = jobs(custom_objects, namespace)
-    return bool(items) and any(c["type"] == "Running" and c["status"] == "True"
-                               for c in (items[0].get("status") or {}).get("conditions") or [])
+    return bool(items) and any(
+        c["type"] == "Running" and c["status"] == "True" for c in (items[0].get("status") or {}).get("conditions") or []
+    )
 
 
 def foreign_job(name: str, code: str = SLEEP) -> dict:
     """A job of the same name that belongs to someone else (no task-instance labels)."""
     return {
-        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
         "metadata": {"name": name, "labels": {"team": "other"}},
-        "spec": {"runPolicy": {"cleanPodPolicy": "All"},
-                 "pytorchReplicaSpecs": {"Master": {"template": {"spec": {"containers": [python_container(code)]}}}}},
+        "spec": {
+            "runPolicy": {"cleanPodPolicy": "All"},
+            "pytorchReplicaSpecs": {"Master": {"template": {"spec": {"containers": [python_container(code)]}}}},
+        },
     }
 
 
@@ -150,7 +175,9 @@ def create_foreign_job_once_the_name_is_free(custom_objects, namespace, name):
 
     def created():
         try:
-            return custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", foreign_job(name))
+            return custom_objects.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, "pytorchjobs", foreign_job(name)
+            )
         except ApiException as e:
             if e.status == 409:
                 return None
@@ -164,7 +191,9 @@ def create_foreign_job_once_the_name_is_free(custom_objects, namespace, name):
 
 @pytest.mark.usefixtures("least_privilege_conn")
 def test_synchronous_success_create_wait_logs_cleanup(ti, namespace, custom_objects, core_v1, capfd):
-    operator = make(pytorch_specs("import time; time.sleep(2)\n" + OK, OK, workers=1), run_policy={"cleanPodPolicy": "All"})
+    operator = make(
+        pytorch_specs("import time; time.sleep(2)\n" + OK, OK, workers=1), run_policy={"cleanPodPolicy": "All"}
+    )
     summary = operator.execute({"ti": ti})
     assert summary["conditions"][-1]["type"] == "Succeeded"
     record("rbac", mode="sync", step="create + wait to Succeeded", passed=True)
@@ -180,8 +209,16 @@ def replicas(kind: str, *types: str) -> dict:
     return {t: {"replicas": 1, "template": {"spec": {"containers": [dict(container)]}}} for t in types}
 
 
-@pytest.mark.parametrize(("kind", "types"), [("TFJob", ("Worker",)), ("MPIJob", ("Launcher", "Worker")),
-                                             ("XGBoostJob", ("Master",)), ("PaddleJob", ("Master",)), ("JAXJob", ("Worker",))])
+@pytest.mark.parametrize(
+    ("kind", "types"),
+    [
+        ("TFJob", ("Worker",)),
+        ("MPIJob", ("Launcher", "Worker")),
+        ("XGBoostJob", ("Master",)),
+        ("PaddleJob", ("Master",)),
+        ("JAXJob", ("Worker",)),
+    ],
+)
 @pytest.mark.usefixtures("least_privilege_conn")
 def test_every_other_kind_runs_with_the_role(kind, types, ti, namespace, custom_objects, capfd):
     operator = TrainingJobOperator(task_id="train", kind=kind, replica_specs=replicas(kind, *types), poll_interval=0.5)
@@ -196,7 +233,9 @@ def test_every_other_kind_runs_with_the_role(kind, types, ti, namespace, custom_
 @pytest.mark.usefixtures("least_privilege_conn")
 def test_synchronous_failure_quotes_logs_and_events_keeps_the_job(ti, namespace, custom_objects, core_v1):
     # cleanPodPolicy Running: the still-running Worker goes, the failed Master stays (its log is quoted).
-    operator = make(pytorch_specs(EXIT_1, SLEEP, workers=1), run_policy={"cleanPodPolicy": "Running"}, on_finish="keep_job")
+    operator = make(
+        pytorch_specs(EXIT_1, SLEEP, workers=1), run_policy={"cleanPodPolicy": "Running"}, on_finish="keep_job"
+    )
     with pytest.raises(AirflowFailException) as raised:
         operator.execute({"ti": ti})
     message = str(raised.value)
@@ -204,8 +243,13 @@ def test_synchronous_failure_quotes_logs_and_events_keeps_the_job(ti, namespace,
     record("rbac", mode="sync", step="failure verdict with log tail and events", passed=True)
     (kept,) = jobs(custom_objects, namespace)
     assert kept["metadata"]["name"] == ti.xcom["job_name"]
-    wait_for(lambda: [p.metadata.labels[LABEL_REPLICA_TYPE] for p in live_pods(core_v1, namespace, ti.xcom["job_name"])]
-             == ["master"], what="only the failed Master's pod left")
+    wait_for(
+        lambda: (
+            [p.metadata.labels[LABEL_REPLICA_TYPE] for p in live_pods(core_v1, namespace, ti.xcom["job_name"])]
+            == ["master"]
+        ),
+        what="only the failed Master's pod left",
+    )
     record("rbac", mode="sync", step="cleanup: cleanPodPolicy Running + keep_job", passed=True)
 
 
@@ -249,28 +293,36 @@ def test_deferred_failure_and_on_kill(ti, namespace, custom_objects):
     assert "exit code 1" in str(raised.value) and "| bad input" in str(raised.value)
     record("rbac", mode="deferred", step="failure verdict with log tail and events", passed=True)
 
-    from tests.operators.conftest import TaskInstanceStandIn
+    from tests.support.jobs import TaskInstanceStandIn
 
     other_ti = TaskInstanceStandIn(task_id="train2")
-    sleeper = TrainingJobOperator(task_id="train2", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0),
-                                  deferrable=True)
+    sleeper = TrainingJobOperator(
+        task_id="train2", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0), deferrable=True
+    )
     with pytest.raises(TaskDeferred) as deferred:
         sleeper.execute({"ti": other_ti})
     asyncio.run(deferred.value.trigger.on_kill())
-    wait_for(lambda: [j["metadata"]["name"] for j in jobs(custom_objects, namespace)] == [ti.xcom["job_name"]],
-             what="the killed deferred task's job deleted, the failed one kept")
+    wait_for(
+        lambda: [j["metadata"]["name"] for j in jobs(custom_objects, namespace)] == [ti.xcom["job_name"]],
+        what="the killed deferred task's job deleted, the failed one kept",
+    )
     record("rbac", mode="deferred", step="on_kill (trigger) deletes the running job", passed=True)
 
 
 @pytest.mark.usefixtures("least_privilege_conn")
 def test_sensor_poke_and_deferred_with_the_role(namespace, custom_objects):
-    manifest = build_manifest(spec=TrainingJobSpec.parse("PyTorchJob", pytorch_specs(OK, workers=0)),
-                              name="made-elsewhere", namespace=namespace)
+    manifest = build_manifest(
+        spec=TrainingJobSpec.parse("PyTorchJob", pytorch_specs(OK, workers=0)),
+        name="made-elsewhere",
+        namespace=namespace,
+    )
     custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", manifest)
     sensor = TrainingJobSensor(task_id="watch", kind="PyTorchJob", job_name="made-elsewhere")
     wait_for(lambda: sensor.poke({}), what="sensor success")
     record("rbac", mode="sync", step="sensor poke", passed=True)
-    deferrable = TrainingJobSensor(task_id="watch", kind="PyTorchJob", job_name="made-elsewhere", deferrable=True, timeout=60)
+    deferrable = TrainingJobSensor(
+        task_id="watch", kind="PyTorchJob", job_name="made-elsewhere", deferrable=True, timeout=60
+    )
     with pytest.raises(TaskDeferred) as deferred:
         deferrable.execute({})
     assert first_event(deferred.value.trigger)["outcome"] == FINISHED
@@ -282,8 +334,9 @@ def test_sensor_poke_and_deferred_with_the_role(namespace, custom_objects):
 
 @pytest.mark.usefixtures("least_privilege_conn")
 def test_a_job_in_another_namespace_is_out_of_reach(ti, namespace, other_namespace, custom_objects):
-    theirs = custom_objects.create_namespaced_custom_object(GROUP, VERSION, other_namespace, "pytorchjobs",
-                                                            foreign_job("theirs"))
+    theirs = custom_objects.create_namespaced_custom_object(
+        GROUP, VERSION, other_namespace, "pytorchjobs", foreign_job("theirs")
+    )
     with pytest.raises(KubernetesAccessError) as raised:
         make(pytorch_specs(OK, workers=0), namespace=other_namespace).execute({"ti": ti})
     message = str(raised.value)
@@ -295,18 +348,27 @@ def test_a_job_in_another_namespace_is_out_of_reach(ti, namespace, other_namespa
         hook.delete_job("PyTorchJob", "theirs", other_namespace)
     with pytest.raises(KubernetesAccessError):
         hook.list_job_pods("theirs", other_namespace)
-    trigger = TrainingJobTrigger(kind="PyTorchJob", name="theirs", namespace=other_namespace,
-                                 owner_labels=dict(TaskInstanceIdentity.from_context({"ti": ti}).labels()))
+    trigger = TrainingJobTrigger(
+        kind="PyTorchJob",
+        name="theirs",
+        namespace=other_namespace,
+        owner_labels=dict(TaskInstanceIdentity.from_context({"ti": ti}).labels()),
+    )
     event = first_event(trigger)
     assert event["outcome"] == ERROR and "403" in event["message"] and event["job"] is None
     with pytest.raises(KubernetesAccessError) as refused:  # one line naming verb and resource, no headers
         asyncio.run(trigger.on_kill())
-    assert refused.value.status == 403 and 'to get pytorchjobs.kubeflow.org in namespace' in str(refused.value)
+    assert refused.value.status == 403 and "to get pytorchjobs.kubeflow.org in namespace" in str(refused.value)
     assert "HTTPHeaderDict" not in str(refused.value) and refused.value.__cause__ is None
     (still,) = jobs(custom_objects, other_namespace)
     assert still["metadata"]["uid"] == theirs["metadata"]["uid"] and "deletionTimestamp" not in still["metadata"]
     assert jobs(custom_objects, namespace) == []  # nothing was created in our own namespace either
-    record("rbac", mode="sync+deferred", step="another namespace: 403 for create, poke, delete, list, watch, on_kill; untouched", passed=True)
+    record(
+        "rbac",
+        mode="sync+deferred",
+        step="another namespace: 403 for create, poke, delete, list, watch, on_kill; untouched",
+        passed=True,
+    )
 
 
 # ---- cleanup touches only this task instance's objects, even when names collide ----------------
@@ -316,7 +378,9 @@ def test_a_job_in_another_namespace_is_out_of_reach(ti, namespace, other_namespa
 def test_foreign_job_with_the_generated_name_is_refused_and_untouched(ti, namespace, custom_objects, core_v1):
     operator = make(pytorch_specs(OK, workers=0), run_policy={"cleanPodPolicy": "All"}, on_finish="delete_job")
     name = operator.build_job({"ti": ti}, namespace)["metadata"]["name"]  # the name the task will use
-    created = custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", foreign_job(name))
+    created = custom_objects.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, "pytorchjobs", foreign_job(name)
+    )
     wait_for(lambda: running(custom_objects, namespace), what="the foreign job running")
     before = {p.metadata.uid for p in live_pods(core_v1, namespace, name)}
     with pytest.raises(JobNotOwnedError):
@@ -340,16 +404,20 @@ def test_foreign_pods_with_the_jobs_label_and_pod_names_survive_cleanup(ti, name
     foreign = []
     for index in range(2):
         pod = client.V1Pod(
-            metadata=client.V1ObjectMeta(name=f"{name}-worker-{index}", labels={
-                LABEL_JOB_NAME: name, LABEL_REPLICA_TYPE: "worker", LABEL_REPLICA_INDEX: str(index)}),
+            metadata=client.V1ObjectMeta(
+                name=f"{name}-worker-{index}",
+                labels={LABEL_JOB_NAME: name, LABEL_REPLICA_TYPE: "worker", LABEL_REPLICA_INDEX: str(index)},
+            ),
             spec=client.V1PodSpec(node_name="nowhere", containers=[client.V1Container(name="pytorch", image="none")]),
         )
         foreign.append(core_v1.create_namespaced_pod(namespace, pod).metadata.uid)
     summary = operator.execute({"ti": ti})
     assert summary["conditions"][-1]["type"] == "Succeeded"
     assert jobs(custom_objects, namespace) == []
-    wait_for(lambda: {p.metadata.uid for p in live_pods(core_v1, namespace, name)} == set(foreign),
-             what="only the foreign pods left")
+    wait_for(
+        lambda: {p.metadata.uid for p in live_pods(core_v1, namespace, name)} == set(foreign),
+        what="only the foreign pods left",
+    )
     record("rbac", mode="sync", step="foreign pods with the job's label and pod names: not deleted", passed=True)
 
 
@@ -390,31 +458,37 @@ def test_deferred_on_kill_leaves_a_foreign_job_with_the_same_name(ti, namespace,
 
 def _probe(verb_key, namespace, custom_objects):
     """Run the provider's step that needs ``verb_key``; return the error text if the API refused it."""
-    group, resource, verb = verb_key
+    _group, resource, verb = verb_key
     hook = TrainingJobHook()
     if (resource, verb) == ("pytorchjobs", "create"):
         spec = TrainingJobSpec.parse("PyTorchJob", pytorch_specs(OK, workers=0))
-        call = lambda: hook.create_job(build_manifest(spec=spec, name=f"probe-{uuid.uuid4().hex[:6]}", namespace=namespace))  # noqa: E731
+        call = lambda: hook.create_job(
+            build_manifest(spec=spec, name=f"probe-{uuid.uuid4().hex[:6]}", namespace=namespace)
+        )
     elif (resource, verb) == ("pytorchjobs", "get"):
-        call = lambda: hook.get_job("PyTorchJob", "absent", namespace)  # noqa: E731
+        call = lambda: hook.get_job("PyTorchJob", "absent", namespace)
     elif (resource, verb) == ("pytorchjobs", "delete"):
-        call = lambda: hook.delete_job("PyTorchJob", "absent", namespace)  # noqa: E731
+        call = lambda: hook.delete_job("PyTorchJob", "absent", namespace)
     elif (resource, verb) == ("pytorchjobs", "patch"):
         # A kept job's runPolicy given back at the end of the task.
-        call = lambda: hook.patch_job("PyTorchJob", "absent", namespace, {"spec": {"runPolicy": {}}})  # noqa: E731
+        call = lambda: hook.patch_job("PyTorchJob", "absent", namespace, {"spec": {"runPolicy": {}}})
     elif (resource, verb) in (("pytorchjobs", "list"), ("pytorchjobs", "watch")):
         # The deferred wait: its stream lists the kind, then watches it; either refused ends the wait with an error.
-        event = first_event(TrainingJobTrigger(kind="PyTorchJob", name="absent", namespace=namespace, wait_for_creation=True,
-                                               timeout=6), timeout=40)
+        event = first_event(
+            TrainingJobTrigger(
+                kind="PyTorchJob", name="absent", namespace=namespace, wait_for_creation=True, timeout=6
+            ),
+            timeout=40,
+        )
         return event["message"] if event["outcome"] == ERROR else None
     elif (resource, verb) == ("pods", "list"):
-        call = lambda: hook.list_job_pods("absent", namespace)  # noqa: E731
+        call = lambda: hook.list_job_pods("absent", namespace)
     elif (resource, verb) == ("pods", "delete"):
-        call = lambda: hook.delete_pod("absent", namespace)  # noqa: E731
+        call = lambda: hook.delete_pod("absent", namespace)
     elif (resource, verb) == ("pods/log", "get"):
-        call = lambda: hook.read_pod_log("absent", namespace)  # noqa: E731
+        call = lambda: hook.read_pod_log("absent", namespace)
     elif (resource, verb) == ("events", "list"):
-        call = lambda: hook.list_events(namespace, {"absent"})  # noqa: E731
+        call = lambda: hook.list_events(namespace, {"absent"})
     else:
         raise AssertionError(f"no probe for {verb_key}")
     try:
@@ -441,20 +515,28 @@ def test_each_verb_is_needed(verb_key, namespace, sa_client, kube_api_client, le
         if rule["verbs"]:
             without.append(rule)
     apply_rbac(kube_api_client, namespace, rules=without)
-    wait_for(lambda: _probe(verb_key, namespace, custom_objects) is not None, timeout=30,
-             what=f"the step needing {verb_key} to be refused once the verb is removed")
+    wait_for(
+        lambda: _probe(verb_key, namespace, custom_objects) is not None,
+        timeout=30,
+        what=f"the step needing {verb_key} to be refused once the verb is removed",
+    )
     refused = _probe(verb_key, namespace, custom_objects)
     assert "403" in refused
     apply_rbac(kube_api_client, namespace)  # the shipped Role again: the same step passes
-    wait_for(lambda: _probe(verb_key, namespace, custom_objects) is None, timeout=30,
-             what=f"the step needing {verb_key} to pass with the shipped Role")
+    wait_for(
+        lambda: _probe(verb_key, namespace, custom_objects) is None,
+        timeout=30,
+        what=f"the step needing {verb_key} to pass with the shipped Role",
+    )
     record("rbac_verbs", verb="/".join(filter(None, verb_key)), needed=True)
 
 
 @pytest.mark.usefixtures("least_privilege_conn")
 def test_killing_a_deferred_sensor_leaves_the_job_it_watches(namespace, custom_objects):
     """The sensor watches a job made elsewhere: marking the sensor task failed must not delete that job."""
-    created = custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", foreign_job("watched"))
+    created = custom_objects.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, "pytorchjobs", foreign_job("watched")
+    )
     sensor = TrainingJobSensor(task_id="watch", kind="PyTorchJob", job_name="watched", deferrable=True, timeout=60)
     with pytest.raises(TaskDeferred) as deferred:
         sensor.execute({})

@@ -11,14 +11,13 @@ import json
 
 import pytest
 
-from tests.operators.conftest import TaskInstanceStandIn, python_container
-from tests.security.test_bad_input import closed_port_conn  # noqa: F401 - a fixture: no API call can succeed
+from tests.support.jobs import TaskInstanceStandIn, python_container
 
 SECRET = "hfSECRETvalue0123456789"
 
 
 @pytest.mark.parametrize("whole", [False, True], ids=["replica_specs", "whole-job"])
-def test_a_secret_in_a_containers_env_is_masked_in_the_rendered_fields(whole, closed_port_conn):  # noqa: F811
+def test_a_secret_in_a_containers_env_is_masked_in_the_rendered_fields(whole, closed_port_conn):
     from airflow.sdk.execution_time.task_runner import _serialize_rendered_fields
     from airflow.sdk.log import mask_secret
 
@@ -28,8 +27,10 @@ def test_a_secret_in_a_containers_env_is_masked_in_the_rendered_fields(whole, cl
     container = {**python_container("print('hi')"), "env": [{"name": "HF_TOKEN", "value": "{{ params.token }}"}]}
     specs = {"Master": {"replicas": 1, "template": {"spec": {"containers": [container]}}}}
     if whole:
-        operator = TrainingJobOperator(task_id="train", job={"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
-                                                              "spec": {"pytorchReplicaSpecs": specs}})
+        operator = TrainingJobOperator(
+            task_id="train",
+            job={"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "spec": {"pytorchReplicaSpecs": specs}},
+        )
     else:
         operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=specs)
     operator.render_template_fields({"ti": TaskInstanceStandIn(), "params": {"token": SECRET}})

@@ -26,10 +26,9 @@ from airflow_trainjob.exceptions import InvalidJobSpecError, KubernetesAccessErr
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from airflow_trainjob.triggers.training_job import ERROR, FINISHED
-from tests.operators.conftest import TaskInstanceStandIn, pytorch_specs
-from tests.report import record
-from tests.triggers.test_training_job import first_event
-from tests.security.least_privilege import (
+from tests.support.deferred import first_event
+from tests.support.jobs import TaskInstanceStandIn, pytorch_specs
+from tests.support.least_privilege import (
     SERVICE_ACCOUNT,
     apply_rbac,
     connection_uri,
@@ -38,6 +37,7 @@ from tests.security.least_privilege import (
     unused_port,
     wait_until_allowed,
 )
+from tests.support.report import record
 
 OK = "print('hello from the master')"
 EXIT_1 = "import sys; print('bad input'); sys.exit(1)"
@@ -53,11 +53,20 @@ def client_certificate() -> tuple[bytes, bytes]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"trainjob-secret-{uuid.uuid4().hex[:8]}")])
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now)
-            .not_valid_after(now + datetime.timedelta(hours=1)).sign(key, hashes.SHA256()))
-    return (cert.public_bytes(serialization.Encoding.PEM),
-            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .sign(key, hashes.SHA256())
+    )
+    return (
+        cert.public_bytes(serialization.Encoding.PEM),
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
+    )
 
 
 def fragments(secret: str, size: int = 20) -> list[str]:
@@ -65,7 +74,7 @@ def fragments(secret: str, size: int = 20) -> list[str]:
     if len(secret) <= size:
         return [secret]
     step = max(1, (len(secret) - size) // 4)
-    return [secret[i:i + size] for i in range(0, len(secret) - size + 1, step)]
+    return [secret[i : i + size] for i in range(0, len(secret) - size + 1, step)]
 
 
 def pem_body(pem: bytes) -> str:
@@ -167,12 +176,16 @@ def secrets_of(token: str, cert_and_key: tuple[bytes, bytes], config: dict) -> S
 
 
 def use_connection(monkeypatch, config: dict, namespace: str) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT",
-                       connection_uri({"kube_config": yaml.safe_dump(config), "namespace": namespace}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT",
+        connection_uri({"kube_config": yaml.safe_dump(config), "namespace": namespace}),
+    )
 
 
 @pytest.fixture
-def secret_conn(local_cluster, namespace, service_account_api_client, kube_api_client, cert_and_key, monkeypatch) -> Secrets:
+def secret_conn(
+    local_cluster, namespace, service_account_api_client, kube_api_client, cert_and_key, monkeypatch
+) -> Secrets:
     """``kubernetes_default``: an inline kubeconfig with the ServiceAccount's token (bound to the shipped
     Role) and a client certificate and key. Returns what must not leak."""
 
@@ -193,7 +206,9 @@ def task_output(capfd, caplog):
 
 def make(code: str, **kwargs) -> TrainingJobOperator:
     kwargs.setdefault("poll_interval", 0.5)
-    return TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0), **kwargs)
+    return TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0), **kwargs
+    )
 
 
 def render_and_execute(operator, ti) -> tuple[Any, BaseException | None]:
@@ -201,7 +216,7 @@ def render_and_execute(operator, ti) -> tuple[Any, BaseException | None]:
     try:
         operator.render_template_fields(context)
         return operator.execute(context), None
-    except BaseException as e:  # noqa: BLE001 - every exception is searched
+    except BaseException as e:
         return None, e
 
 
@@ -255,7 +270,9 @@ def test_bad_token_401(local_cluster, namespace, cert_and_key, monkeypatch, task
     places.finish("bad token (401), operator and sensor")
 
 
-def test_missing_permission_403(local_cluster, namespace, service_account_api_client, cert_and_key, monkeypatch, task_output):
+def test_missing_permission_403(
+    local_cluster, namespace, service_account_api_client, cert_and_key, monkeypatch, task_output
+):
     sa = service_account_api_client("no-rights")  # no Role bound
     config = kubeconfig_with_token(local_cluster, token_of(sa), namespace, client_cert=cert_and_key)
     use_connection(monkeypatch, config, namespace)
@@ -268,7 +285,9 @@ def test_missing_permission_403(local_cluster, namespace, service_account_api_cl
     places.finish("no permission (403)")
 
 
-def test_deferred_success_and_trigger_401(secret_conn, local_cluster, namespace, cert_and_key, monkeypatch, task_output):
+def test_deferred_success_and_trigger_401(
+    secret_conn, local_cluster, namespace, cert_and_key, monkeypatch, task_output
+):
     places = Places(secret_conn)
     Places.start(*task_output)
     ti = TaskInstanceStandIn()
@@ -295,7 +314,7 @@ def test_deferred_success_and_trigger_401(secret_conn, local_cluster, namespace,
     refused = first_event(trigger)
     assert refused["outcome"] == ERROR and "401" in refused["message"]
     places.check("trigger error event", refused)
-    with pytest.raises(Exception) as resumed:  # noqa: PT011 - whatever execute_complete raises is searched
+    with pytest.raises(Exception) as resumed:
         operator.execute_complete({"ti": ti}, refused)
     places.exception("execute_complete exception", resumed.value)
     places.task_output(*task_output)
@@ -338,20 +357,31 @@ def _broken(config: dict, token: str) -> dict[str, str]:
     v["users"][0]["user"]["client-key-data"] = "!!not-base64!!" + token
     variants["client key not base64"] = yaml.safe_dump(v)
     v = copy.deepcopy(config)
-    v["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "/nonexistent",
-                                      "args": ["--token", token]}}
+    v["users"][0]["user"] = {
+        "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "/nonexistent", "args": ["--token", token]}
+    }
     variants["exec plugin that does not exist"] = yaml.safe_dump(v)
     variants["not YAML"] = yaml.safe_dump(config)[:-40] + "\n  bad: [" + token
     return variants
 
 
-@pytest.mark.parametrize("variant", ["current-context names no context", "context names no user", "client key not base64",
-                                     "exec plugin that does not exist", "not YAML"])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "current-context names no context",
+        "context names no user",
+        "client key not base64",
+        "exec plugin that does not exist",
+        "not YAML",
+    ],
+)
 def test_broken_kubeconfig(variant, local_cluster, namespace, cert_and_key, monkeypatch, task_output):
     token = f"trainjob-secret-token-{uuid.uuid4().hex}"
     config = kubeconfig_with_token(local_cluster, token, namespace, client_cert=cert_and_key)
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT",
-                       connection_uri({"kube_config": _broken(config, token)[variant], "namespace": namespace}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT",
+        connection_uri({"kube_config": _broken(config, token)[variant], "namespace": namespace}),
+    )
     places = Places(secrets_of(token, cert_and_key, config))
     Places.start(*task_output)
     ti = TaskInstanceStandIn()
@@ -365,7 +395,7 @@ def test_broken_kubeconfig(variant, local_cluster, namespace, cert_and_key, monk
     places.finish(f"broken kubeconfig: {variant}")
 
 
-FAILING_API_CALL = '''
+FAILING_API_CALL = """
 import kubernetes
 
 
@@ -375,7 +405,7 @@ def test_list_against_a_closed_port():
     configuration.api_key = {{"authorization": "Bearer {token}"}}
     configuration.retries = 0
     kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(configuration)).list_namespace()
-'''
+"""
 
 
 @pytest.mark.parametrize("traceback_style", [None, "long"])
@@ -390,8 +420,18 @@ def test_a_failing_api_call_in_a_test_prints_no_token(traceback_style, tmp_path)
     token = f"trainjob-secret-token-{uuid.uuid4().hex}"
     (tmp_path / "test_failing_call.py").write_text(FAILING_API_CALL.format(port=unused_port(), token=token))
     project = Path(__file__).resolve().parents[2]
-    command = [sys.executable, "-m", "pytest", "-c", str(project / "pyproject.toml"), "--rootdir", str(tmp_path),
-               "-p", "no:cacheprovider", str(tmp_path / "test_failing_call.py")]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-c",
+        str(project / "pyproject.toml"),
+        "--rootdir",
+        str(tmp_path),
+        "-p",
+        "no:cacheprovider",
+        str(tmp_path / "test_failing_call.py"),
+    ]
     if traceback_style:
         command.append(f"--tb={traceback_style}")
     run = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)

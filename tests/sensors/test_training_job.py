@@ -6,21 +6,11 @@ import pytest
 from airflow.providers.common.compat.sdk import AirflowFailException
 
 from airflow_trainjob.constants import GROUP, VERSION
-from airflow_trainjob.manifest import build_manifest
-from airflow_trainjob.models import TrainingJobSpec
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
-from tests.operators.conftest import pytorch_specs
-from tests.operators.test_training_job import EXIT_1, OK, SLEEP
 from airflow_trainjob_local.testing.waiting import wait_for
+from tests.support.jobs import EXIT_1, OK, SLEEP, create
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
-
-
-def create(custom_objects, namespace, name, code, **spec):
-    manifest = build_manifest(
-        spec=TrainingJobSpec.parse("PyTorchJob", pytorch_specs(code, workers=0, **spec)), name=name, namespace=namespace
-    )
-    return custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", manifest)
 
 
 def sensor(name, **kwargs):
@@ -73,8 +63,10 @@ def test_a_job_seen_and_then_gone_between_two_pokes(outcome, namespace, custom_o
     from airflow_trainjob.exceptions import JobDeletedError
 
     flag = tmp_path / "go"
-    code = (f"import os, sys, time\nwhile not os.path.exists({str(flag)!r}): time.sleep(0.1)\n"
-            f"sys.exit({1 if outcome == 'Failed' else 0})")
+    code = (
+        f"import os, sys, time\nwhile not os.path.exists({str(flag)!r}): time.sleep(0.1)\n"
+        f"sys.exit({1 if outcome == 'Failed' else 0})"
+    )
     create(custom_objects, namespace, "short-lived", code)
     watcher = sensor("short-lived")
     wait_for(lambda: "Running" in _true_types(custom_objects, namespace, "short-lived"), what="job running")
@@ -83,8 +75,11 @@ def test_a_job_seen_and_then_gone_between_two_pokes(outcome, namespace, custom_o
         flag.touch()
         wait_for(lambda: outcome in _true_types(custom_objects, namespace, "short-lived"), what=f"job {outcome}")
     custom_objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", "short-lived")
-    wait_for(lambda: custom_objects.list_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs")["items"],
-             done=lambda items: items == [], what="job gone")
+    wait_for(
+        lambda: custom_objects.list_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs")["items"],
+        done=lambda items: items == [],
+        what="job gone",
+    )
     if outcome == "Succeeded":
         assert watcher.poke({}) is True
     elif outcome == "Failed":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import time
 
 import pytest
@@ -14,23 +13,12 @@ from airflow_trainjob.exceptions import JobDeletedError, TrainingJobTimeoutError
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from airflow_trainjob.triggers.training_job import FINISHED, TIMED_OUT, TrainingJobTrigger
-from tests.operators.conftest import pytorch_specs
-from tests.operators.test_training_job import EXIT_1, OK, SLEEP, jobs
-from tests.report import record
 from airflow_trainjob_local.testing.waiting import wait_for
+from tests.support.deferred import first_event, rebuild
+from tests.support.jobs import EXIT_1, OK, SLEEP, jobs, pytorch_specs
+from tests.support.report import record
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
-
-
-def first_event(trigger: TrainingJobTrigger, timeout: float = 60.0) -> dict:
-    """Run the trigger until its first event, as the triggerer does."""
-
-    async def run():
-        async for event in trigger.run():
-            return event.payload
-        raise AssertionError("the trigger ended without an event")
-
-    return asyncio.run(asyncio.wait_for(run(), timeout))
 
 
 def defer(operator: TrainingJobOperator, ti) -> TrainingJobTrigger:
@@ -40,16 +28,18 @@ def defer(operator: TrainingJobOperator, ti) -> TrainingJobTrigger:
     return deferred.value.trigger
 
 
-def rebuild(trigger: TrainingJobTrigger) -> TrainingJobTrigger:
-    """What a triggerer (re)start does: import the classpath, construct from the kwargs."""
-    classpath, kwargs = trigger.serialize()
-    module, _, name = classpath.rpartition(".")
-    return getattr(importlib.import_module(module), name)(**kwargs)
-
-
 def test_serialize_is_exact():
-    trigger = TrainingJobTrigger(kind="PyTorchJob", name="train", namespace="ml", uid="u-1", started_at=1.5, timeout=60,
-                                 owner_labels={"a": "b"}, try_number=3, log_tail_lines=7)
+    trigger = TrainingJobTrigger(
+        kind="PyTorchJob",
+        name="train",
+        namespace="ml",
+        uid="u-1",
+        started_at=1.5,
+        timeout=60,
+        owner_labels={"a": "b"},
+        try_number=3,
+        log_tail_lines=7,
+    )
     assert trigger.serialize() == (
         "airflow_trainjob.triggers.training_job.TrainingJobTrigger",
         {
@@ -76,8 +66,9 @@ def test_serialize_is_exact():
 
 
 def test_deferred_success_same_summary_and_cleanup(ti, namespace, custom_objects, capfd):
-    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(OK, workers=1),
-                                   deferrable=True)
+    operator = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(OK, workers=1), deferrable=True
+    )
     trigger = defer(operator, ti)
     assert len(jobs(custom_objects, namespace)) == 1  # deferring left the job running
     event = first_event(rebuild(trigger))
@@ -90,8 +81,9 @@ def test_deferred_success_same_summary_and_cleanup(ti, namespace, custom_objects
 
 
 def test_deferred_failure_same_verdict_as_synchronous(ti, namespace):
-    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(EXIT_1, workers=0),
-                                   deferrable=True)
+    operator = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(EXIT_1, workers=0), deferrable=True
+    )
     event = first_event(defer(operator, ti))
     with pytest.raises(AirflowFailException) as raised:
         operator.execute_complete({"ti": ti}, event)
@@ -102,8 +94,9 @@ def test_deferred_failure_same_verdict_as_synchronous(ti, namespace):
 
 def test_triggerer_restart_mid_job_ends_right_and_creates_nothing(ti, namespace, custom_objects):
     code = "import time; time.sleep(4); print('done')"
-    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0),
-                                   deferrable=True)
+    operator = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0), deferrable=True
+    )
     trigger = defer(operator, ti)
     with pytest.raises(asyncio.TimeoutError):
         first_event(trigger, timeout=1.5)  # the triggerer dies mid-wait
@@ -114,8 +107,9 @@ def test_triggerer_restart_mid_job_ends_right_and_creates_nothing(ti, namespace,
 
 
 def test_deadline_survives_a_restart_and_is_judged_after_reading_state(ti, namespace, custom_objects):
-    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0),
-                                   deferrable=True, timeout=3)
+    operator = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0), deferrable=True, timeout=3
+    )
     trigger = defer(operator, ti)
     started = time.monotonic()
     event = first_event(rebuild(trigger))
@@ -127,8 +121,13 @@ def test_deadline_survives_a_restart_and_is_judged_after_reading_state(ti, names
 
 
 def test_a_short_ttl_waits_for_the_resumed_task_then_applies(ti, namespace, custom_objects):
-    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(EXIT_1, workers=0),
-                                   run_policy={"ttlSecondsAfterFinished": 1}, deferrable=True)
+    operator = TrainingJobOperator(
+        task_id="train",
+        kind="PyTorchJob",
+        replica_specs=pytorch_specs(EXIT_1, workers=0),
+        run_policy={"ttlSecondsAfterFinished": 1},
+        deferrable=True,
+    )
     event = first_event(defer(operator, ti))
     time.sleep(3)  # longer than the TTL: the provider holds it, so the job and its pods wait for the resume
     assert len(jobs(custom_objects, namespace)) == 1
@@ -140,26 +139,36 @@ def test_a_short_ttl_waits_for_the_resumed_task_then_applies(ti, namespace, cust
 
 
 def test_killed_deferred_task_deletes_the_job(ti, namespace, custom_objects):
-    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0),
-                                   deferrable=True)
+    operator = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0), deferrable=True
+    )
     trigger = rebuild(defer(operator, ti))
     asyncio.run(trigger.on_kill())
     wait_for(lambda: jobs(custom_objects, namespace) == [], what="on_kill deletion")
 
 
 def test_on_kill_leaves_a_job_that_is_not_ours(namespace, custom_objects):
-    foreign = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "theirs"},
-               "spec": {"pytorchReplicaSpecs": {}}}
+    foreign = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "theirs"},
+        "spec": {"pytorchReplicaSpecs": {}},
+    }
     custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", foreign)
-    trigger = TrainingJobTrigger(kind="PyTorchJob", name="theirs", namespace=namespace,
-                                 owner_labels={"airflow-trainjob.apache.org/dag-id": "retrain"})
+    trigger = TrainingJobTrigger(
+        kind="PyTorchJob",
+        name="theirs",
+        namespace=namespace,
+        owner_labels={"airflow-trainjob.apache.org/dag-id": "retrain"},
+    )
     asyncio.run(trigger.on_kill())
     assert [j["metadata"]["name"] for j in jobs(custom_objects, namespace)] == ["theirs"]
 
 
 def test_job_deleted_outside_the_task_while_deferred(ti, namespace, custom_objects):
-    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0),
-                                   deferrable=True)
+    operator = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0), deferrable=True
+    )
     trigger = defer(operator, ti)
 
     async def run_and_delete():
@@ -174,7 +183,7 @@ def test_job_deleted_outside_the_task_while_deferred(ti, namespace, custom_objec
 
 
 def test_deferrable_sensor_waits_for_creation_then_success(namespace, custom_objects):
-    from tests.sensors.test_training_job import create
+    from tests.support.jobs import create
 
     sensor = TrainingJobSensor(task_id="watch", kind="PyTorchJob", job_name="later", deferrable=True, timeout=60)
     with pytest.raises(TaskDeferred) as deferred:
@@ -202,14 +211,16 @@ def test_the_event_carries_no_pod_template(ti, namespace):
         replica["template"]["spec"]["containers"][0]["env"] = [{"name": "WANDB_API_KEY", "value": secret}]
     for code, outcome in ((script, "Succeeded"), (script + "\nraise SystemExit(1)", "Failed")):
         specs["Master"]["template"]["spec"]["containers"][0]["command"][-1] = code
-        operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=specs, deferrable=True,
-                                       on_finish="delete_job")
+        operator = TrainingJobOperator(
+            task_id="train", kind="PyTorchJob", replica_specs=specs, deferrable=True, on_finish="delete_job"
+        )
         event = first_event(defer(operator, type(ti)()))
         text = json.dumps(event)
         assert event["outcome"] == FINISHED and outcome in event["message"]
         assert secret not in text and "x" * 100 not in text
         assert event["job"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"] == {
-            "spec": {"containers": [{"name": "pytorch"}]}}
+            "spec": {"containers": [{"name": "pytorch"}]}
+        }
         assert len(text) < 6000, len(text)
         record("trigger_event", outcome=outcome, template_bytes=len(json.dumps(specs)), event_bytes=len(text))
 
@@ -217,16 +228,18 @@ def test_the_event_carries_no_pod_template(ti, namespace):
 def test_a_clear_that_races_the_next_try_leaves_the_job_to_that_try(namespace, custom_objects):
     """Cleared while deferred: the next try may attach to the job before the old trigger's on_kill runs. The
     late on_kill leaves the job the new try follows, which then finishes normally."""
-    from tests.operators.conftest import TaskInstanceStandIn
+    from tests.support.jobs import TaskInstanceStandIn
 
     code = "import time; time.sleep(3); print('done')"
     first = TaskInstanceStandIn(try_number=1)
-    old = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0),
-                              deferrable=True)
+    old = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0), deferrable=True
+    )
     old_trigger = rebuild(defer(old, first))
     second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
-    new = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0),
-                              deferrable=True)
+    new = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0), deferrable=True
+    )
     new_trigger = rebuild(defer(new, second))  # attaches to the running job, and says so on it
     (job,) = jobs(custom_objects, namespace)
     assert job["metadata"]["annotations"]["airflow-trainjob.apache.org/followed-by-try"] == "2"

@@ -13,8 +13,9 @@ Modules: :mod:`.spec` (the job with its kind's defaults, names, labels), :mod:`.
 :mod:`.env` (per-kind environment), :mod:`.pods` (pod and service manifests), :mod:`.status` (conditions,
 replica statuses, success rules), :mod:`.policies` (restart, backoff, deadline, clean-up, TTL, minAvailable),
 :mod:`.events` (Events), :mod:`.validation` (managedBy, spec validation), :mod:`.reconciler` (one
-reconcile), :mod:`.watch` and :mod:`.workqueue` (the informer machinery), :mod:`.controller` (wiring),
-:mod:`.__main__` (command line).
+reconcile), :mod:`.workqueue` (with :mod:`airflow_trainjob_local.informer`, the informer machinery),
+:mod:`.controller` (wiring), :mod:`.__main__` (command line); the API helpers are
+:mod:`airflow_trainjob_local.kube`, shared with the kubelet.
 
 Where it differs from, or is simpler than, the real operator:
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from kubernetes.config import ConfigException
 
 from airflow_trainjob_local.controller.controller import Controller
-from airflow_trainjob_local.controller.kube import api_client_from_kubeconfig
+from airflow_trainjob_local.kube import api_client_from_kubeconfig
 
 log = logging.getLogger("airflow_trainjob_local.controller")
 
@@ -42,7 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--resync-seconds", type=float, default=30.0, help="reconcile every job at least this often")
     parser.add_argument("--workers", type=int, default=2, help="reconcile threads")
     parser.add_argument(
-        "--port-range", type=_port_range, default=(20000, 29999),
+        "--port-range",
+        type=_port_range,
+        default=(20000, 29999),
         help="loopback TCP ports handed to replicas, LOW-HIGH inclusive (default 20000-29999)",
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])

@@ -1,4 +1,5 @@
-"""The running controller: list-watch loops feed a work queue, worker threads reconcile the queued jobs.
+"""The running controller: list-watch loops (:class:`~airflow_trainjob_local.informer.Informer`) feed a work
+queue, worker threads reconcile the queued jobs.
 
 Watched: the six job kinds (all namespaces) and the pods carrying the operator-name label. A job event
 queues that job; a pod event queues the job named by the pod's controller ownerReference; a job's DELETED
@@ -20,11 +21,11 @@ from kubernetes import client
 
 from airflow_trainjob_local import constants as c
 from airflow_trainjob_local.controller.events import EventRecorder
-from airflow_trainjob_local.controller.kube import ApiException, is_conflict, is_namespace_terminating
 from airflow_trainjob_local.controller.ports import PortAllocator, read_ports
 from airflow_trainjob_local.controller.reconciler import CleanupKey, JobKey, Reconciler
-from airflow_trainjob_local.controller.watch import ListWatcher
 from airflow_trainjob_local.controller.workqueue import WorkQueue
+from airflow_trainjob_local.informer import Informer
+from airflow_trainjob_local.kube import ApiException, is_conflict, is_namespace_terminating
 
 __all__ = ["Controller"]
 
@@ -58,21 +59,23 @@ class Controller:
         custom = client.CustomObjectsApi(api_client)
         core = client.CoreV1Api(api_client)
         self.watchers = [
-            ListWatcher(
+            Informer(
                 kind.plural,
                 functools.partial(custom.list_cluster_custom_object, c.GROUP, c.VERSION, kind.plural),
-                functools.partial(self._on_job, kind.kind),
+                on_event=functools.partial(self._on_job, kind.kind),
                 resync_seconds=resync_seconds,
+                thread_name=f"watch-{kind.plural}",
             )
             for kind in c.JOB_KINDS.values()
         ]
         self.watchers.append(
-            ListWatcher(
+            Informer(
                 "pods",
                 core.list_pod_for_all_namespaces,
-                self._on_pod,
+                on_event=self._on_pod,
                 label_selector=c.LABEL_OPERATOR_NAME,
                 resync_seconds=resync_seconds,
+                thread_name="watch-pods",
             )
         )
         self._workers = [
@@ -134,7 +137,7 @@ class Controller:
                     log.info("%s: the object changed meanwhile (409); retrying in %.1fs", key, delay)
                 else:
                     log.warning("%s: API error HTTP %s %s; retrying in %.1fs", key, exc.status, exc.reason, delay)
-            except Exception:  # noqa: BLE001 - one bad job must never stop the controller
+            except Exception:
                 delay = self.queue.add_rate_limited(key)
                 log.exception("%s: reconcile failed; retrying in %.1fs", key, delay)
             finally:

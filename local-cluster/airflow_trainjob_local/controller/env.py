@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from airflow_trainjob_local import constants as c
 from airflow_trainjob_local.controller.spec import JobView, replica_key
 
-__all__ = ["LOOPBACK", "inject_env", "default_container_index"]
+__all__ = ["LOOPBACK", "default_container_index", "inject_env"]
 
 #: Where every replica listens: all pods are processes on this host.
 LOOPBACK = "127.0.0.1"

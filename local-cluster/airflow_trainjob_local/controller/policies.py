@@ -8,17 +8,18 @@ Times are timezone-aware datetimes; durations are seconds.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from enum import Enum
-from typing import Any, Iterable
+from typing import Any
 
 from airflow_trainjob_local import constants as c
-from airflow_trainjob_local.controller.kube import parse_time
 from airflow_trainjob_local.controller.spec import JobView
 from airflow_trainjob_local.controller.status import is_finished
+from airflow_trainjob_local.kube import parse_time
 
 __all__ = [
-    "PodAction",
     "DEFAULT_MAX_PODS",
+    "PodAction",
     "failed_pod_action",
     "free_pod_slots",
     "is_retryable_exit_code",
@@ -32,6 +33,7 @@ __all__ = [
 
 #: The kubelet's default ``maxPods``: a Node that reports no ``allocatable.pods`` is assumed to take this many.
 DEFAULT_MAX_PODS = 110
+
 
 class PodAction(Enum):
     """What ``ReconcilePods`` does with a pod in phase Failed."""

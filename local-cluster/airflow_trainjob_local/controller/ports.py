@@ -17,7 +17,7 @@ import threading
 
 from airflow_trainjob_local.constants import ANNOTATION_LOCAL_PORTS
 
-__all__ = ["PortAllocator", "read_ports", "ports_annotation"]
+__all__ = ["PortAllocator", "ports_annotation", "read_ports"]
 
 
 class PortAllocator:
@@ -39,7 +39,7 @@ class PortAllocator:
         self._given: set[int] = set()
         self._lock = threading.Lock()
 
-    def reserve(self, ports: "list[int] | set[int]") -> None:
+    def reserve(self, ports: list[int] | set[int]) -> None:
         """Never hand out these ports (e.g. ports already recorded on existing jobs)."""
         with self._lock:
             self._given.update(ports)

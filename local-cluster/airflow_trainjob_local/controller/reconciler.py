@@ -31,24 +31,15 @@ import copy
 import datetime as dt
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from kubernetes import client
 
 from airflow_trainjob_local import constants as c
 from airflow_trainjob_local.controller import policies
 from airflow_trainjob_local.controller.events import EventRecorder
-from airflow_trainjob_local.controller.kube import (
-    MERGE_PATCH,
-    ApiException,
-    format_time,
-    is_already_exists,
-    is_namespace_terminating,
-    is_not_found,
-    now,
-    raw_json,
-)
 from airflow_trainjob_local.controller.pods import (
     NO_EXIT_CODE,
     build_pod,
@@ -58,7 +49,6 @@ from airflow_trainjob_local.controller.pods import (
 )
 from airflow_trainjob_local.controller.ports import PortAllocator, ports_annotation, read_ports
 from airflow_trainjob_local.controller.spec import JobView, replica_key
-from airflow_trainjob_local.controller.validation import external_manager, format_errors, validate_job
 from airflow_trainjob_local.controller.status import (
     CONDITION_FALSE,
     CONDITION_SUSPENDED,
@@ -79,8 +69,19 @@ from airflow_trainjob_local.controller.status import (
     update_conditions,
     update_job_status,
 )
+from airflow_trainjob_local.controller.validation import external_manager, format_errors, validate_job
+from airflow_trainjob_local.kube import (
+    MERGE_PATCH,
+    ApiException,
+    format_time,
+    is_already_exists,
+    is_namespace_terminating,
+    is_not_found,
+    now,
+    raw_json,
+)
 
-__all__ = ["JobKey", "CleanupKey", "Reconciler"]
+__all__ = ["CleanupKey", "JobKey", "Reconciler"]
 
 log = logging.getLogger(__name__)
 
@@ -311,11 +312,14 @@ class _Run:
         if wanted is None:
             return True
         nodes = raw_json(self.r.core.list_node(_preload_content=False)).get("items") or []
-        all_pods = raw_json(
-            self.r.core.list_pod_for_all_namespaces(
-                field_selector="status.phase!=Succeeded,status.phase!=Failed", _preload_content=False
-            )
-        ).get("items") or []
+        all_pods = (
+            raw_json(
+                self.r.core.list_pod_for_all_namespaces(
+                    field_selector="status.phase!=Succeeded,status.phase!=Failed", _preload_content=False
+                )
+            ).get("items")
+            or []
+        )
         free = policies.free_pod_slots(nodes, all_pods)
         if free >= wanted:
             return True
@@ -390,7 +394,8 @@ class _Run:
             return
         if template_sets_restart_policy(view, rtype):
             self._event(
-                WARNING, c.EVENT_REASON_POD_TEMPLATE_RESTART_POLICY,
+                WARNING,
+                c.EVENT_REASON_POD_TEMPLATE_RESTART_POLICY,
                 "Restart policy in pod template will be overwritten by restart policy in replica spec",
             )
         try:
@@ -454,13 +459,15 @@ class _Run:
                 terminated, waiting = state.get("terminated"), state.get("waiting")
                 if terminated and int(terminated.get("exitCode", 0)) != 0 and terminated.get("reason"):
                     self.ctx.emit(
-                        WARNING, terminated["reason"],
+                        WARNING,
+                        terminated["reason"],
                         f"Error pod {name} container {cs.get('name')} exitCode: {terminated.get('exitCode')} "
                         f"terminated message: {terminated.get('message', '')}",
                     )
                 if waiting and waiting.get("message") and waiting.get("reason"):
                     self.ctx.emit(
-                        WARNING, waiting["reason"],
+                        WARNING,
+                        waiting["reason"],
                         f"Error pod {name} container {cs.get('name')} waiting message: {waiting['message']}",
                     )
 

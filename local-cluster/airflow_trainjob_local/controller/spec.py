@@ -13,7 +13,7 @@ from typing import Any
 
 from airflow_trainjob_local import constants as c
 
-__all__ = ["JobView", "replica_key", "pod_name"]
+__all__ = ["JobView", "pod_name", "replica_key"]
 
 
 def replica_key(replica_type: str, index: int) -> str:
@@ -45,7 +45,7 @@ class JobView:
     run_policy: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_object(cls, obj: dict[str, Any]) -> "JobView":
+    def from_object(cls, obj: dict[str, Any]) -> JobView:
         """Build the view of a job object.
 
         :raises KeyError: ``obj['kind']`` is not one of the six kinds.

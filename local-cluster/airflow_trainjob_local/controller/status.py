@@ -12,8 +12,9 @@ Everything here is pure: statuses are plain dicts in the API's JSON shape, event
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from airflow_trainjob_local import constants as c
 from airflow_trainjob_local.controller.pods import container_exit_code
@@ -28,8 +29,8 @@ __all__ = [
     "is_failed",
     "is_finished",
     "is_running",
-    "is_suspended",
     "is_succeeded",
+    "is_suspended",
     "new_reason",
     "update_conditions",
     "update_job_status",
@@ -305,8 +306,12 @@ def _tensorflow(view: JobView, status: dict[str, Any], ctx: StatusContext) -> No
             if restarting is not None:
                 # Running may have dropped the Restarting condition set while reconciling pods: put it back.
                 update_conditions(
-                    status, c.CONDITION_RESTARTING, c.CONDITION_TRUE,
-                    restarting.get("reason", ""), restarting.get("message", ""), ctx.now,
+                    status,
+                    c.CONDITION_RESTARTING,
+                    c.CONDITION_TRUE,
+                    restarting.get("reason", ""),
+                    restarting.get("message", ""),
+                    ctx.now,
                 )
             elif not (view.spec.get("enableDynamicWorker") and rtype == "Worker"):
                 _fail(ctx, status, view, f"{kind} {ns}/{name} has failed because {failed} {rtype} replica(s) failed.")

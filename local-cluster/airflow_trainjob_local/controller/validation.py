@@ -36,8 +36,8 @@ __all__ = [
     "KUBEFLOW_JOBS_CONTROLLER",
     "MULTIKUEUE_CONTROLLER",
     "external_manager",
-    "validate_job",
     "format_errors",
+    "validate_job",
 ]
 
 #: ``runPolicy.managedBy`` of a job the training operator reconciles (also the meaning of no value).
@@ -47,7 +47,10 @@ MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 SUPPORTED_MANAGERS = (KUBEFLOW_JOBS_CONTROLLER, MULTIKUEUE_CONTROLLER)
 
 RESTART_POLICIES = (
-    c.RESTART_POLICY_ALWAYS, c.RESTART_POLICY_ON_FAILURE, c.RESTART_POLICY_NEVER, c.RESTART_POLICY_EXIT_CODE
+    c.RESTART_POLICY_ALWAYS,
+    c.RESTART_POLICY_ON_FAILURE,
+    c.RESTART_POLICY_NEVER,
+    c.RESTART_POLICY_EXIT_CODE,
 )
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
@@ -147,8 +150,10 @@ def _kind_field_errors(kind: c.JobKind, spec: dict[str, Any]) -> list[str]:
             conf = elastic.get("rdzvConf")
             if conf is not None and not (
                 isinstance(conf, list)
-                and all(isinstance(kv, dict) and all(isinstance(kv.get(k, ""), str) for k in ("key", "value"))
-                        for kv in conf)
+                and all(
+                    isinstance(kv, dict) and all(isinstance(kv.get(k, ""), str) for k in ("key", "value"))
+                    for kv in conf
+                )
             ):
                 errors.append(_invalid("spec.elasticPolicy.rdzvConf", conf, "must be a list of {key, value} strings"))
     elif kind.kind == "TFJob":

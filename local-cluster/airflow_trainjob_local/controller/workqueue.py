@@ -14,7 +14,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from typing import Hashable
+from collections.abc import Hashable
 
 __all__ = ["WorkQueue"]
 

@@ -16,8 +16,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
+from airflow_trainjob_local.kube import ApiException, api_client_from_kubeconfig
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,14 +27,29 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--node-name", required=True, help="name of the Node to register")
     parser.add_argument("--port", required=True, type=int, help="HTTPS port of the log server on 127.0.0.1")
     parser.add_argument("--state-dir", required=True, type=Path, help="certificate, container logs, working dirs")
-    parser.add_argument("--client-ca-file", type=Path,
-                        help="require log clients (the apiserver) to present a certificate signed by this CA")
-    parser.add_argument("--restart-backoff-seconds", type=float, default=1.0,
-                        help="first crash-loop back-off, doubled per failure (default 1; the real kubelet: 10)")
-    parser.add_argument("--max-restart-backoff-seconds", type=float, default=60.0,
-                        help="back-off cap (default 60; the real kubelet: 300)")
-    parser.add_argument("--shutdown-grace-seconds", type=float, default=5.0,
-                        help="on SIGTERM, seconds pods' processes get between SIGTERM and SIGKILL (default 5)")
+    parser.add_argument(
+        "--client-ca-file",
+        type=Path,
+        help="require log clients (the apiserver) to present a certificate signed by this CA",
+    )
+    parser.add_argument(
+        "--restart-backoff-seconds",
+        type=float,
+        default=1.0,
+        help="first crash-loop back-off, doubled per failure (default 1; the real kubelet: 10)",
+    )
+    parser.add_argument(
+        "--max-restart-backoff-seconds",
+        type=float,
+        default=60.0,
+        help="back-off cap (default 60; the real kubelet: 300)",
+    )
+    parser.add_argument(
+        "--shutdown-grace-seconds",
+        type=float,
+        default=5.0,
+        help="on SIGTERM, seconds pods' processes get between SIGTERM and SIGKILL (default 5)",
+    )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
@@ -49,15 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from airflow_trainjob_local.kubelet.kubelet import Kubelet
 
-    configuration = client.Configuration()
-    config.load_kube_config(config_file=str(args.kubeconfig), client_configuration=configuration)
     # Two watches plus one status writer per pod share the pool.
-    configuration.connection_pool_maxsize = 32
+    api_client = api_client_from_kubeconfig(args.kubeconfig, pool_size=32)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     try:
-        with client.ApiClient(configuration) as api_client:
+        with api_client:
             kubelet = Kubelet(
                 api_client,
                 node_name=args.node_name,

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
+from airflow_trainjob_local.kube import ApiException, is_namespace_terminating
 from airflow_trainjob_local.kubelet import events
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,8 @@ def schedulable(pod: Mapping[str, Any], node_labels: Mapping[str, str]) -> bool:
 
 
 class Binder:
-    """Binds pods to ``node_name``; :meth:`on_list` / :meth:`on_event` are :class:`~.informer.PodInformer` handlers."""
+    """Binds pods to ``node_name``; :meth:`on_list` / :meth:`on_event` are the handlers of an
+    :class:`~airflow_trainjob_local.informer.Informer`."""
 
     def __init__(
         self,
@@ -82,7 +83,7 @@ class Binder:
             self._core.create_namespaced_pod_binding(name, namespace, body, _preload_content=False)
         except ApiException as e:
             # 404/409: gone, or bound or deleted meanwhile; 403 NamespaceTerminating: its namespace is going away.
-            if e.status in (404, 409) or (e.status == 403 and "being terminated" in str(e.body or "")):
+            if e.status in (404, 409) or is_namespace_terminating(e):
                 log.debug("pod %s/%s not bound: %s", namespace, name, e.reason)
                 return False
             raise

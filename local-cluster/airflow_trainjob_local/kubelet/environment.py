@@ -194,7 +194,7 @@ def _value_from(
         if data is None:
             raise ContainerConfigError(f'{kind.lower()} "{ref["name"]}" not found')
         namespace = pod["metadata"]["namespace"]
-        raise ContainerConfigError(f'couldn\'t find key {ref["key"]} in {kind} {namespace}/{ref["name"]}')
+        raise ContainerConfigError(f"couldn't find key {ref['key']} in {kind} {namespace}/{ref['name']}")
     return data[ref["key"]]
 
 

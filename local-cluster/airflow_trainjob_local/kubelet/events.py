@@ -16,9 +16,8 @@ Killing    Normal   kubelet             ``Stopping container <name>``
 
 Container events carry ``involvedObject.fieldPath`` ``spec.containers{<name>}`` (``spec.initContainers{...}``
 for init containers); every event names the pod with its UID and resourceVersion, and the kubelet's have
-``source.host`` = the node. Like client-go's event correlator, an event identical to one recorded within the
-last 10 minutes (same source, object, field path, type, reason and message) is not written again: the first
-gets ``count + 1`` and a new ``lastTimestamp`` (e.g. ``BackOff`` of a crash-looping container).
+``source.host`` = the node. Identical events within 10 minutes are aggregated into a count
+(:class:`airflow_trainjob_local.events.EventWriter`), e.g. ``BackOff`` of a crash-looping container.
 
 Recording never blocks the caller nor raises: events are queued (at most :data:`QUEUE_SIZE`; beyond that they
 are dropped, as client-go's broadcaster drops them) and one thread writes them; a failed write is logged and
@@ -31,14 +30,14 @@ import logging
 import queue
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import urllib3
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
+
+from airflow_trainjob_local.events import EventWriter, event_body, log_refused
+from airflow_trainjob_local.kube import ApiException, is_retriable
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +54,10 @@ REASON_FAILED = "Failed"
 REASON_BACKOFF = "BackOff"
 REASON_KILLING = "Killing"
 
-#: How long an identical event is counted on the first one instead of written again, seconds.
-AGGREGATION_WINDOW = 600.0
 #: Events waiting to be written; more are dropped.
 QUEUE_SIZE = 1000
-#: Events remembered for aggregation; the oldest are forgotten beyond this.
-CACHE_SIZE = 4096
 #: Attempts per event when the apiserver cannot be reached (or answers 5xx/429).
 ATTEMPTS = 3
-
-_MERGE_PATCH = "application/merge-patch+json"
 
 
 def container_field_path(name: str, init: bool = False) -> str:
@@ -100,16 +93,6 @@ def killing_message(container: str) -> str:
     return f"Stopping container {container}"
 
 
-def _rfc3339(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-@dataclass(frozen=True)
-class _Pending:
-    key: tuple[str, ...]
-    body: dict[str, Any]
-
-
 class EventRecorder:
     """Queues Events about pods and writes them from its own thread (:meth:`start` / :meth:`stop`).
 
@@ -118,11 +101,9 @@ class EventRecorder:
     """
 
     def __init__(self, core: client.CoreV1Api, node_name: str) -> None:
-        self._core = core
+        self._writer = EventWriter(core)
         self._node = node_name
-        self._queue: queue.Queue[_Pending | None] = queue.Queue(maxsize=QUEUE_SIZE)
-        # key -> (namespace, event name, count, monotonic time of the last write)
-        self._seen: OrderedDict[tuple[str, ...], tuple[str, str, int, float]] = OrderedDict()
+        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=QUEUE_SIZE)
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="events", daemon=True)
 
@@ -143,46 +124,27 @@ class EventRecorder:
 
         :param when_ns: when it happened (``time.time_ns()``), default now: its timestamps and its name's suffix.
         """
-        meta = pod.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "default")
         host = self._node if component == KUBELET else None
-        involved: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "name": meta.get("name"),
-            "namespace": namespace,
-            "uid": meta.get("uid"),
-            "resourceVersion": meta.get("resourceVersion"),
-        }
-        if field_path:
-            involved["fieldPath"] = field_path
-        source: dict[str, Any] = {"component": component}
-        if host:
-            source["host"] = host
-        when_ns = time.time_ns() if when_ns is None else when_ns
-        stamp = _rfc3339(when_ns / 1e9)
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            # client-go names events "<object name>.<unix nanoseconds in hex>".
-            "metadata": {"name": f"{meta.get('name')}.{when_ns:x}", "namespace": namespace},
-            "involvedObject": involved,
-            "reason": reason,
-            "message": message,
-            "type": type_,
-            "source": source,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-            "reportingComponent": component,
-            "reportingInstance": host or "",
-        }
-        key = (component, host or "", namespace, str(meta.get("name")), str(meta.get("uid")), field_path or "",
-               type_, reason, message)
+        body = event_body(
+            pod,
+            type_,
+            reason,
+            message,
+            component=component,
+            host=host,
+            field_path=field_path,
+            api_version="v1",
+            kind="Pod",
+            when_ns=when_ns,
+        )
+        body.update(reportingComponent=component, reportingInstance=host or "")
         try:
-            self._queue.put_nowait(_Pending(key, body))
+            self._queue.put_nowait(body)
         except queue.Full:
-            log.warning("event queue full; dropped %s %s on pod %s/%s", type_, reason, namespace, meta.get("name"))
+            meta = pod.get("metadata") or {}
+            log.warning(
+                "event queue full; dropped %s %s on pod %s/%s", type_, reason, meta.get("namespace"), meta.get("name")
+            )
 
     def container_event(
         self, pod: Mapping[str, Any], container: str, type_: str, reason: str, message: str, *, init: bool = False
@@ -215,64 +177,29 @@ class EventRecorder:
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
+            body = self._queue.get()
             try:
-                if item is None:
+                if body is None:
                     return
-                self._write(item)
+                self._write(body)
             except Exception:  # never let one event end the writer
                 log.exception("recording an event failed")
             finally:
                 self._queue.task_done()
 
-    def _write(self, item: _Pending) -> None:
+    def _write(self, body: dict[str, Any]) -> None:
         for attempt in range(ATTEMPTS):
             try:
-                self._write_once(item)
+                self._writer.write(body)
                 return
             except ApiException as e:
-                if e.status < 500 and e.status != 429:
-                    level = logging.DEBUG if _namespace_terminating(e) else logging.WARNING
-                    log.log(level, "could not record event %s on pod %s/%s: HTTP %s %s", item.body["reason"],
-                            item.body["metadata"]["namespace"], item.body["involvedObject"]["name"], e.status,
-                            e.reason)
+                if not is_retriable(e):
+                    log_refused(body, e)
                     return
-                error = f"HTTP {e.status} {e.reason}"
+                error: ApiException | str = e
             except (urllib3.exceptions.HTTPError, OSError) as e:
                 error = str(e)
             if attempt + 1 < ATTEMPTS and not self._stopping.wait(1.0):
                 continue
-            log.warning("could not record event %s on pod %s/%s: %s", item.body["reason"],
-                        item.body["metadata"]["namespace"], item.body["involvedObject"]["name"], error)
+            log_refused(body, error)
             return
-
-    def _write_once(self, item: _Pending) -> None:
-        previous = self._seen.get(item.key)
-        if previous is not None and time.monotonic() - previous[3] < AGGREGATION_WINDOW:
-            namespace, name, count, _ = previous
-            try:
-                self._core.patch_namespaced_event(
-                    name,
-                    namespace,
-                    {"count": count + 1, "lastTimestamp": item.body["lastTimestamp"]},
-                    _content_type=_MERGE_PATCH,
-                )
-                self._remember(item.key, namespace, name, count + 1)
-                return
-            except ApiException as e:
-                if e.status != 404:
-                    raise
-                # The first one expired (events have a TTL): write a new one.
-        namespace = item.body["metadata"]["namespace"]
-        self._core.create_namespaced_event(namespace, item.body, _preload_content=False)
-        self._remember(item.key, namespace, item.body["metadata"]["name"], 1)
-
-    def _remember(self, key: tuple[str, ...], namespace: str, name: str, count: int) -> None:
-        self._seen[key] = (namespace, name, count, time.monotonic())
-        self._seen.move_to_end(key)
-        while len(self._seen) > CACHE_SIZE:
-            self._seen.popitem(last=False)
-
-
-def _namespace_terminating(e: ApiException) -> bool:
-    return e.status == 403 and "being terminated" in str(e.body or "")

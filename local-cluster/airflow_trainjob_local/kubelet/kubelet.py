@@ -24,12 +24,12 @@ from typing import Any
 
 import urllib3
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
+from airflow_trainjob_local.informer import Informer
+from airflow_trainjob_local.kube import ApiException, is_retriable
 from airflow_trainjob_local.kubelet.binder import UNSCHEDULED_SELECTOR, Binder
 from airflow_trainjob_local.kubelet.certs import ensure_serving_cert
 from airflow_trainjob_local.kubelet.events import EventRecorder
-from airflow_trainjob_local.kubelet.informer import PodInformer
 from airflow_trainjob_local.kubelet.log_server import LogServer
 from airflow_trainjob_local.kubelet.logs import LogStore
 from airflow_trainjob_local.kubelet.node import NodeAgent
@@ -86,16 +86,17 @@ class Kubelet:
         self._stopping = False
         self._binder = Binder(self._core, node_name, self._node.labels, self._events)
         self._informers = [
-            PodInformer(
-                self._core,
-                name="pods",
+            Informer(
+                "pods",
+                self._core.list_pod_for_all_namespaces,
                 field_selector=f"spec.nodeName={node_name}",
                 on_list=self._on_list,
                 on_event=self._on_event,
+                resync_seconds=60,
             ),
-            PodInformer(
-                self._core,
-                name="binder",
+            Informer(
+                "binder",
+                self._core.list_pod_for_all_namespaces,
                 field_selector=UNSCHEDULED_SELECTOR,
                 on_list=self._binder.on_list,
                 on_event=self._binder.on_event,
@@ -120,7 +121,7 @@ class Kubelet:
                 self._node.register()
                 break
             except ApiException as e:
-                if e.status < 500 and e.status != 429:  # refused for good (credentials, RBAC, invalid)
+                if not is_retriable(e):  # refused for good (credentials, RBAC, invalid)
                     self._server.stop()
                     raise
                 log.warning("node registration failed (%s %s); retrying", e.status, e.reason)

@@ -41,7 +41,7 @@ class _TLSServer(ThreadingHTTPServer):
         return self.ssl_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
 
     def handle_error(self, request: object, client_address: object) -> None:
-        log.debug("log request from %s failed", client_address, exc_info=True)
+        log.debug("log request from %s failed", client_address, exc_info=True)  # noqa: LOG014 - socketserver calls it in its except
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -53,7 +53,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.request.do_handshake()
         super().setup()
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - BaseHTTPRequestHandler's signature
+    def log_message(self, format: str, *args: object) -> None:
         log.debug("%s %s", self.address_string(), format % args)
 
     def _error(self, code: int, message: str) -> None:
@@ -64,7 +64,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         url = urlsplit(self.path)
         match = _PATH_RE.match(url.path)
         if not match:
@@ -114,10 +114,10 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             return True
 
-    def do_POST(self) -> None:  # noqa: N802 - exec/attach/portForward are not supported
+    def do_POST(self) -> None:
         self._error(404, "404 page not found\n")
 
-    do_PUT = do_DELETE = do_PATCH = do_POST  # noqa: N815
+    do_PUT = do_DELETE = do_PATCH = do_POST
 
 
 class LogServer:

@@ -20,10 +20,10 @@ from typing import Any
 
 import psutil
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob_local import __version__
-from airflow_trainjob_local.kubelet.status import HOST_IP, rfc3339
+from airflow_trainjob_local.kube import MERGE_PATCH, ApiException, format_time
+from airflow_trainjob_local.kubelet.status import HOST_IP
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class NodeAgent:
         self._thread = threading.Thread(target=self._run, name="node-heartbeat", daemon=True)
 
     def _conditions(self, ready: bool, message: str) -> list[dict[str, Any]]:
-        now = rfc3339()
+        now = format_time()
         wanted = [
             ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
             ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
@@ -139,9 +139,7 @@ class NodeAgent:
         except ApiException as e:
             if e.status != 409:
                 raise
-            self._core.patch_node(
-                self.name, {"metadata": {"labels": self.labels}}, _content_type="application/merge-patch+json"
-            )
+            self._core.patch_node(self.name, {"metadata": {"labels": self.labels}}, _content_type=MERGE_PATCH)
             log.info("node %s exists; taking it over", self.name)
         self.update_status(ready=True)
 
@@ -150,9 +148,7 @@ class NodeAgent:
 
         :raises ApiException: the apiserver refused (404 when the Node was deleted).
         """
-        self._core.patch_node_status(
-            self.name, {"status": self._status(ready, message)}, _content_type="application/merge-patch+json"
-        )
+        self._core.patch_node_status(self.name, {"status": self._status(ready, message)}, _content_type=MERGE_PATCH)
 
     def start(self) -> None:
         self._thread.start()
@@ -164,7 +160,7 @@ class NodeAgent:
         if mark_not_ready:
             try:
                 self.update_status(ready=False, message="kubelet stopped")
-            except Exception as e:  # noqa: BLE001 - shutting down: nothing else to do about it
+            except Exception as e:
                 log.warning("node %s: could not report NotReady: %s", self.name, e)
 
     def _run(self) -> None:
@@ -176,9 +172,9 @@ class NodeAgent:
                     log.warning("node %s was deleted; registering again", self.name)
                     try:
                         self.register()
-                    except Exception:  # noqa: BLE001 - retried at the next heartbeat
+                    except Exception:
                         log.exception("node %s: registration failed", self.name)
                 else:
                     log.warning("node %s: heartbeat failed: %s %s", self.name, e.status, e.reason)
-            except Exception as e:  # noqa: BLE001 - connection errors: retried at the next heartbeat
+            except Exception as e:
                 log.warning("node %s: heartbeat failed: %s", self.name, e)

@@ -36,9 +36,9 @@ from typing import Any
 
 import urllib3
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
 
+from airflow_trainjob_local.kube import MERGE_PATCH, ApiException, format_time
 from airflow_trainjob_local.kubelet import environment, events, status
 from airflow_trainjob_local.kubelet.events import EventRecorder
 from airflow_trainjob_local.kubelet.logs import LogStore
@@ -177,7 +177,7 @@ class PodWorker:
             self._await_deletion(report=False)
             return
         self._build_slots(pod)
-        self._start_time = (pod.get("status") or {}).get("startTime") or status.rfc3339()
+        self._start_time = (pod.get("status") or {}).get("startTime") or format_time()
         while True:
             if self._gone:
                 self._announce_killing()
@@ -231,8 +231,8 @@ class PodWorker:
                 "exitCode": 137,
                 "reason": status.REASON_STATUS_UNKNOWN,
                 "message": _UNKNOWN_MESSAGE,
-                "startedAt": state["running"].get("startedAt") or status.rfc3339(now),
-                "finishedAt": status.rfc3339(now),
+                "startedAt": state["running"].get("startedAt") or format_time(now),
+                "finishedAt": format_time(now),
             }
         if finished is None:
             return
@@ -299,8 +299,10 @@ class PodWorker:
         # Always crash-loops too); only a long run resets it.
         if exit_.finished_at - exit_.started_at > _BACKOFF_RESET_FACTOR * self._config.max_backoff_seconds:
             slot.failures = 0
-        delay = 0.0 if slot.failures == 0 else min(
-            self._config.backoff_seconds * 2 ** (slot.failures - 1), self._config.max_backoff_seconds
+        delay = (
+            0.0
+            if slot.failures == 0
+            else min(self._config.backoff_seconds * 2 ** (slot.failures - 1), self._config.max_backoff_seconds)
         )
         slot.failures += 1
         slot.restart_at = time.monotonic() + delay
@@ -311,8 +313,12 @@ class PodWorker:
                 f"back-off {delay:g}s restarting failed container={record.name} "
                 f"pod={self.name}_{self.namespace}({self.uid})",
             )
-            self._event(slot, events.WARNING, events.REASON_BACKOFF,
-                        events.backoff_message(record.name, self.name, self.namespace, self.uid))
+            self._event(
+                slot,
+                events.WARNING,
+                events.REASON_BACKOFF,
+                events.backoff_message(record.name, self.name, self.namespace, self.uid),
+            )
 
     def _start(self, slot: _Slot, pod: dict[str, Any]) -> None:
         record = slot.record
@@ -414,6 +420,9 @@ class PodWorker:
     def _running(self) -> list[_Slot]:
         return [s for s in self._slots if s.process is not None]
 
+    def _running_processes(self) -> list[tuple[_Slot, ContainerProcess]]:
+        return [(s, s.process) for s in self._slots if s.process is not None]
+
     def _kill_all(self, grace: float) -> None:
         """SIGTERM every running container's group, wait up to ``grace`` seconds, SIGKILL the rest."""
         self._signal_and_wait(lambda: grace)
@@ -424,23 +433,23 @@ class PodWorker:
         ``grace`` is re-evaluated while waiting, so a shorter second delete (or a kubelet stop) takes effect.
         """
         began = time.monotonic()
-        for slot in self._running():
-            slot.process.signal_group(signal.SIGTERM)
+        for _slot, process in self._running_processes():
+            process.signal_group(signal.SIGTERM)
         policy = status.RESTART_NEVER  # nothing restarts while the pod terminates
         while self._running():
-            for slot in self._running():
-                exit_ = slot.process.poll()
+            for slot, process in self._running_processes():
+                exit_ = process.poll()
                 if exit_ is not None:
-                    self._config.logs.set_active(slot.process.log_path, False)
+                    self._config.logs.set_active(process.log_path, False)
                     slot.process = None
                     self._finished(slot, exit_, policy)
             if not self._running():
                 break
             if time.monotonic() - began >= grace():
-                for slot in self._running():
-                    slot.process.signal_group(signal.SIGKILL)
-                    exit_ = slot.process.wait(5.0)
-                    self._config.logs.set_active(slot.process.log_path, False)
+                for slot, process in self._running_processes():
+                    process.signal_group(signal.SIGKILL)
+                    exit_ = process.wait(5.0)
+                    self._config.logs.set_active(process.log_path, False)
                     slot.process = None
                     if exit_ is not None:
                         self._finished(slot, exit_, policy)
@@ -540,7 +549,7 @@ class PodWorker:
                 self.name,
                 self.namespace,
                 {"metadata": {"uid": self.uid}, "status": body},
-                _content_type="application/merge-patch+json",
+                _content_type=MERGE_PATCH,
             )
             self._last_sent = comparable
         except ApiException as e:

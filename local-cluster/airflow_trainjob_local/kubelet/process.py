@@ -163,7 +163,9 @@ class ContainerProcess:
             raise StartError(f"failed to start process {argv[0]!r}: {e.strerror or e}") from e
         self.pid = self._popen.pid
         self.log_path = log_path
-        self._logs = LogWriter(log_path, {"stdout": self._popen.stdout, "stderr": self._popen.stderr})
+        stdout, stderr = self._popen.stdout, self._popen.stderr
+        assert stdout is not None and stderr is not None  # both opened as PIPE above
+        self._logs = LogWriter(log_path, {"stdout": stdout, "stderr": stderr})
         self._psutil = self._process_or_none(self.pid)
         self._pid_file = pid_file
         if pid_file is not None and self._psutil is not None:

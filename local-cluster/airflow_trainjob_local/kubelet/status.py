@@ -8,11 +8,11 @@ builders are ``GeneratePodInitializedCondition`` / ``GenerateContainersReadyCond
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_trainjob_local.kube import format_time
 from airflow_trainjob_local.kubelet.process import Exit
 
 PHASE_PENDING = "Pending"
@@ -37,11 +37,6 @@ POD_IP = "127.0.0.1"
 HOST_IP = "127.0.0.1"
 
 
-def rfc3339(seconds: float | None = None) -> str:
-    """Seconds since the epoch (default: now) as the API's ``metav1.Time`` (RFC 3339, UTC, whole seconds)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if seconds is None else seconds))
-
-
 def waiting(reason: str, message: str | None = None) -> dict[str, Any]:
     state: dict[str, Any] = {"reason": reason}
     if message:
@@ -50,15 +45,15 @@ def waiting(reason: str, message: str | None = None) -> dict[str, Any]:
 
 
 def running(started_at: float) -> dict[str, Any]:
-    return {"running": {"startedAt": rfc3339(started_at)}}
+    return {"running": {"startedAt": format_time(started_at)}}
 
 
 def terminated(exit_: Exit, container_id: str = "") -> dict[str, Any]:
     state: dict[str, Any] = {
         "exitCode": exit_.exit_code,
         "reason": exit_.reason,
-        "startedAt": rfc3339(exit_.started_at),
-        "finishedAt": rfc3339(exit_.finished_at),
+        "startedAt": format_time(exit_.started_at),
+        "finishedAt": format_time(exit_.finished_at),
     }
     if exit_.message:
         state["message"] = exit_.message
@@ -227,7 +222,7 @@ def pod_conditions(
         ("PodScheduled", "True", None, None),
     ]
     before = {c.get("type"): c for c in previous}
-    stamp = rfc3339(now)
+    stamp = format_time(now)
     result: list[dict[str, Any]] = []
     for type_, status, reason, message in ours:
         old = before.get(type_) or {}

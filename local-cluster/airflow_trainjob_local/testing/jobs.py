@@ -14,14 +14,23 @@ def python_replica(script: str, replicas: int = 1, restart_policy: str = "Never"
     return {
         "replicas": replicas,
         "restartPolicy": restart_policy,
-        "template": {"spec": {"containers": [{
-            "name": "pytorch", "image": "python:3.11", "command": ["python", "-c", textwrap.dedent(script)],
-        }]}},
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "pytorch",
+                        "image": "python:3.11",
+                        "command": ["python", "-c", textwrap.dedent(script)],
+                    }
+                ]
+            }
+        },
     }
 
 
-def pytorch_job(name: str, master: dict[str, Any], worker: dict[str, Any] | None = None,
-                run_policy: dict[str, Any] | None = None) -> dict[str, Any]:
+def pytorch_job(
+    name: str, master: dict[str, Any], worker: dict[str, Any] | None = None, run_policy: dict[str, Any] | None = None
+) -> dict[str, Any]:
     specs = {"Master": master}
     if worker:
         specs["Worker"] = worker

@@ -10,10 +10,18 @@ if it started it. Environment variables, so that several people can run separate
 ``AIRFLOW_TRAINJOB_TEST_STATE_DIR``
     state dir of the test cluster; default: the command's default, so the cluster CI started is reused.
 ``AIRFLOW_TRAINJOB_TEST_PORT_BASE``
-    apiserver port = N, etcd client = N+1, etcd peer = N+2, kubelet = N+3 (tests that start a private second
-    cluster use N+10..N+13, N+40..); default: the ports of the last ``up`` in that state dir, else 26443.
+    apiserver port = N, etcd client = N+1, etcd peer = N+2, kubelet = N+3 (a private second cluster uses
+    N+10..N+13, :func:`kubernetes_only_cluster` N+40..N+43); default: the ports of the last ``up`` in that state
+    dir, else 26443.
 ``AIRFLOW_TRAINJOB_TEST_NO_WORKLOADS``
     ``1``: start Kubernetes only, without the local training controller and the process kubelet.
+``AIRFLOW_TRAINJOB_TEST_NO_CLUSTER``
+    ``1``: no cluster may be started or used (the unit tier, ``./scripts/test.sh --unit``): a test that reaches
+    a cluster fixture fails, saying it lacks the ``cluster`` marker.
+
+The ``cluster`` marker goes on every test whose fixtures reach a cluster: ``local_cluster``, ``spare_cluster``,
+or any fixture named ``cluster_*`` or ``*_cluster`` (the convention for a module's private cluster, e.g.
+``cluster_without_controller``, ``private_cluster``), so ``-m "not cluster"`` selects the tests that need none.
 """
 
 from __future__ import annotations
@@ -36,19 +44,43 @@ if TYPE_CHECKING:
 
 #: Label on every namespace the ``namespace`` fixture creates, to find leftovers of interrupted runs.
 TEST_NAMESPACE_LABEL = "airflow-trainjob.apache.org/test"
+#: Set to ``1`` to forbid clusters (the unit tier).
+NO_CLUSTER_ENV = "AIRFLOW_TRAINJOB_TEST_NO_CLUSTER"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "cluster: the test uses the local cluster (set for every test that "
-                                       "requests a cluster fixture)")
+    config.addinivalue_line(
+        "markers", "cluster: the test uses the local cluster (set for every test that requests a cluster fixture)"
+    )
+    config.addinivalue_line(
+        "markers",
+        "alone: the test disrupts or observes the whole session cluster (restarts "
+        "its kubelet, counts its watches): run it when no other test uses the cluster",
+    )
+
+
+def is_cluster_fixture(name: str) -> bool:
+    """Whether the fixture ``name`` is (or starts) a cluster: ``local_cluster``, ``spare_cluster``, and by
+    convention every ``cluster_*`` / ``*_cluster`` fixture."""
+    return name.startswith("cluster_") or name.endswith("_cluster")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test that needs the cluster (through any fixture that reaches ``local_cluster``), so that
-    ``-m "not cluster"`` selects the tests that need none."""
+    """Mark each test that needs a cluster (through any fixture that reaches one, see :func:`is_cluster_fixture`),
+    so that ``-m "not cluster"`` selects the tests that need none."""
     for item in items:
-        if "local_cluster" in getattr(item, "fixturenames", ()):
+        if any(is_cluster_fixture(name) for name in getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.cluster)
+
+
+def _refuse_in_unit_tier(what: str) -> None:
+    if os.environ.get(NO_CLUSTER_ENV) == "1":
+        pytest.fail(
+            f"{what}: no cluster in this run (${NO_CLUSTER_ENV}=1, the unit tier); a test that needs one "
+            f"must reach it through a fixture named local_cluster, spare_cluster, cluster_* or *_cluster, "
+            f"which marks it 'cluster'",
+            pytrace=False,
+        )
 
 
 def state_dir_from_env() -> Path | None:
@@ -78,6 +110,7 @@ def local_cluster() -> Iterator[LocalCluster]:
     """The session's local cluster, up; stopped at the end only if this session started it."""
     from airflow_trainjob_local.cluster import LocalCluster
 
+    _refuse_in_unit_tier("local_cluster")
     cluster = LocalCluster(
         state_dir_from_env(),
         ports_from_env(),
@@ -97,8 +130,29 @@ def private_cluster(state_dir: Path, *, workloads: bool) -> Iterator[LocalCluste
     data removed, its logs kept) on the way out. For module fixtures that change a cluster others must not see."""
     from airflow_trainjob_local.cluster import DEFAULT_PORT_BASE, LocalCluster, Ports
 
+    _refuse_in_unit_tier("private_cluster")
     ports = ports_from_env(offset=10) or Ports.from_base(DEFAULT_PORT_BASE + 10)
     cluster = LocalCluster(state_dir, ports, workloads=workloads)
+    try:
+        cluster.up()
+        yield cluster
+    finally:
+        cluster.down()
+        shutil.rmtree(cluster.state_dir / "etcd", ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def kubernetes_only_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A second cluster with Kubernetes and the job CRDs only (no training controller, no kubelet): state in a
+    session temporary directory, ports base+40..base+43; started once for the session by the first test that needs
+    it, stopped at the end. For tests whose jobs no controller may act on (a controller run by the test itself, a
+    startup with no controller, a kind the cluster stops serving). A test that changes it puts it back as it
+    found it (e.g. installs again a CRD it deleted), so the next module finds the same cluster."""
+    from airflow_trainjob_local.cluster import DEFAULT_PORT_BASE, LocalCluster, Ports
+
+    _refuse_in_unit_tier("kubernetes_only_cluster")
+    ports = ports_from_env(offset=40) or Ports.from_base(DEFAULT_PORT_BASE + 40)
+    cluster = LocalCluster(tmp_path_factory.mktemp("kubernetes-only") / "cluster", ports, workloads=False)
     try:
         cluster.up()
         yield cluster
@@ -115,6 +169,7 @@ def spare_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
     """
     from airflow_trainjob_local.cluster import DEFAULT_PORT_BASE, LocalCluster, Ports
 
+    _refuse_in_unit_tier("spare_cluster")
     ports = ports_from_env(offset=10) or Ports.from_base(DEFAULT_PORT_BASE + 10)
     cluster = LocalCluster(tmp_path / "cluster", ports, workloads=False)
     yield cluster
@@ -187,8 +242,9 @@ def service_account_api_client(
     def make(name: str) -> client.ApiClient:
         core_v1.create_namespaced_service_account(namespace, client.V1ServiceAccount(metadata={"name": name}))
         token = core_v1.create_namespaced_service_account_token(
-            name, namespace, client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(
-                audiences=[], expiration_seconds=600))
+            name,
+            namespace,
+            client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=600)),
         ).status.token
         api_client = local_cluster.api_client(token)
         made.append(api_client)

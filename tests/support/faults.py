@@ -1,12 +1,12 @@
-"""Fixtures and helpers of the fault tests: the proxy fixture, a watch that counts job creations, the orphan
-count, and the report rows behind the README's fault table.
+"""Helpers of the fault tests: starting the fault proxy, a watch that counts job creations, the orphan count, and
+the report rows behind the README's fault table. The fixtures built on them (``fault_proxy``, ``fault_case``) are
+in ``tests/conftest.py``.
 
-A pytest plugin (``pytest_plugins`` in ``tests/conftest.py``): the fixtures are available to every test.
-
-Report rows: each :func:`fault_case` records one row in section ``faults/<mode>`` with :func:`tests.report.record`
-(``test, kind, mode, where, injected, survived, jobs, duplicated, orphaned, error``): summarised at the end of the
-run, and appended to ``$AIRFLOW_TRAINJOB_REPORT`` when set, from which ``scripts/fault_table.py`` prints the
-per-fault table. ``survived`` is true only when the whole case ran through without an assertion failing.
+Report rows: each ``fault_case`` records one row in section ``faults/<mode>`` with
+:func:`tests.support.report.record` (``test, kind, mode, where, injected, survived, jobs, duplicated, orphaned,
+error``): summarised at the end of the run, and appended to ``$AIRFLOW_TRAINJOB_REPORT`` when set, from which
+``scripts/fault_table.py`` prints the per-fault table. ``survived`` is true only when the whole case ran through
+without an assertion failing.
 """
 
 from __future__ import annotations
@@ -19,20 +19,35 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.support.fault_proxy import FaultProxy
+from tests.support.report import record
 
-from tests.fault_proxy import FaultProxy
-from tests.report import record
+#: The provider's deliberate waits between retries, in fault tests: the same shape, this fraction of the length.
+BACKOFF_SCALE = 0.01
 
 
+def shorten_backoff(monkeypatch, scale: float = BACKOFF_SCALE) -> None:
+    """Shorten the provider's retry backoff to ``scale`` of itself (seconds become tens of milliseconds) for one
+    test: the API calls' exponential backoff (tenacity's ``wait_exponential``, which the hooks' retries use),
+    the synchronous wait's reconnect backoff (``job_watch``) and the trigger stream's (``job_stream``).
 
-@pytest.fixture
-def fault_proxy(local_cluster, namespace, monkeypatch, tmp_path) -> Iterator[FaultProxy]:
-    """A :class:`FaultProxy` in front of the session cluster; ``kubernetes_default`` points at it (test namespace)."""
-    proxy = start_proxy(local_cluster, tmp_path / "proxy")
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", proxy.airflow_connection(local_cluster.kubeconfig, namespace))
-    yield proxy
-    proxy.stop()
+    What a fault test asserts is what the provider does after the waits — how many attempts, which verdict, one
+    job, nothing left behind — not how long it waited. A ``Retry-After`` the server sends is still obeyed to the
+    second (it is the server's word, not backoff), and the backoff's real shape has its own unit tests
+    (``tests/hooks/test_retries.py``, ``tests/test_backoff.py``).
+    """
+    import tenacity
+
+    from airflow_trainjob import job_watch
+    from airflow_trainjob.triggers import job_stream
+
+    exponential = tenacity.wait.wait_exponential.__call__
+    monkeypatch.setattr(
+        tenacity.wait.wait_exponential, "__call__", lambda self, retry_state: exponential(self, retry_state) * scale
+    )
+    for module in (job_watch, job_stream):
+        monkeypatch.setattr(module, "BACKOFF_MIN", module.BACKOFF_MIN * scale)
+        monkeypatch.setattr(module, "BACKOFF_MAX", module.BACKOFF_MAX * scale)
 
 
 def start_proxy(cluster, workdir: Path) -> FaultProxy:
@@ -66,7 +81,7 @@ class JobCreations:
         self._thread.join(10)
         try:
             self._list()  # a last look: nothing created just before stop escapes the count
-        except Exception:  # noqa: BLE001 - a dead apiserver at teardown; the watch already saw what it saw
+        except Exception:
             pass
 
     def _list(self) -> str:
@@ -88,8 +103,14 @@ class JobCreations:
                 if version is None:
                     version = self._list()
                 for event in watch.Watch().stream(
-                    self._custom.list_namespaced_custom_object, GROUP, VERSION, self.namespace, self.plural,
-                    resource_version=version, timeout_seconds=2, _request_timeout=10,
+                    self._custom.list_namespaced_custom_object,
+                    GROUP,
+                    VERSION,
+                    self.namespace,
+                    self.plural,
+                    resource_version=version,
+                    timeout_seconds=2,
+                    _request_timeout=10,
                 ):
                     obj = event["object"]
                     if event["type"] == "ERROR":
@@ -99,7 +120,7 @@ class JobCreations:
                     version = obj["metadata"]["resourceVersion"]
                     if self._stop.is_set():
                         return
-            except Exception:  # noqa: BLE001 - apiserver down or 410: relist when it answers again
+            except Exception:
                 version = None
                 self._stop.wait(0.5)
 
@@ -112,8 +133,13 @@ class JobCreations:
         return sum(1 for labels in self.seen.values() if labels.get(LABEL_RUN_ID) == value)
 
 
-def count_orphans(api_client, namespace: str, keep_jobs: set[str] = frozenset(), plural: str = "pytorchjobs",
-                  timeout: float = 45.0) -> dict[str, list[str]]:
+def count_orphans(
+    api_client,
+    namespace: str,
+    keep_jobs: frozenset[str] | set[str] = frozenset(),
+    plural: str = "pytorchjobs",
+    timeout: float = 45.0,
+) -> dict[str, list[str]]:
     """What is left that should be gone: jobs other than ``keep_jobs``, and pods that belong to no kept job.
 
     Garbage collection is asynchronous: waits up to ``timeout`` seconds for the namespace to settle, then
@@ -126,10 +152,16 @@ def count_orphans(api_client, namespace: str, keep_jobs: set[str] = frozenset(),
     custom, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
     deadline = time.monotonic() + timeout
     while True:
-        jobs = [j for j in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]
-                if j["metadata"]["name"] not in keep_jobs]
-        pods = [p for p in core.list_namespaced_pod(namespace).items
-                if (p.metadata.labels or {}).get(LABEL_JOB_NAME) not in keep_jobs]
+        jobs = [
+            j
+            for j in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]
+            if j["metadata"]["name"] not in keep_jobs
+        ]
+        pods = [
+            p
+            for p in core.list_namespaced_pod(namespace).items
+            if (p.metadata.labels or {}).get(LABEL_JOB_NAME) not in keep_jobs
+        ]
         if (not jobs and not pods) or time.monotonic() > deadline:
             return {"jobs": [_describe_job(j) for j in jobs], "pods": [_describe_pod(p) for p in pods]}
         time.sleep(0.5)
@@ -139,15 +171,19 @@ def _describe_job(job: dict) -> str:
     """A job left behind, with what explains why it is still there (its last condition, deletion, finalizers)."""
     meta = job["metadata"]
     true = [c["type"] for c in (job.get("status") or {}).get("conditions") or [] if c.get("status") == "True"]
-    return (f"job {meta['name']} ({true[-1] if true else 'no condition'}; deleting since "
-            f"{meta.get('deletionTimestamp')}; finalizers {meta.get('finalizers')})")
+    return (
+        f"job {meta['name']} ({true[-1] if true else 'no condition'}; deleting since "
+        f"{meta.get('deletionTimestamp')}; finalizers {meta.get('finalizers')})"
+    )
 
 
 def _describe_pod(pod) -> str:
     meta = pod.metadata
     owners = [o.name for o in meta.owner_references or []]
-    return (f"pod {meta.name} ({pod.status.phase}; deleting since {meta.deletion_timestamp}; "
-            f"owners {owners}; node {pod.spec.node_name})")
+    return (
+        f"pod {meta.name} ({pod.status.phase}; deleting since {meta.deletion_timestamp}; "
+        f"owners {owners}; node {pod.spec.node_name})"
+    )
 
 
 @dataclass
@@ -173,6 +209,7 @@ class FaultCase:
 
     def measure(self) -> FaultCase:
         """Take the measurements now (the test then asserts on them)."""
+        assert self.measurer is not None, "a FaultCase measures through the measurer its fixture set"
         self.observe(**self.measurer())
         self.measured = True
         return self
@@ -189,14 +226,13 @@ class FaultCase:
             self.orphaned = len(self.left)
 
 
-@pytest.fixture
-def fault_case(request):
-    """``with fault_case(kind, mode, where) as case: ...``: one report row, survived only if the block
-    completes (every assertion in it passed)."""
+def fault_cases(test: str) -> Callable[[str, str, str], Any]:
+    """``with fault_cases(test)(kind, mode, where) as case: ...``: one report row of test ``test`` (a node id),
+    survived only if the block completes (every assertion in it passed)."""
 
     @contextmanager
     def case(kind: str, mode: str, where: str) -> Iterator[FaultCase]:
-        row = FaultCase(test=request.node.nodeid, kind=kind, mode=mode, where=where)
+        row = FaultCase(test=test, kind=kind, mode=mode, where=where)
         try:
             yield row
             row.survived = True
@@ -209,7 +245,7 @@ def fault_case(request):
             if row.measurer is not None and not row.measured:
                 try:
                     row.measure()
-                except Exception as e:  # noqa: BLE001 - the row says why it has no counts; the test's own error stands
+                except Exception as e:
                     row.error += f" (measuring failed: {type(e).__name__}: {e})"
             write_row(row)
 

@@ -6,7 +6,7 @@ searched for secrets, an RBAC lifecycle step, a fault survived...). Each row is
 - kept for this pytest session and summarised at the end of the run (``pytest_terminal_summary``,
   hooked in by ``tests/conftest.py``), one line per section;
 - appended as one JSON line to the file named by ``$AIRFLOW_TRAINJOB_REPORT``, when it is set, so
-  several runs (or sessions) add up; ``python -m tests.report FILE`` prints that file's summary as
+  several runs (or sessions) add up; ``python -m tests.support.report FILE`` prints that file's summary as
   a Markdown table.
 
 Fields are JSON scalars. The summary counts rows, sums integer fields and counts ``True`` of
@@ -96,10 +96,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(line)
     path = os.environ.get(REPORT_ENV)
     if path:
-        terminalreporter.write_line(f"(rows appended to {path}; print all with: python -m tests.report {path})")
+        terminalreporter.write_line(f"(rows appended to {path}; print all with: python -m tests.support.report {path})")
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m tests.report REPORT.jsonl")
+        sys.exit("usage: python -m tests.support.report REPORT.jsonl")
     print(markdown(read(sys.argv[1])))

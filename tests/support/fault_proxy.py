@@ -54,10 +54,28 @@ import yaml
 from aiohttp import web
 
 ACTIONS = ("status", "reset", "drop", "delay", "cut", "expire")
-_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "host",
-               "upgrade", "te", "trailer", "proxy-authorization", "proxy-connection", "accept-encoding"}
-_REASONS = {410: "Expired", 429: "TooManyRequests", 500: "InternalError", 502: "BadGateway", 503: "ServiceUnavailable",
-            504: "Timeout"}
+_HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "content-encoding",
+    "host",
+    "upgrade",
+    "te",
+    "trailer",
+    "proxy-authorization",
+    "proxy-connection",
+    "accept-encoding",
+}
+_REASONS = {
+    410: "Expired",
+    429: "TooManyRequests",
+    500: "InternalError",
+    502: "BadGateway",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
 
 
 @dataclass
@@ -168,8 +186,16 @@ class FaultProxy:
                 if fault.matched <= fault.skip:
                     continue
                 fault.hits += 1
-                self.injected.append({"fault": fault.label, "action": fault.action, "method": method, "path": path,
-                                      "watch": stream, "at": time.time()})
+                self.injected.append(
+                    {
+                        "fault": fault.label,
+                        "action": fault.action,
+                        "method": method,
+                        "path": path,
+                        "watch": stream,
+                        "at": time.time(),
+                    }
+                )
                 return fault
         return None
 
@@ -247,8 +273,11 @@ class FaultProxy:
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
         query = request.rel_url.query
-        stream = (query.get("watch", "").lower() in ("true", "1") or query.get("follow", "").lower() in ("true", "1")
-                  or "/watch/" in request.path)
+        stream = (
+            query.get("watch", "").lower() in ("true", "1")
+            or query.get("follow", "").lower() in ("true", "1")
+            or "/watch/" in request.path
+        )
         record = {"method": request.method, "path": request.path, "watch": stream, "answer": None}
         self.requests.append(record)
         fault = self._pick(request.method, request.path, stream)
@@ -268,7 +297,10 @@ class FaultProxy:
         headers["Accept-Encoding"] = "identity"
         try:
             upstream = await self._session.request(
-                request.method, self.upstream + str(request.rel_url), headers=headers, data=body or None,
+                request.method,
+                self.upstream + str(request.rel_url),
+                headers=headers,
+                data=body or None,
                 allow_redirects=False,
             )
         except (aiohttp.ClientError, OSError):
@@ -314,15 +346,22 @@ class FaultProxy:
     def _fail(self, request: web.Request, fault: Fault) -> web.StreamResponse:
         if fault.action == "status":
             status = fault.status
-            payload = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                       "message": f"injected by the fault proxy: {status}", "reason": _REASONS.get(status, "Unknown"),
-                       "code": status}
+            payload = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": f"injected by the fault proxy: {status}",
+                "reason": _REASONS.get(status, "Unknown"),
+                "code": status,
+            }
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
             return web.json_response(payload, status=status, headers=headers)
         if fault.action == "reset":
             _reset(request)
         else:
-            request.transport.close()
+            if request.transport is not None:
+                request.transport.close()
         return web.Response(status=599)  # never sent: the connection is gone
 
     async def _expire(self, request: web.Request) -> web.StreamResponse:
@@ -330,9 +369,18 @@ class FaultProxy:
         response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
         await response.prepare(request)
-        event = {"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                                             "message": "too old resource version: 1 (2)", "reason": "Expired",
-                                             "code": 410}}
+        event = {
+            "type": "ERROR",
+            "object": {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": "too old resource version: 1 (2)",
+                "reason": "Expired",
+                "code": 410,
+            },
+        }
         await response.write(json.dumps(event).encode() + b"\n")
         await response.write_eof()
         return response

@@ -7,7 +7,7 @@ through the REST API with ``{"logical_date": null}`` (its default), by an asset 
 rest. ``DAG.test(logical_date=None)`` creates exactly such a run (``logical_date`` and
 ``data_interval`` NULL, ``run_after`` now) and runs its tasks in this process.
 
-Usage: ``python tests/example_dags/dag_test_driver.py <dag_id>`` (dags folder and Airflow home from the
+Usage: ``python tests/support/dag_test_driver.py <dag_id>`` (dags folder and Airflow home from the
 environment). Prints ``dag run <run_id>: <state> (logical_date=<...>, run_after=<ISO 8601>)`` last;
 exits 1 unless the run succeeded.
 """

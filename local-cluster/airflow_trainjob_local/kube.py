@@ -1,5 +1,5 @@
-"""Thin helpers over the official ``kubernetes`` client: building an API client, reading Status errors,
-and the RFC 3339 timestamps the API uses.
+"""Thin helpers over the official ``kubernetes`` client, shared by the controller and the kubelet: building an
+API client, reading Status errors, decoding raw responses and the RFC 3339 timestamps the API uses.
 
 Nothing here retries or caches; callers decide what an error means for them.
 """
@@ -23,6 +23,7 @@ __all__ = [
     "is_gone",
     "is_namespace_terminating",
     "is_not_found",
+    "is_retriable",
     "now",
     "parse_time",
     "raw_json",
@@ -42,7 +43,7 @@ def api_client_from_kubeconfig(path: str, context: str | None = None, pool_size:
     :raises kubernetes.config.ConfigException: the file is missing or invalid.
     """
     configuration = client.Configuration()
-    config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
+    config.load_kube_config(config_file=str(path), context=context, client_configuration=configuration)
     configuration.connection_pool_maxsize = pool_size
     return client.ApiClient(configuration)
 
@@ -72,6 +73,12 @@ def is_namespace_terminating(exc: BaseException) -> bool:
     return isinstance(exc, ApiException) and exc.status == 403 and "being terminated" in str(exc.body or "")
 
 
+def is_retriable(exc: BaseException) -> bool:
+    """True when ``exc`` is an API answer worth repeating the request for: a 5xx or a 429 (throttled). Any other
+    status (4xx: credentials, RBAC, invalid) is a refusal for good."""
+    return isinstance(exc, ApiException) and exc.status is not None and (exc.status >= 500 or exc.status == 429)
+
+
 def _reason(exc: ApiException) -> str:
     try:
         return str(json.loads(exc.body or "{}").get("reason", ""))
@@ -92,8 +99,15 @@ def now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
 
 
-def format_time(value: dt.datetime) -> str:
-    """``value`` as the API writes times, e.g. ``2024-01-02T03:04:05Z``."""
+def format_time(value: dt.datetime | float | None = None) -> str:
+    """A time as the API writes ``metav1.Time``, e.g. ``2024-01-02T03:04:05Z`` (UTC, whole seconds).
+
+    :param value: an aware datetime, or seconds since the epoch; ``None`` is now.
+    """
+    if value is None:
+        value = now()
+    elif not isinstance(value, dt.datetime):
+        value = dt.datetime.fromtimestamp(int(value), dt.timezone.utc)  # truncated, never rounded up
     return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

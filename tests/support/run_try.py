@@ -1,7 +1,7 @@
 """Run one try of a TrainingJobOperator task, or one trigger until its first event, in a process of its own —
 the process the SIGKILL fault tests kill.
 
-``python -m tests.operators.run_try '<json>'`` with ``{"mode": "task", "run_id", "try_number", "replica_specs",
+``python -m tests.support.run_try '<json>'`` with ``{"mode": "task", "run_id", "try_number", "replica_specs",
 "store", "out"}`` (``"die_when_storing": true``: SIGKILL itself instead of
 storing the job's identity) or ``{"mode": "trigger", "classpath", "kwargs", "out"}``. The result (the task's return value,
 or the trigger's event payload) is written as JSON to ``out``. The connection comes from the environment
@@ -57,11 +57,16 @@ def main(argv: list[str]) -> None:
     out = Path(args["out"])
     if args["mode"] == "task":
         from airflow_trainjob.operators.training_job import TrainingJobOperator
-        from tests.operators.conftest import TaskInstanceStandIn
+        from tests.support.jobs import TaskInstanceStandIn
 
         ti = TaskInstanceStandIn(run_id=args["run_id"], try_number=args["try_number"])
-        operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=args["replica_specs"],
-                                       poll_interval=0.5, on_finish="delete_job")
+        operator = TrainingJobOperator(
+            task_id="train",
+            kind="PyTorchJob",
+            replica_specs=args["replica_specs"],
+            poll_interval=0.5,
+            on_finish="delete_job",
+        )
         store_class = StoreThatKillsTheProcess if args.get("die_when_storing") else FileTaskStateStore
         result = operator.execute({"ti": ti, "task_state_store": store_class(Path(args["store"]))})
         out.write_text(json.dumps(result))

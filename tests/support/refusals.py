@@ -19,12 +19,21 @@ from typing import Any
 
 import structlog
 
-from tests.operators.conftest import TaskInstanceStandIn
+from tests.support.jobs import TaskInstanceStandIn
 
 #: What a raw ``ApiException`` prints (its headers and body) and no message of ours may contain.
 LEAK_MARKERS = (
-    "HTTP response headers", "HTTP response body", "HTTPHeaderDict", "Content-Type", "Audit-Id", "Audit-ID",
-    "X-Kubernetes-Pf", "Cache-Control", '"kind":"Status"', '"kind": "Status"', "Reason: ",
+    "HTTP response headers",
+    "HTTP response body",
+    "HTTPHeaderDict",
+    "Content-Type",
+    "Audit-Id",
+    "Audit-ID",
+    "X-Kubernetes-Pf",
+    "Cache-Control",
+    '"kind":"Status"',
+    '"kind": "Status"',
+    "Reason: ",
 )
 
 
@@ -84,8 +93,9 @@ class AdmissionWebhook:
     def start(self) -> None:
         from airflow_trainjob_local import pki
 
-        cert, key = pki.issue_serving_certificate(self.pki_dir, "refusals-webhook", dns_names=("localhost",),
-                                                  ip_addresses=("127.0.0.1",))
+        cert, key = pki.issue_serving_certificate(
+            self.pki_dir, "refusals-webhook", dns_names=("localhost",), ip_addresses=("127.0.0.1",)
+        )
         tls_dir = Path(self.tls_dir)
         tls_dir.mkdir(parents=True, exist_ok=True)
         (tls_dir / "tls.crt").write_bytes(cert)
@@ -95,15 +105,16 @@ class AdmissionWebhook:
         webhook = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
                 review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 request = review["request"]
                 webhook.reviews.append(request)
                 response: dict[str, Any] = {"uid": request["uid"], "allowed": webhook.denial is None}
                 if webhook.denial is not None:
                     response["status"] = webhook.denial
-                body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                                   "response": response}).encode()
+                body = json.dumps(
+                    {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -119,23 +130,36 @@ class AdmissionWebhook:
         ca_bundle = (Path(self.pki_dir) / "ca.crt").read_bytes()
         from kubernetes import client
 
-        client.AdmissionregistrationV1Api(self.admin).create_validating_webhook_configuration({
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": self.name},
-            "webhooks": [{
-                "name": self.name,
-                "clientConfig": {"url": f"https://127.0.0.1:{self._server.server_address[1]}/validate",
-                                 "caBundle": base64.b64encode(ca_bundle).decode()},
-                "rules": [{"operations": ["CREATE"], "apiGroups": ["kubeflow.org"], "apiVersions": ["v1"],
-                           "resources": ["pytorchjobs"], "scope": "Namespaced"}],
-                "namespaceSelector": {"matchLabels": self.selector},
-                "failurePolicy": "Fail",
-                "sideEffects": "None",
-                "admissionReviewVersions": ["v1"],
-                "timeoutSeconds": 5,
-            }],
-        })
+        client.AdmissionregistrationV1Api(self.admin).create_validating_webhook_configuration(
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": self.name},
+                "webhooks": [
+                    {
+                        "name": self.name,
+                        "clientConfig": {
+                            "url": f"https://127.0.0.1:{self._server.server_address[1]}/validate",
+                            "caBundle": base64.b64encode(ca_bundle).decode(),
+                        },
+                        "rules": [
+                            {
+                                "operations": ["CREATE"],
+                                "apiGroups": ["kubeflow.org"],
+                                "apiVersions": ["v1"],
+                                "resources": ["pytorchjobs"],
+                                "scope": "Namespaced",
+                            }
+                        ],
+                        "namespaceSelector": {"matchLabels": self.selector},
+                        "failurePolicy": "Fail",
+                        "sideEffects": "None",
+                        "admissionReviewVersions": ["v1"],
+                        "timeoutSeconds": 5,
+                    }
+                ],
+            }
+        )
 
     def stop(self) -> None:
         from kubernetes import client
@@ -157,13 +181,18 @@ class AdmissionWebhook:
 
         from airflow_trainjob_local.testing.waiting import wait_for
 
-        probe = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "webhook-probe"},
-                 "spec": {"pytorchReplicaSpecs": {"Master": {"template": {"spec": {"containers": []}}}}}}
+        probe = {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": "webhook-probe"},
+            "spec": {"pytorchReplicaSpecs": {"Master": {"template": {"spec": {"containers": []}}}}},
+        }
 
         def reviewed() -> bool:
             try:
-                custom_objects.create_namespaced_custom_object("kubeflow.org", "v1", namespace, "pytorchjobs", probe,
-                                                               dry_run="All")
+                custom_objects.create_namespaced_custom_object(
+                    "kubeflow.org", "v1", namespace, "pytorchjobs", probe, dry_run="All"
+                )
             except ApiException:
                 pass
             return any(r.get("dryRun") for r in self.reviews)
@@ -172,7 +201,9 @@ class AdmissionWebhook:
 
 
 @contextlib.contextmanager
-def admission_webhook(admin: Any, pki_dir: Path, tls_dir: Path, core_v1: Any, namespace: str) -> Iterator[AdmissionWebhook]:
+def admission_webhook(
+    admin: Any, pki_dir: Path, tls_dir: Path, core_v1: Any, namespace: str
+) -> Iterator[AdmissionWebhook]:
     """Start and register an :class:`AdmissionWebhook` for ``namespace`` (labelled for it); stop it afterwards."""
     webhook = AdmissionWebhook(admin, pki_dir, tls_dir)
     core_v1.patch_namespace(namespace, {"metadata": {"labels": webhook.selector}})

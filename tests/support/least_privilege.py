@@ -28,8 +28,9 @@ def role_rules() -> list[dict[str, Any]]:
     return rbac_documents()[0]["rules"]
 
 
-def apply_rbac(api_client: Any, namespace: str, service_account: str = SERVICE_ACCOUNT,
-               rules: list[dict[str, Any]] | None = None) -> None:
+def apply_rbac(
+    api_client: Any, namespace: str, service_account: str = SERVICE_ACCOUNT, rules: list[dict[str, Any]] | None = None
+) -> None:
     """Create (or replace) the shipped Role in ``namespace`` — with ``rules`` instead of its own,
     if given — and bind it to ``service_account`` of that namespace. ``api_client``: the admin's."""
     from kubernetes import client
@@ -54,8 +55,9 @@ def apply_rbac(api_client: Any, namespace: str, service_account: str = SERVICE_A
             raise
 
 
-def kubeconfig_with_token(local_cluster: Any, token: str, namespace: str,
-                          client_cert: tuple[bytes, bytes] | None = None) -> dict[str, Any]:
+def kubeconfig_with_token(
+    local_cluster: Any, token: str, namespace: str, client_cert: tuple[bytes, bytes] | None = None
+) -> dict[str, Any]:
     """A kubeconfig for the local cluster: its server and CA, the user ``token`` (and, if given, a
     client certificate and key as PEM, which this apiserver does not ask for)."""
     user: dict[str, Any] = {"token": token}
@@ -66,9 +68,13 @@ def kubeconfig_with_token(local_cluster: Any, token: str, namespace: str,
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "local", "cluster": {"server": local_cluster.server, "certificate-authority-data": ca_data}}],
+        "clusters": [
+            {"name": "local", "cluster": {"server": local_cluster.server, "certificate-authority-data": ca_data}}
+        ],
         "users": [{"name": "airflow-worker", "user": user}],
-        "contexts": [{"name": "local", "context": {"cluster": "local", "user": "airflow-worker", "namespace": namespace}}],
+        "contexts": [
+            {"name": "local", "context": {"cluster": "local", "user": "airflow-worker", "namespace": namespace}}
+        ],
         "current-context": "local",
     }
 

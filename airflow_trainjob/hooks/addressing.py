@@ -1,0 +1,135 @@
+"""How a training job is addressed on the Kubernetes API: the one place that builds its requests' coordinates.
+
+A job of kind ``PyTorchJob`` named ``train`` in namespace ``ml`` is the custom object
+``kubeflow.org/v1``, plural ``pytorchjobs``, in ``ml``; its pods are the pods labelled
+``training.kubeflow.org/job-name=train`` (the training operator's ``JobNameLabel``); a watch of that one job
+selects ``metadata.name=train``; the events about it select ``involvedObject.name=train``; and a delete
+that must never hit a same-named successor carries a ``preconditions.uid``. The sync hook, the async hook, the
+trigger, the shared stream and the synchronous job watch build their requests from here, for either client
+(``kubernetes`` and ``kubernetes_asyncio`` both accept the plain dicts made here as request bodies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_trainjob.constants import API_VERSION, GROUP, JOB_KINDS, LABEL_JOB_NAME, VERSION
+
+__all__ = [
+    "API_VERSION",
+    "GROUP",
+    "VERSION",
+    "JobAddress",
+    "delete_options",
+    "involved_object_selector",
+    "job_pod_selector",
+    "name_field_selector",
+    "plural",
+    "resource",
+]
+
+
+def plural(kind: str) -> str:
+    """The resource name of ``kind`` in URLs (``PyTorchJob`` -> ``pytorchjobs``).
+
+    :raises KeyError: ``kind`` is not a kind of ``JOB_KINDS``.
+    """
+    return JOB_KINDS[kind].plural
+
+
+def resource(kind: str) -> str:
+    """``pytorchjobs.kubeflow.org``: the resource as ``kubectl`` and RBAC name it."""
+    return f"{plural(kind)}.{GROUP}"
+
+
+def job_pod_selector(name: str) -> str:
+    """The label selector of the pods the training operator creates for job ``name``
+    (``training.kubeflow.org/job-name=<name>``)."""
+    return f"{LABEL_JOB_NAME}={name}"
+
+
+def name_field_selector(name: str) -> str:
+    """The field selector of the one object named ``name`` (``metadata.name=<name>``), for a watch of one job."""
+    return f"metadata.name={name}"
+
+
+def involved_object_selector(name: str) -> str:
+    """The field selector of the events about objects named ``name`` (``involvedObject.name=<name>``)."""
+    return f"involvedObject.name={name}"
+
+
+def delete_options(uid: str | None = None, propagation: str | None = None) -> dict[str, Any]:
+    """The body of a delete (``DeleteOptions``), as a dict either client sends as it is.
+
+    :param uid: delete only the object with this uid (``preconditions.uid``: a same-named successor answers 409,
+        never gets deleted); None: whatever object has the name.
+    :param propagation: ``propagationPolicy`` (``Background``, ``Foreground``, ``Orphan``); None: the server's default.
+    """
+    options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+    if propagation:
+        options["propagationPolicy"] = propagation
+    if uid:
+        options["preconditions"] = {"uid": uid}
+    return options
+
+
+@dataclass(frozen=True)
+class JobAddress:
+    """Where one training job (or, without ``name``, the jobs of one kind in a namespace) lives.
+
+    :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+    :param namespace: the namespace.
+    :param name: the job's ``metadata.name``; None: every job of the kind in the namespace.
+    """
+
+    kind: str
+    namespace: str
+    name: str | None = None
+
+    @property
+    def plural(self) -> str:
+        return plural(self.kind)
+
+    @property
+    def resource(self) -> str:
+        """``pytorchjobs.kubeflow.org``."""
+        return resource(self.kind)
+
+    @property
+    def api_version(self) -> str:
+        """``kubeflow.org/v1``: the ``apiVersion`` of the job's objects."""
+        return API_VERSION
+
+    def collection(self) -> tuple[str, str, str, str]:
+        """``(group, version, namespace, plural)``: the leading positional arguments of the ``CustomObjectsApi``
+        ``*_namespaced_custom_object`` calls of either client (``get``, ``patch`` and ``delete`` add the name)."""
+        return GROUP, VERSION, self.namespace, self.plural
+
+    def object(self) -> tuple[str, str, str, str, str]:
+        """``(group, version, namespace, plural, name)``: the job's own object.
+
+        :raises ValueError: the address names no job.
+        """
+        if not self.name:
+            raise ValueError(f"{self} names no job")
+        return (*self.collection(), self.name)
+
+    @property
+    def pod_selector(self) -> str:
+        """:func:`job_pod_selector` of the job."""
+        if not self.name:
+            raise ValueError(f"{self} names no job")
+        return job_pod_selector(self.name)
+
+    @property
+    def ref(self) -> str:
+        """``PyTorchJob ml/train``, or ``pytorchjobs.kubeflow.org in namespace ml`` without a name."""
+        return (
+            f"{self.kind} {self.namespace}/{self.name}"
+            if self.name
+            else f"{self.resource} in namespace {self.namespace}"
+        )
+
+    def __str__(self) -> str:
+        return self.ref

@@ -1,0 +1,831 @@
+"""``TrainingJobRun``: one try of a :class:`~airflow_trainjob.operators.training_job.TrainingJobOperator` task,
+from the job's creation to its XCom summary.
+
+The operator checks its parameters and builds the manifest; what happens to the job during a try happens here,
+in one object per try. The operator's entry points build it (``TrainingJobOperator._run_for``: a new run when the
+context names another try) and call it in this order:
+
+Synchronous (``execute`` -> Airflow's ``ResumableJobMixin.execute_resumable``):
+
+1. ``submit_job`` -> :meth:`TrainingJobRun.create_or_attach`, then :attr:`~TrainingJobRun.external_id`: create the
+   job; on 409 attach to this try's job, or to an earlier try's running one (``reattach_on_restart``), or replace
+   one that has finished or is being deleted; when the job vanished between the 409 and the read, create again.
+   *Or*, when ``task_state_store`` holds an earlier try's job, ``get_job_status`` ->
+   :meth:`TrainingJobRun.reconnect` (its phase, or :data:`JOB_GONE`); Airflow then reconnects (step 2), takes
+   the result (step 3), or, for a failed or gone job, submits (step 1) after all.
+2. ``poll_until_complete`` -> :meth:`TrainingJobRun.wait`: record on the job that this try follows it, follow the
+   lead replica's log, wait by :class:`~airflow_trainjob.job_watch.JobWatch` (the deadlines of
+   :mod:`~airflow_trainjob.admission`, API outages ridden out for :data:`API_OUTAGE_TOLERANCE`), stop the pods the
+   user's ``cleanPodPolicy`` stops at the end, give the verdict (:mod:`~airflow_trainjob.verdict`,
+   :mod:`~airflow_trainjob.conditions`), clean up; returns the summary.
+3. ``get_job_result`` -> :meth:`TrainingJobRun.result`: the summary of step 2; for a stored job that had already
+   succeeded (step 1 was ``reconnect``), its summary and the cleanup its own try did not live to do.
+
+Deferrable:
+
+1. ``execute`` -> :meth:`TrainingJobRun.create_or_attach` (as above), then :meth:`TrainingJobRun.trigger`, which
+   the operator defers to.
+2. ``execute_complete`` -> :meth:`TrainingJobRun.complete` with the trigger's event: the verdict, the lead
+   replica's log tail, cleanup; returns the summary.
+
+At any time, ``on_kill`` -> :meth:`TrainingJobRun.kill`: the wait ends as "stopped by Airflow", and the job is
+deleted if this try still follows it.
+
+Cleanup (the held ``cleanPodPolicy``, ``on_finish``, the released ``runPolicy``) runs once per run, on every way
+out of :meth:`~TrainingJobRun.wait`, :meth:`~TrainingJobRun.complete` and :meth:`~TrainingJobRun.result`, or in
+:meth:`~TrainingJobRun.kill`, whichever comes first. After a verdict that is an exception, a failed cleanup is
+logged and the verdict raised; after a success it is raised (the retry reconnects and finishes it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from airflow_trainjob import conditions
+from airflow_trainjob.admission import QUEUE_TIMEOUT, Deadlines, QueueState, queue_line, queue_state
+from airflow_trainjob.api_errors import one_line
+from airflow_trainjob.cleanup_hold import pods_to_stop, release_patch, user_run_policy
+from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_TRY_NUMBER
+from airflow_trainjob.exceptions import (
+    JobDeletedError,
+    JobNotOwnedError,
+    TrainingJobError,
+    TrainingJobStoppedError,
+    TrainingJobTimeoutError,
+)
+from airflow_trainjob.hooks.retries import is_transient
+from airflow_trainjob.job_watch import JobWatch
+from airflow_trainjob.log_stream import LeadLogFollower
+from airflow_trainjob.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
+from airflow_trainjob.pods import (
+    container_ends,
+    lead_pod,
+    log_container,
+    owned_by,
+    pending_reasons,
+    phase_of,
+    pods_to_clean,
+    replica_of,
+    restart_counts,
+)
+from airflow_trainjob.triggers.training_job import DELETED, ERROR, FINISHED, TIMED_OUT, TrainingJobTrigger
+from airflow_trainjob.verdict import announced_end, failure_exception, job_ref
+
+#: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
+ON_FINISH_OPTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
+#: Status of a stored job that no longer exists as this task instance's (deleted or replaced).
+JOB_GONE = "Gone"
+#: Seconds to wait for a replaced job to be gone before creating its successor.
+REPLACE_TIMEOUT = 120.0
+#: Seconds between two reads of a replaced job while it is being deleted.
+REPLACE_POLL_SECONDS = 1.0
+#: Longest time between two looks at a waiting job's pods (seconds): the job's watch wakes the wait at least this often.
+POD_LOOK_SECONDS = 60.0
+#: Seconds the status polling rides out an API that keeps failing transiently (an apiserver restart, a long
+#: run of 5xx/resets) after each call's own retries are spent, before the task fails with the last error.
+API_OUTAGE_TOLERANCE = 300.0
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The operator's parameters that govern a try (checked by the operator before the run uses them).
+
+    :param kubernetes_conn_id: the connection the trigger resolves as the hook does.
+    :param poll_interval: seconds between reads when watching the job keeps failing.
+    :param timeout: seconds the whole job may take from this try's create or attach; None: no limit.
+    :param startup_timeout: seconds from admission until ``Running``; None: no limit.
+    :param queue_timeout: seconds the job may wait in its queue each time it enters it; None: no limit.
+    :param get_logs: follow the lead replica's log (deferred: quote its tail at the end).
+    :param log_tail_lines: lines quoted from each failed replica's log, and the lead's when deferred (count).
+    :param on_finish: one of :data:`ON_FINISH_OPTIONS`.
+    :param reattach_on_restart: follow a running job of an earlier try instead of replacing it.
+    """
+
+    kubernetes_conn_id: str | None = "kubernetes_default"
+    poll_interval: float = 10.0
+    timeout: float | None = None
+    startup_timeout: float | None = 600.0
+    queue_timeout: float | None = None
+    get_logs: bool = True
+    log_tail_lines: int = 50
+    on_finish: str = "delete_succeeded_job"
+    reattach_on_restart: bool = True
+
+    def limit(self, which: str) -> float | None:
+        """The seconds of deadline ``which`` (``timeout``, ``startup_timeout``, ``queue_timeout``)."""
+        return getattr(self, which, None)
+
+
+def job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The task's XCom ``return_value``: kind, name, namespace, conditions, replicaStatuses, startTime,
+    completionTime, duration (seconds, None until both times are known). JSON-safe."""
+    status = job.get("status") or {}
+    start, end = status.get("startTime"), status.get("completionTime")
+    duration = None
+    if start and end:
+        duration = (
+            datetime.fromisoformat(end.replace("Z", "+00:00")) - datetime.fromisoformat(start.replace("Z", "+00:00"))
+        ).total_seconds()
+    return {
+        "kind": job["kind"],
+        "name": job["metadata"]["name"],
+        "namespace": job["metadata"]["namespace"],
+        "conditions": status.get("conditions") or [],
+        "replicaStatuses": status.get("replicaStatuses") or {},
+        "startTime": start,
+        "completionTime": end,
+        "duration": duration,
+    }
+
+
+def _seconds_until_ttl(job: Mapping[str, Any], ttl: int) -> float | None:
+    """Seconds until ``completionTime + ttl`` (negative once passed); None without a completionTime."""
+    done = ((job.get("status") or {}).get("completionTime")) or ""
+    try:
+        finished = datetime.fromisoformat(done.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (finished - datetime.now(timezone.utc)).total_seconds() + ttl
+
+
+class TrainingJobRun:
+    """One try of a training job task: create or attach, wait, verdict, cleanup, summary (see the module's
+    docstring for the order the operator calls them in).
+
+    :param hook: a :class:`~airflow_trainjob.hooks.training_job.TrainingJobHook` (or anything with its methods).
+    :param identity: the task instance and try this run is for.
+    :param settings: the operator's parameters that govern the try.
+    :param manifest: the job to create, or a callable that builds it (the operator's checks, input notes and
+        ``job_name``/``job_namespace`` XComs); called once, when the run first needs it — never for a deferred
+        task's resume unless the trigger could not tell the job's state.
+    :param log: the task's logger.
+    :param watch: builds the watch of the synchronous wait: called as
+        ``watch(hook, job, poll_interval=..., outage_tolerance=..., log=...)``, returns an object whose
+        ``follow(look_within)`` yields :class:`~airflow_trainjob.job_watch.Seen`; default :class:`JobWatch`.
+    :param follower: builds the lead replica's log follower: ``follower(hook, kind, name, namespace, log)``, a
+        thread with ``start``, ``finish`` and ``stop``; default :class:`LeadLogFollower`.
+    """
+
+    def __init__(
+        self,
+        hook: Any,
+        identity: TaskInstanceIdentity,
+        settings: RunSettings,
+        *,
+        manifest: dict[str, Any] | Callable[[], dict[str, Any]],
+        log: Any,
+        watch: Callable[..., Any] = JobWatch,
+        follower: Callable[..., Any] = LeadLogFollower,
+    ) -> None:
+        self.hook = hook
+        self.identity = identity
+        self.settings = settings
+        self.log = log
+        self._build_manifest = manifest if callable(manifest) else (lambda: manifest)
+        self._manifest: dict[str, Any] | None = None
+        self._watch = watch
+        self._follower_factory = follower
+        self._kind: str | None = None
+        self._job: dict[str, Any] | None = None
+        #: The summary, once the job succeeded (the XCom ``return_value``).
+        self.summary: dict[str, Any] | None = None
+        self._follower: Any = None
+        self._seen_pods: dict[str, dict[str, Any]] = {}  # pod name -> last seen, for the verdict
+        self._stopped_by_airflow = False  # kill() ran: a deletion seen after it is this task's own
+
+    # ---- what the run is about -------------------------------------------------------------------
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """The job this try sends (built on first use)."""
+        if self._manifest is None:
+            self._manifest = self._build_manifest()
+            self._kind = self._manifest["kind"]
+        return self._manifest
+
+    @property
+    def kind(self) -> str:
+        """The job's kind: the manifest's, or the job's (a resumed task that did not build its manifest)."""
+        return self._kind or self.manifest["kind"]
+
+    @property
+    def job(self) -> dict[str, Any] | None:
+        """The job this try created or attached to, until its cleanup; None before (and after)."""
+        return self._job
+
+    @job.setter
+    def job(self, job: dict[str, Any] | None) -> None:
+        self._job = job
+        if job is not None and job.get("kind"):
+            self._kind = job["kind"]
+
+    def _taken(self) -> dict[str, Any]:
+        """The job this run has taken up; the entry points' order (module docstring) guarantees there is one."""
+        if self._job is None:
+            raise RuntimeError("no job taken up yet: create_or_attach() or reconnect() comes first")
+        return self._job
+
+    @property
+    def external_id(self) -> dict[str, Any]:
+        """The job's identity as ``task_state_store`` keeps it: ``{name, namespace, uid}``."""
+        meta = self._taken()["metadata"]
+        return {"name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid")}
+
+    # ---- 1. create or attach -----------------------------------------------------------------------
+
+    def create_or_attach(self) -> dict[str, Any]:
+        """Create this try's job, or attach to / replace the one of that name this task instance left.
+
+        :returns: the job, as created or attached to.
+        :raises JobNotOwnedError: a job of that name is not this task instance's (left untouched).
+        :raises TrainingJobError: a replaced job was not gone after :data:`REPLACE_TIMEOUT` seconds.
+        """
+        self.job = self._create_or_attach(self.manifest)
+        return self._taken()
+
+    def reconnect(self, external_id: Mapping[str, Any]) -> str:
+        """Take up the job an earlier try stored in ``task_state_store``.
+
+        :returns: its phase (see :func:`conditions.phase`), or :data:`JOB_GONE` when it no longer exists as this
+            task instance's job (deleted, or replaced by another object).
+        """
+        _ = self.manifest  # built first: the task's rendered fields show it, and the kind comes from it
+        job = self._stored_job(external_id)
+        if job is None:
+            return JOB_GONE
+        self.job = job
+        return conditions.phase(job.get("status"))
+
+    def _stored_job(self, external_id: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The job ``external_id`` names, if it is still this task instance's (same uid, our labels)."""
+        try:
+            job = self.hook.get_job(self.kind, external_id["name"], external_id["namespace"])
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+        if job["metadata"].get("uid") != external_id.get("uid") or not self.identity.owns(job):
+            return None
+        return job
+
+    def _require_job(self, external_id: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The job of this run; read from ``external_id`` when no step before took it up."""
+        if self._job is None and external_id is not None:
+            job = self._stored_job(external_id)
+            if job is None:
+                raise JobDeletedError(
+                    f"{self.kind} {external_id['namespace']}/{external_id['name']} no longer "
+                    "exists as this task instance's job"
+                )
+            self.job = job
+        if self._job is None:
+            raise TrainingJobError("no job to follow: create_or_attach or reconnect comes first")
+        return self._job
+
+    def _create_or_attach(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        meta = manifest["metadata"]
+        name, namespace, kind = meta["name"], meta["namespace"], self.kind
+        try:
+            job = self.hook.create_job(manifest)
+            self.log.info("Created %s %s/%s", kind, namespace, name)
+            return job
+        except ApiException as e:
+            if e.status != 409:
+                raise
+        try:
+            existing = self.hook.get_job(kind, name, namespace)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+            return self.hook.create_job(manifest)  # deleted between our create and get
+        identity = self.identity
+        if not identity.owns(existing):
+            raise JobNotOwnedError(
+                f"A {kind} named {namespace}/{name} already exists and is not labelled as this task "
+                f"instance's (dag_id={identity.dag_id}, task_id={identity.task_id}, run_id={identity.run_id}, "
+                f"map_index={identity.map_index}); it was left untouched. Set another job_name or remove it."
+            )
+        finished = conditions.is_terminal(existing.get("status"))
+        same_try = identity.created_by_this_try(existing)
+        deleting = bool(existing["metadata"].get("deletionTimestamp"))  # e.g. by the killed try before this one
+        if not finished and not deleting and (same_try or self.settings.reattach_on_restart):
+            self.log.info(
+                "Attaching to %s %s/%s, still %s, created by try %s",
+                kind,
+                namespace,
+                name,
+                conditions.phase(existing.get("status")),
+                existing["metadata"]["labels"].get(LABEL_TRY_NUMBER),
+            )
+            return self._follow(existing)
+        self.log.info(
+            "Replacing %s %s/%s left by an earlier try (%s%s)",
+            kind,
+            namespace,
+            name,
+            conditions.phase(existing.get("status")),
+            ", being deleted" if deleting else "",
+        )
+        if not deleting:
+            self.hook.delete_job(kind, name, namespace, uid=existing["metadata"]["uid"], propagation="Foreground")
+        deadline = time.monotonic() + REPLACE_TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                self.hook.get_job(kind, name, namespace)
+            except ApiException as e:
+                if e.status == 404:
+                    job = self.hook.create_job(manifest)
+                    self.log.info("Created %s %s/%s", kind, namespace, name)
+                    return job
+                raise
+            time.sleep(REPLACE_POLL_SECONDS)
+        raise TrainingJobError(
+            f"{kind} {namespace}/{name} of an earlier try was not gone after {REPLACE_TIMEOUT:.0f} s"
+        )
+
+    def _follow(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Record on ``job`` that this try follows it now, so that an earlier try killed late (a clear that races
+        this try) leaves it alone (see :meth:`TaskInstanceIdentity.follows`). Returns the job as it is now."""
+        if self.identity.follows(job):
+            return job
+        meta = job["metadata"]
+        patch = {
+            "metadata": {
+                "uid": meta.get("uid"),
+                "annotations": {ANNOTATION_FOLLOWED_BY_TRY: str(self.identity.try_number)},
+            }
+        }
+        try:
+            return self.hook.patch_job(self.kind, meta["name"], meta["namespace"], patch)
+        except Exception as e:
+            self.log.warning(
+                "Could not record on %s that try %d follows it (%s)",
+                job_ref(job),
+                self.identity.try_number,
+                one_line(e),
+            )
+            return job
+
+    # ---- 2. wait (synchronous), verdict, cleanup ---------------------------------------------------
+
+    def wait(self, external_id: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Follow the job to its end, give the verdict, and clean up on every way out.
+
+        :param external_id: the stored job, read when neither :meth:`create_or_attach` nor :meth:`reconnect` ran.
+        :returns: the summary (:func:`job_summary`).
+        :raises AirflowFailException, TrainingJobError: the job failed (see :func:`verdict.failure_exception`).
+        :raises TrainingJobTimeoutError: a deadline passed (the job is deleted).
+        :raises JobDeletedError: the job was deleted or replaced outside this task before it finished.
+        :raises TrainingJobStoppedError: :meth:`kill` ran (Airflow stopped the task).
+        """
+        manifest = self.manifest
+        job = self._require_job(external_id)
+        meta = job["metadata"]
+        ref = f"{self.kind} {meta['namespace']}/{meta['name']}"
+        outcome = "killed"
+        try:
+            job = self._job = self._follow(job)  # reconnected through task_state_store: this try follows it now
+            if self.settings.get_logs:
+                self._follower = self._follower_factory(
+                    self.hook, JOB_KINDS[self.kind], meta["name"], meta["namespace"], self.log
+                )
+                self._follower.start()
+            final = self._wait(ref, manifest, job)
+            self._stop_pods_at_terminal(final)
+            self._stop_follower(drain=True)
+            if not conditions.is_succeeded(final.get("status")):
+                outcome = "failed"
+                raise failure_exception(self.hook, final, self.settings.log_tail_lines, self._seen_pods.values())
+            self.log.info("%s succeeded", ref)
+            self.summary = job_summary(final)
+        except BaseException:
+            self._stop_follower()
+            self._cleanup_keeping_verdict(outcome)
+            raise
+        self._cleanup("succeeded")
+        return self.summary
+
+    def _wait(self, ref: str, manifest: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+        """Follow the job by a watch until it is terminal; log each change; enforce the timeouts.
+
+        :returns: the job's last state: terminal, also when the job was deleted right after it finished.
+        :raises JobDeletedError: the job vanished while its last state seen was not terminal.
+        :raises TrainingJobStoppedError: ... because this task's own ``on_kill`` deleted it.
+        """
+        kind = JOB_KINDS[self.kind]
+        desired = {t: s.get("replicas", 1) for t, s in manifest["spec"][kind.replica_specs_key].items()}
+        settings = self.settings
+        deadlines = Deadlines(
+            started_at=time.time(),
+            timeout=settings.timeout,
+            startup_timeout=settings.startup_timeout,
+            queue_timeout=settings.queue_timeout,
+        )
+        last_line: str | None = None
+        last_restarts: dict[str, int] = {}
+
+        def look_within() -> float:
+            # The next deadline, and at least every POD_LOOK_SECONDS a look at the pods: a container restarted in
+            # place (OnFailure) changes nothing in the job's status.
+            left = deadlines.seconds_left(time.time())
+            return min(POD_LOOK_SECONDS, left + 0.05) if left is not None else POD_LOOK_SECONDS
+
+        watch = self._watch(
+            self.hook, job, poll_interval=settings.poll_interval, outage_tolerance=API_OUTAGE_TOLERANCE, log=self.log
+        )
+        for seen in watch.follow(look_within):
+            job, status = seen.job, seen.job.get("status")
+            if seen.deleted or self._stopped_by_airflow:
+                job = self._final_state(ref, seen)
+                self.log.info(
+                    "%s was deleted outside this task right after it finished: %s",
+                    ref,
+                    conditions.summary(job.get("status")),
+                )
+                return job
+            now = time.time()
+            turn = deadlines.observe(job, now)
+            line = f"{ref}: {conditions.summary(status, desired)}"
+            if line != last_line:
+                self.log.info("%s", line)
+                last_line = line
+            if deadlines.due(turn, now):
+                (self.log.warning if turn == "requeued" else self.log.info)("%s", queue_line(ref, deadlines, turn, now))
+            pods = self._look_at_pods(manifest)
+            if pods is not None:
+                self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
+                last_restarts = self._warn_on_restarts(pods, last_restarts)
+            if conditions.is_terminal(status):
+                return job
+            passed = deadlines.passed(now)
+            if passed is not None:
+                raise self._timeout(job, *passed, ref, status, pods or [], deadlines.state)
+        raise JobDeletedError(f"{ref}: the watch ended before the job did")  # follow() ends only on a deletion
+
+    def _final_state(self, ref: str, seen: Any) -> dict[str, Any]:
+        """The job's last state, once it is gone: the one seen when it was terminal, else the terminal condition
+        the training operator announced in its events (a deletion the watch could not see, e.g. while polling).
+
+        :raises TrainingJobStoppedError: this task's own ``on_kill`` deleted it.
+        :raises JobDeletedError: it was deleted (or replaced) before it finished."""
+        if self._stopped_by_airflow:
+            raise TrainingJobStoppedError(
+                f"{ref}: this task was stopped by Airflow (cleared, marked failed or success, or its worker shut "
+                f"down) while the job was {conditions.phase(seen.job.get('status'))}; it deleted the job and its "
+                "pods on the way out"
+            )
+        if seen.replaced:
+            raise JobDeletedError(f"{ref} was deleted outside this task and replaced by another object")
+        if conditions.is_terminal(seen.job.get("status")):
+            return seen.job
+        try:
+            announced = announced_end(self.hook, seen.job)
+        except Exception as e:
+            self.log.warning("Could not read the events of %s (%s)", ref, one_line(e))
+            announced = None
+        if announced is not None:
+            return announced
+        raise JobDeletedError(
+            f"{ref} was deleted outside this task before it finished (last seen "
+            f"{conditions.summary(seen.job.get('status'))})"
+        )
+
+    def _look_at_pods(self, manifest: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """The job's pods now, or None when the API cannot say right now (the job's watch decides the wait)."""
+        meta = manifest["metadata"]
+        try:
+            return self.hook.list_job_pods(meta["name"], meta["namespace"])
+        except ApiException as e:
+            if is_transient(e):
+                return None
+            raise
+        except (HTTPError, OSError):
+            return None
+
+    def _warn_on_restarts(self, pods: list[dict[str, Any]], before: dict[str, int]) -> dict[str, int]:
+        kind = JOB_KINDS[self.kind]
+        now = restart_counts(pods)
+        for pod_name, count in now.items():
+            if count > before.get(pod_name, 0):
+                ends = [e for e in container_ends(pods, kind) if e.pod == pod_name and e.restarted]
+                why = ends[-1].describe() if ends else pod_name
+                self.log.warning("Replica restarted (restart %d): %s", count, why)
+        return now
+
+    def _timeout(
+        self,
+        job: dict[str, Any],
+        which: str,
+        seconds: float,
+        ref: str,
+        status: Any,
+        pods: list,
+        queue: QueueState | None = None,
+    ) -> TrainingJobTimeoutError:
+        pending = pending_reasons(pods, JOB_KINDS[self.kind])
+        name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+        try:
+            warnings = [
+                f"{e.get('reason')}: {e.get('message', '')}"
+                for e in self.hook.list_events(namespace, {name})
+                if e.get("type") == "Warning"
+            ][-3:]
+        except ApiException:
+            warnings = []  # the timeout is the news; its explanation is best effort
+        if which == QUEUE_TIMEOUT:
+            where = queue.where() if queue else "its queue"
+            return TrainingJobTimeoutError(
+                f"{ref}: queue_timeout of {seconds:g} s passed while the job waited in {where}, suspended and not "
+                f"admitted (for Kueue's reason: kubectl get workloads.kueue.x-k8s.io -n {namespace}); the job was "
+                "deleted" + (f"; warnings: {' | '.join(warnings)}" if warnings else "")
+            )
+        if not conditions.controller_has_acted(status) and not pods:
+            return TrainingJobTimeoutError(
+                f"{ref}: {which} of {seconds:g} s passed and no controller has acted on the job (no status, no "
+                f"pods): the Kubeflow training operator may not be running, or not watching namespace {namespace} "
+                f"(its --namespace flag), or not serving {self.kind} (--enable-scheme); the job was deleted"
+                + (f"; warnings: {' | '.join(warnings)}" if warnings else "")
+            )
+        return TrainingJobTimeoutError(
+            f"{ref}: {which} of {seconds:g} s passed; last state: {conditions.summary(status)}"
+            + (f"; pending: {' | '.join(pending)}" if pending else "")
+            + (f"; warnings: {' | '.join(warnings)}" if warnings else "")
+        )
+
+    def _stop_pods_at_terminal(self, job: dict[str, Any]) -> None:
+        """The job is terminal: stop the pods its user's ``cleanPodPolicy`` has the controller stop at that moment
+        (Pending and Running ones, for ``Running`` and ``All``), which the held policy kept running. Best effort:
+        the cleanup at the end of the task deletes whatever is left."""
+        meta = job["metadata"]
+        policy = user_run_policy(job)
+        try:
+            pods = self.hook.list_job_pods(meta["name"], meta["namespace"])
+            stopping = [p for p in pods_to_stop(pods, policy) if owned_by(p, meta.get("uid"))]
+            for pod in stopping:
+                self.hook.delete_pod(pod["metadata"]["name"], meta["namespace"], uid=pod["metadata"].get("uid"))
+        except Exception as e:
+            self.log.warning(
+                "Could not stop the running pods of %s now (%s); the cleanup will", job_ref(job), one_line(e)
+            )
+            return
+        if stopping:
+            self.log.info(
+                "%s is %s: stopping %s (pods deleted), as cleanPodPolicy %s asks",
+                job_ref(job),
+                conditions.phase(job.get("status")),
+                ", ".join(p["metadata"]["name"] for p in stopping),
+                policy.clean_pod_policy,
+            )
+
+    # ---- 3. the result -----------------------------------------------------------------------------
+
+    def result(self, external_id: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The summary; for a job that already succeeded under an earlier try, also the cleanup that
+        try's worker did not live to do.
+
+        :param external_id: the stored job, read when no step before took it up."""
+        if self.summary is not None:
+            return self.summary
+        job = self._require_job(external_id)
+        try:
+            self.summary = job_summary(job)
+            return self.summary
+        finally:
+            self._cleanup("succeeded")
+
+    # ---- deferrable: the trigger, then its event ------------------------------------------------
+
+    def trigger(self) -> TrainingJobTrigger:
+        """The trigger that waits for this run's job, with the deadlines counted from now (see :mod:`admission`)."""
+        meta = self._taken()["metadata"]
+        settings = self.settings
+        return TrainingJobTrigger(
+            kind=self.kind,
+            name=meta["name"],
+            namespace=meta["namespace"],
+            uid=meta.get("uid"),
+            kubernetes_conn_id=settings.kubernetes_conn_id,
+            started_at=time.time(),
+            timeout=settings.timeout,
+            startup_timeout=settings.startup_timeout,
+            queue_timeout=settings.queue_timeout,
+            poll_interval=settings.poll_interval,
+            owner_labels=self.identity.instance_labels(),
+            try_number=self.identity.try_number,
+            log_tail_lines=settings.log_tail_lines if settings.get_logs else 0,
+        )
+
+    def complete(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Resume after the trigger fired: the same verdict, messages and cleanup as :meth:`wait`.
+
+        :param event: the trigger's event payload (see :class:`TrainingJobTrigger`).
+        :returns: the summary. Raises as :meth:`wait` does; ``TrainingJobError`` with the event's message when
+            the trigger could not watch a job that is still running (the job is deleted)."""
+        job = event.get("job")
+        if event["outcome"] == ERROR and job is None:
+            # The trigger gave up on watching, not the job on running: read it here. A finished job still gets
+            # its verdict; a running one is deleted below with the task's failure, like any synchronous error.
+            job = self._read_own_job(event["message"])
+            if conditions.is_terminal(job.get("status")):
+                event = {**event, "outcome": FINISHED, "pods": []}
+        if event["outcome"] == DELETED or job is None:
+            raise JobDeletedError(event["message"])
+        self.job = job
+        outcome = "killed"
+        try:
+            if event["outcome"] == TIMED_OUT:
+                name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+                which = event.get("which", "timeout")
+                pods = self.hook.list_job_pods(name, namespace)
+                raise self._timeout(
+                    job, which, self.settings.limit(which) or 0, job_ref(job), job.get("status"), pods, queue_state(job)
+                )
+            if event["outcome"] != FINISHED:
+                raise TrainingJobError(event["message"])
+            ref = job_ref(job)
+            self.log.info("%s", event["message"])
+            # The trigger sends pods only for a failed job (and none if it could not list them): look now.
+            pods = event.get("pods") or self._list_pods_if_any(job)
+            if self.settings.get_logs:
+                self._quote_lead_log(job, pods, event.get("lead_log"))
+            if not conditions.is_succeeded(job.get("status")):
+                outcome = "failed"
+                raise failure_exception(self.hook, job, self.settings.log_tail_lines, pods)
+            self.log.info("%s succeeded", ref)
+            self.summary = job_summary(job)
+        except BaseException:
+            self._cleanup_keeping_verdict(outcome)
+            raise
+        self._cleanup("succeeded")
+        return self.summary
+
+    def _read_own_job(self, message: str) -> dict[str, Any]:
+        """This task instance's job as the API has it now. :raises JobDeletedError: it is gone or not ours."""
+        meta = self.manifest["metadata"]
+        try:
+            job = self.hook.get_job(self.kind, meta["name"], meta["namespace"])
+        except ApiException as e:
+            if e.status == 404:
+                raise JobDeletedError(message) from e
+            raise
+        if not self.identity.owns(job):
+            raise JobDeletedError(message)
+        return job
+
+    def _list_pods_if_any(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+        try:
+            return self.hook.list_job_pods(job["metadata"]["name"], job["metadata"]["namespace"])
+        except ApiException as e:
+            self.log.warning("Could not list the pods of %s: %s %s", job_ref(job), e.status, e.reason)
+            return []
+
+    def _quote_lead_log(self, job: dict[str, Any], pods: list[dict[str, Any]], read: dict[str, str] | None) -> None:
+        """Deferred jobs have no live log: quote the end of the lead replica's log — as the trigger read it before
+        stopping its pod, else from the pod (held until the task's cleanup)."""
+        kind = JOB_KINDS[job["kind"]]
+        tail_lines = self.settings.log_tail_lines
+        if not tail_lines:  # 0 quotes none, as for failed replicas (not the whole log)
+            return
+        pod = lead_pod(pods, kind)
+        if read:
+            name, text = read["pod"], read["text"]
+        elif pod is not None:
+            name = pod["metadata"]["name"]
+            try:
+                text = self.hook.read_pod_log(
+                    name, job["metadata"]["namespace"], log_container(pod, kind), tail_lines=tail_lines
+                )
+            except ApiException as e:
+                self.log.warning("The lead replica's log is gone (%s): %s", name, one_line(e))
+                return
+        else:
+            self.log.warning("No lead replica's log to quote: %s has no lead pod any more", job_ref(job))
+            return
+        label = next(
+            (f"{t}-{i}" for p in pods if p["metadata"]["name"] == name for t, i in [replica_of(p, kind)]), name
+        )
+        self.log.info("Last %d lines of the lead replica's log (%s, pod %s):", tail_lines, label, name)
+        for line in text.splitlines():
+            self.log.info("[%s] %s", label, line)
+
+    # ---- stopped by Airflow ------------------------------------------------------------------------
+
+    def kill(self) -> None:
+        """Airflow stopped the task (marked failed/success, cleared, timed out, worker shutdown): end the wait as
+        stopped, stop following the log, delete the job (unless a later try follows it now)."""
+        self._stopped_by_airflow = True
+        self._stop_follower()
+        self._cleanup("killed")
+
+    # ---- cleanup -----------------------------------------------------------------------------------
+
+    def _stop_follower(self, drain: bool = False) -> None:
+        follower, self._follower = self._follower, None
+        if follower is not None:
+            follower.finish() if drain else follower.stop()
+
+    def _cleanup_keeping_verdict(self, outcome: str) -> None:
+        """Clean up after a verdict that is an exception (failed, timed out, killed, an error). A cleanup that fails
+        is logged, never raised in the verdict's place: it would turn a permanent failure into a retry that runs
+        the job again. (After a success a failed cleanup is raised: the retry reconnects and finishes it.)"""
+        job = self._job
+        try:
+            self._cleanup(outcome)
+        except Exception as e:
+            ref = job_ref(job) if job else "the job"
+            self.log.error(
+                "Could not clean up %s after the task's verdict (%s): the job and its pods may remain; "
+                "the verdict below stands",
+                ref,
+                one_line(e),
+            )
+
+    def _cleanup(self, outcome: str) -> None:
+        """Apply ``cleanPodPolicy`` to the job's pods, then ``on_finish`` to the job. A job that is
+        still running is deleted whatever ``on_finish`` says. Touches only this task instance's job."""
+        job, self._job = self._job, None  # once: kill() and the wait's way out may both get here
+        if job is None:
+            return
+        meta = job["metadata"]
+        name, namespace, uid = meta["name"], meta["namespace"], meta.get("uid")
+        kind, on_finish = self.kind, self.settings.on_finish
+        try:
+            current = self.hook.get_job(kind, name, namespace)
+        except ApiException as e:
+            if e.status == 404:
+                return
+            raise
+        if current["metadata"].get("uid") != uid or not self.identity.owns(current):
+            self.log.warning("Not cleaning up %s/%s: it is no longer the job this task created", namespace, name)
+            return
+        if outcome == "killed" and not self.identity.follows(current):
+            self.log.warning(
+                "Not deleting %s %s/%s: try %s of this task follows it now",
+                kind,
+                namespace,
+                name,
+                following_try(current),
+            )
+            return
+        policy = user_run_policy(current)
+        running = not conditions.is_terminal(current.get("status"))
+        left_running: list[str] = []
+        if not running:  # a running job goes whole (its pods by garbage collection): no pod dies before it
+            pods = [p for p in self.hook.list_job_pods(name, namespace) if owned_by(p, uid)]
+            cleaned = pods_to_clean(pods, policy.clean_pod_policy)
+            for pod in cleaned:
+                self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
+            left_running = [
+                p["metadata"]["name"] for p in pods if p not in cleaned and phase_of(p) in ("Pending", "Running")
+            ]
+        if running or on_finish == "delete_job" or (on_finish == "delete_succeeded_job" and outcome == "succeeded"):
+            self.log.info(
+                "Deleting %s %s/%s (%s)%s",
+                kind,
+                namespace,
+                name,
+                "not finished" if running else on_finish,
+                f"; its pods still running stop with it: {', '.join(left_running)}" if left_running else "",
+            )
+            self.hook.delete_job(kind, name, namespace, uid=uid)
+            return
+        patch = release_patch(current)
+        if patch is not None:
+            # The runPolicy as the user wrote it: the controller now applies ttlSecondsAfterFinished (counted from
+            # completionTime) and cleanPodPolicy itself. The uid makes the patch a precondition: never a successor.
+            patch["metadata"]["uid"] = uid
+            try:
+                self.hook.patch_job(kind, name, namespace, patch)
+            except Exception as e:
+                self.log.warning(
+                    "Could not give %s %s/%s back its runPolicy (%s): it keeps cleanPodPolicy None and "
+                    "no ttlSecondsAfterFinished",
+                    kind,
+                    namespace,
+                    name,
+                    one_line(e),
+                )
+        ttl = policy.ttl_seconds_after_finished
+        fate = f"remove it with: kubectl delete {JOB_KINDS[kind].plural}.{GROUP} {name} -n {namespace}"
+        if ttl is not None:
+            left = _seconds_until_ttl(current, ttl)
+            fate = f"the training operator deletes it {ttl} s after it finished (ttlSecondsAfterFinished)" + (
+                f", in about {left:.0f} s" if left and left > 0 else ", now: that time has passed"
+            )
+        self.log.info(
+            "Keeping %s %s %s/%s for inspection (on_finish=%r; its pods follow cleanPodPolicy %s); %s",
+            conditions.phase(current.get("status")),
+            kind,
+            namespace,
+            name,
+            on_finish,
+            policy.clean_pod_policy,
+            fate,
+        )

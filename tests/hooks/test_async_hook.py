@@ -1,0 +1,162 @@
+"""``AsyncTrainingJobHook``: the sync hook's requests, timeouts, retries and errors, awaited — against the local
+cluster, plus the pieces that need none."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
+
+import airflow_trainjob.triggers
+from airflow_trainjob.api_errors import QuietApiException
+from airflow_trainjob.exceptions import KubernetesAccessError
+from airflow_trainjob.hooks import retries
+from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook, TrainingJobHook
+from airflow_trainjob.manifest import build_manifest
+from airflow_trainjob.models import TrainingJobSpec
+from airflow_trainjob.triggers.job_stream import JobStream, StreamSource
+from airflow_trainjob.triggers.training_job import TrainingJobTrigger
+from tests.support.jobs import pytorch_specs
+
+SECRET = "not-a-real-token-async-5e2d"
+
+
+# --- no cluster ------------------------------------------------------------------------------------
+
+
+def test_is_the_sync_hook_with_the_same_connection():
+    hook = AsyncTrainingJobHook(kubernetes_conn_id="prod", cluster_context="ctx", config_file="/k", in_cluster=False)
+    assert isinstance(hook, TrainingJobHook)
+    auth = hook._auth  # the cncf.kubernetes async hook that loads the config
+    assert (auth.conn_id, auth.cluster_context, auth.config_file, auth.in_cluster) == ("prod", "ctx", "/k", False)
+    assert AsyncTrainingJobHook(kubernetes_conn_id=None)._auth.conn_id is None  # no connection stays none
+    assert not hook.connected
+
+
+def test_the_triggers_stream_uses_the_async_hook():
+    trigger = TrainingJobTrigger(kind="PyTorchJob", name="a", namespace="ml", kubernetes_conn_id="prod")
+    source = trigger.shared_stream_key()
+    assert isinstance(source.hook(), AsyncTrainingJobHook) and source.hook().conn_id == "prod"
+    assert isinstance(JobStream(source).hook, AsyncTrainingJobHook)
+    assert StreamSource.from_trigger_kwargs(trigger.serialize()[1]) == source
+
+
+def test_the_triggers_build_no_client_of_their_own():
+    """No module of the triggers package imports a Kubernetes client: every request goes through the hook."""
+    for path in Path(airflow_trainjob.triggers.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module} | {
+            a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+        }
+        assert not {m for m in imported if m.split(".")[0] in ("kubernetes", "kubernetes_asyncio", "aiohttp")}, path
+
+
+def test_async_calls_retry_transient_answers_of_the_async_client():
+    answers = [
+        AsyncApiException(status=503, reason="Service Unavailable"),
+        AsyncApiException(status=429, reason="x"),
+        "ok",
+    ]
+    answers[1].headers = {"Retry-After": "2"}
+    waits: list[float] = []
+
+    async def no_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    @retries.retry_transient
+    async def call():
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert asyncio.run(call.retry_with(sleep=no_sleep)()) == "ok"
+    assert len(waits) == 2 and waits[1] == 2.0  # Retry-After of the async client's answer is honoured too
+
+
+def test_async_refusals_are_not_retried():
+    calls = []
+
+    @retries.retry_transient
+    async def call():
+        calls.append(1)
+        raise AsyncApiException(status=403, reason="Forbidden")
+
+    with pytest.raises(AsyncApiException):
+        asyncio.run(call())
+    assert calls == [1]
+
+
+# --- against the local cluster --------------------------------------------------------------------
+
+
+def test_async_calls_roundtrip(kubernetes_default_conn, namespace):
+    sync = TrainingJobHook()
+    spec = TrainingJobSpec.parse("PyTorchJob", pytorch_specs("import time; time.sleep(60)", workers=0))
+    created = sync.create_job(build_manifest(spec=spec, name="async-crud", namespace=namespace))
+    uid = created["metadata"]["uid"]
+
+    async def main():
+        hook = AsyncTrainingJobHook()
+        async with hook.connect():
+            assert hook.connected
+            job = await hook.get_job_async("PyTorchJob", "async-crud", namespace)
+            page = await hook.list_jobs_async("PyTorchJob", namespace, limit=10)
+            events = []
+            patched = asyncio.create_task(
+                asyncio.to_thread(
+                    sync.patch_job, "PyTorchJob", "async-crud", namespace, {"metadata": {"labels": {"seen": "yes"}}}
+                )
+            )
+            async for event in hook.watch_jobs(
+                "PyTorchJob", namespace, page["metadata"]["resourceVersion"], timeout_seconds=5, name="async-crud"
+            ):
+                events.append(event)
+                if (event["raw_object"]["metadata"].get("labels") or {}).get("seen") == "yes":
+                    break  # (the controller's status updates may come first)
+            await patched
+            with pytest.raises(QuietApiException) as wrong_uid:
+                await hook.delete_job_async(
+                    "PyTorchJob", "async-crud", namespace, uid="00000000-0000-0000-0000-000000000000"
+                )
+            deleted = await hook.delete_job_async("PyTorchJob", "async-crud", namespace, uid=uid)
+            again = await hook.delete_job_async("PyTorchJob", "async-crud", namespace)
+            with pytest.raises(QuietApiException) as gone:
+                await hook.get_job_async("PyTorchJob", "async-crud", namespace)
+        assert not hook.connected
+        pods = await hook.list_job_pods_async("async-crud", namespace)  # outside connect(): a client of its own
+        return job, page, events, wrong_uid.value, deleted, again, gone.value, pods
+
+    job, page, events, wrong_uid, deleted, again, gone, pods = asyncio.run(main())
+    assert job["metadata"]["uid"] == uid
+    assert [j["metadata"]["name"] for j in page["items"]] == ["async-crud"]
+    assert events[-1]["type"] == "MODIFIED" and events[-1]["raw_object"]["metadata"]["labels"]["seen"] == "yes"
+    assert wrong_uid.status == 409  # the uid precondition protects a same-named successor
+    assert deleted is True and again is False  # 404 counts as done
+    assert gone.status == 404 and str(gone) == f"PyTorchJob {namespace}/async-crud does not exist (404 NotFound)"
+    assert isinstance(pods, list)
+
+
+def test_bad_token_is_a_clear_401_without_the_token(local_cluster, monkeypatch, namespace):
+    config = yaml.safe_load(local_cluster.kubeconfig.read_text())
+    for user in config["users"]:
+        user["user"] = {"token": SECRET}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_TRAINJOB_ASYNC", json.dumps({"conn_type": "kubernetes", "extra": {"kube_config": config}})
+    )
+
+    async def main():
+        with pytest.raises(KubernetesAccessError) as raised:
+            await AsyncTrainingJobHook(kubernetes_conn_id="trainjob_async").get_job_async("PyTorchJob", "x", namespace)
+        return raised.value
+
+    error = asyncio.run(main())
+    message = str(error)
+    assert "401" in message and "trainjob_async" in message and f"get PyTorchJob {namespace}/x" in message
+    assert error.__cause__ is None and error.__suppress_context__  # raised from None: no headers in a chain
+    assert SECRET not in message and SECRET not in repr(error)

@@ -1,0 +1,91 @@
+"""pods.py over API JSON dicts: container ends and their class, cleanup, the lead pod. No cluster needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_trainjob.constants import JOB_KINDS, CleanPodPolicy
+from airflow_trainjob.failures import ExitClass
+from airflow_trainjob.pods import container_ends, ends_from_events, lead_pod, pods_to_clean
+
+PYTORCH, TF, JAX = JOB_KINDS["PyTorchJob"], JOB_KINDS["TFJob"], JOB_KINDS["JAXJob"]
+
+
+def pod(name, replica_type, index=0, phase="Running", **status):
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {
+                "training.kubeflow.org/replica-type": replica_type.lower(),
+                "training.kubeflow.org/replica-index": str(index),
+            },
+        },
+        "status": {"phase": phase, **status},
+    }
+
+
+def terminated(code, reason, at, last=None):
+    status = {"name": "pytorch", "state": {"terminated": {"exitCode": code, "reason": reason, "finishedAt": at}}}
+    if last:
+        status["lastState"] = {"terminated": last}
+    return status
+
+
+def test_container_ends_carry_their_class():
+    pods = [
+        pod(
+            "j-master-0",
+            "Master",
+            phase="Failed",
+            containerStatuses=[
+                terminated(1, "Error", "t3", last={"exitCode": 137, "reason": "OOMKilled", "finishedAt": "t1"})
+            ],
+        ),
+        pod("j-worker-0", "Worker", phase="Succeeded", containerStatuses=[terminated(0, "Completed", "t2")]),
+        pod("j-worker-1", "Worker", 1, phase="Failed", reason="Evicted", message="low on memory"),
+    ]
+    ends = container_ends(pods, PYTORCH)
+    assert [(e.replica, e.exit_class, e.failed, e.restarted) for e in ends] == [
+        ("Worker-1", ExitClass.EVICTED, True, False),  # no finishedAt: sorts first
+        ("Master-0", ExitClass.OOM_KILLED, True, True),
+        ("Worker-0", ExitClass.SUCCEEDED, False, False),
+        ("Master-0", ExitClass.PERMANENT, True, False),
+    ]
+
+
+def test_ends_from_the_operators_events():
+    events = [
+        {"reason": "ExitedWithCode", "message": "Pod: ns.j-worker-1 exited with code 139", "lastTimestamp": "t2"},
+        {"reason": "ExitedWithCode", "message": "Pod: ns.j-master-0 exited with code 0", "lastTimestamp": "t1"},
+        {"reason": "PyTorchJobFailed", "message": "Pod: ns.j-master-0 exited with code 1"},
+    ]
+    ends = ends_from_events(events, "j", PYTORCH)
+    assert [(e.pod, e.replica, e.exit_code, e.exit_class) for e in ends] == [
+        ("j-master-0", "Master-0", 0, ExitClass.SUCCEEDED),
+        ("j-worker-1", "Worker-1", 139, ExitClass.RETRYABLE),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("policy", "cleaned"),
+    [
+        (CleanPodPolicy.ALL, ["a", "b", "c"]),
+        ("All", ["a", "b", "c"]),
+        (CleanPodPolicy.RUNNING, ["a", "b"]),
+        ("Running", ["a", "b"]),
+        (CleanPodPolicy.NONE, []),
+        ("None", []),
+        (CleanPodPolicy.UNDEFINED, []),
+    ],
+)
+def test_pods_to_clean(policy, cleaned):
+    pods = [pod("a", "Worker", phase="Pending"), pod("b", "Worker", 1), pod("c", "Worker", 2, phase="Succeeded")]
+    assert [p["metadata"]["name"] for p in pods_to_clean(pods, policy)] == cleaned
+
+
+def test_lead_pod_follows_the_tables_lead_order():
+    chief, master, worker = pod("c", "Chief"), pod("m", "Master"), pod("w", "Worker")
+    assert lead_pod([worker, master, chief], TF) is chief
+    assert lead_pod([worker, master], TF) is master
+    assert lead_pod([pod("w1", "Worker", 1), worker], JAX) is worker
+    assert lead_pod([pod("w1", "Worker", 1)], PYTORCH) is None
