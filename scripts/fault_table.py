@@ -2,10 +2,10 @@
 
     python scripts/fault_table.py report.jsonl
 
-The file is what a test run with ``AIRFLOW_TRAINJOB_REPORT=report.jsonl`` appended (see tests/report.py); the
+The file is what a test run with ``AIRFLOW_TRAINJOB_REPORT=report.jsonl`` appended (see tests/support/report.py); the
 fault rows are its ``faults/<mode>`` sections.
 
-Each row is one fault tried by one test (see tests/fault_support.py): its kind, the mode (synchronous or
+Each row is one fault tried by one test (see tests/support/faults.py): its kind, the mode (synchronous or
 deferred), where it was injected, how often the proxy or the test really injected it, whether the task came
 through right (verdict, one job, nothing left behind), and the jobs duplicated and objects orphaned counted.
 """

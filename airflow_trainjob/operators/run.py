@@ -683,7 +683,7 @@ class TrainingJobRun:
         try:
             return self.hook.list_job_pods(job["metadata"]["name"], job["metadata"]["namespace"])
         except ApiException as e:
-            self.log.warning("Could not list the pods of %s: %s %s", job_ref(job), e.status, e.reason)
+            self.log.warning("Could not list the pods of %s: %s", job_ref(job), one_line(e))
             return []
 
     def _quote_lead_log(self, job: dict[str, Any], pods: list[dict[str, Any]], read: dict[str, str] | None) -> None:
