@@ -6,13 +6,13 @@ cluster), wrapped in the exception either client raises, with the response heade
 
 from __future__ import annotations
 
+import functools
 import json
 import pickle
 
 import pytest
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 from kubernetes.client.exceptions import ApiException
-from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 from urllib3 import HTTPHeaderDict
 
 from airflow_trainjob import api_errors
@@ -25,6 +25,7 @@ from airflow_trainjob.exceptions import (
     QuotaExceededError,
     TrainingJobError,
 )
+from tests.support import api_answers
 from tests.support.refusals import LEAK_MARKERS, assert_nothing_leaks
 
 HEADERS = HTTPHeaderDict(
@@ -57,24 +58,16 @@ def status(code: int, reason: str, message: str, details: dict | None = None) ->
     )
 
 
-class Response:
-    """What both clients build an ``ApiException`` from: status, reason phrase, body bytes, headers."""
-
-    def __init__(self, code: int, phrase: str, body: str):
-        self.status, self.reason, self.data = code, phrase, body.encode()
-
-    def getheaders(self):
-        return HEADERS
+Response = functools.partial(api_answers.Response, headers=HEADERS)
 
 
-@pytest.fixture(params=["kubernetes", "kubernetes_asyncio"])
+@pytest.fixture(params=list(api_answers.CLIENT_EXCEPTIONS))
 def answer(request):
     """``answer(code, phrase, body)``: the exception the sync or the async client raises for that response."""
-    exception_class = ApiException if request.param == "kubernetes" else AsyncApiException
+    exception_class = api_answers.CLIENT_EXCEPTIONS[request.param]
 
     def make(code: int, phrase: str, body: str):
-        error = exception_class(http_resp=Response(code, phrase, body))
-        error.body = error.body.decode()  # as the clients' ApiClient does before raising
+        error = api_answers.raised(exception_class, Response(code, phrase, body))
         assert "HTTP response headers" in str(error)  # the raw exception does leak: the point of all this
         return error
 

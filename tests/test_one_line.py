@@ -5,6 +5,7 @@ header, a body beyond the Status' message, or a credential."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 import aiohttp
@@ -24,6 +25,7 @@ from airflow_trainjob.api_errors import (
     one_line,
 )
 from airflow_trainjob.hooks import retries
+from tests.support import api_answers
 
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.secret-token-7f3a"
 HEADERS = HTTPHeaderDict(
@@ -45,22 +47,16 @@ FORBIDDEN = (
 UNAVAILABLE = '{"kind":"Status","apiVersion":"v1","status":"Failure","message":"etcd is down","reason":"ServiceUnavailable","code":503}'
 
 
-class Response:
-    def __init__(self, code: int, phrase: str, body: str):
-        self.status, self.reason, self.data = code, phrase, body.encode()
-
-    def getheaders(self):
-        return HEADERS
+Response = functools.partial(api_answers.Response, headers=HEADERS)
 
 
-@pytest.fixture(params=["kubernetes", "kubernetes_asyncio"])
+@pytest.fixture(params=list(api_answers.CLIENT_EXCEPTIONS))
 def answer(request):
     """The exception the sync or the async client raises for a response (headers holding a token)."""
-    exception_class = ApiException if request.param == "kubernetes" else AsyncApiException
+    exception_class = api_answers.CLIENT_EXCEPTIONS[request.param]
 
     def make(code: int, phrase: str, body: str):
-        error = exception_class(http_resp=Response(code, phrase, body))
-        error.body = error.body.decode()
+        error = api_answers.raised(exception_class, Response(code, phrase, body))
         assert TOKEN in str(error)  # the raw exception prints its headers: what one_line must never do
         return error
 
