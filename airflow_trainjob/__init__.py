@@ -30,6 +30,8 @@ def get_provider_info() -> dict:
         "hooks": [{"integration-name": INTEGRATION, "python-modules": ["airflow_trainjob.hooks.training_job"]}],
         "triggers": [{"integration-name": INTEGRATION, "python-modules": ["airflow_trainjob.triggers.training_job"]}],
         "extra-links": ["airflow_trainjob.links.training_job.TrainingJobLink"],
+        # The UI plugin (airflow_trainjob.ui.plugin) is registered by the "airflow.plugins" entry point, not here:
+        # Airflow 3.3 reads a provider's "plugins" only with lazy_discover_providers off (see pyproject.toml).
         "config": {
             "trainjob": {
                 "description": "Settings of the airflow-trainjob provider.",
@@ -41,7 +43,16 @@ def get_provider_info() -> dict:
                         "type": "string",
                         "example": "https://kubeflow.example.com/_/jobs/{namespace}/{name}",
                         "default": "",
-                    }
+                    },
+                    "ui_connections": {
+                        "description": "Where the Training jobs page looks: a comma-separated list of conn_id "
+                        "or conn_id/namespace; a connection without a namespace is read in its namespace extra, "
+                        "else default.",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "kubernetes_default, gpu_cluster/ml-team",
+                        "default": "kubernetes_default",
+                    },
                 },
             }
         },

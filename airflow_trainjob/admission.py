@@ -73,7 +73,11 @@ def _latest(status: Any, condition_type: str) -> Mapping[str, Any] | None:
 
 
 def queue_state(job: Mapping[str, Any]) -> QueueState:
-    """The queue state of ``job`` (API JSON dict)."""
+    """The queue state of a job.
+
+    :param job: the job as an API JSON dict; reads ``metadata.labels`` (``kueue.x-k8s.io/queue-name``),
+        ``spec.runPolicy.suspend`` and the ``Suspended`` condition of ``status.conditions``.
+    """
     status = job.get("status") if isinstance(job.get("status"), Mapping) else {}
     run_policy = (job.get("spec") or {}).get("runPolicy") or {}
     suspend = run_policy.get("suspend") is True if isinstance(run_policy, Mapping) else False
@@ -93,7 +97,11 @@ def queue_state(job: Mapping[str, Any]) -> QueueState:
 
 
 def started_since_admission(status: Any, admitted_at: float | None) -> bool:
-    """The job reached ``Running`` (or finished) after its last admission; for a job never suspended, at all."""
+    """The job reached ``Running`` (or finished) after its last admission; for a job never suspended, at all.
+
+    :param status: the job's ``status`` (API JSON dict, or None before the controller wrote one).
+    :param admitted_at: epoch seconds of the last admission (:attr:`QueueState.admitted_at`); None: never suspended.
+    """
     if conditions.is_terminal(status) or conditions.has_condition(status, JobConditionType.RUNNING):
         return True
     if admitted_at is None:
@@ -132,8 +140,10 @@ class Deadlines:
         self._line_at = float("-inf")  # when the queue was last logged
 
     def observe(self, job: Mapping[str, Any], now: float) -> str | None:
-        """Take in the job as seen at ``now`` (epoch seconds).
+        """Take in the job as seen at ``now``.
 
+        :param job: the job as an API JSON dict (its labels, ``spec.runPolicy.suspend`` and ``status``).
+        :param now: epoch seconds of the look.
         :returns: ``"queued"`` when it entered its queue, ``"requeued"`` when it entered it again after it had been
             admitted or had run (Kueue preempted or evicted it), ``"admitted"`` when it left it, else None."""
         state = queue_state(job)
@@ -161,21 +171,32 @@ class Deadlines:
         return "admitted" if seen_leaving else None
 
     def queued_for(self, now: float) -> float:
-        """Seconds the job has waited in the queue it is in, on the ``queue_timeout`` clock (0 when not queued)."""
+        """Seconds the job has waited in the queue it is in, on the ``queue_timeout`` clock (0 when not queued).
+
+        :param now: epoch seconds.
+        """
         if self.state is None or not self.state.queued or self._queued_since is None:
             return 0.0
         return max(0.0, now - self._queued_since)
 
     def waited(self, now: float) -> float:
         """Seconds the job has waited in the queue it is in, as the server dates its entry (0 when not queued);
-        unlike :meth:`queued_for`, also from before this wait began."""
+        unlike :meth:`queued_for`, also from before this wait began.
+
+        :param now: epoch seconds.
+        """
         if self.state is None or not self.state.queued:
             return 0.0
         since = self._queued_since_shown
         return max(0.0, now - since) if since is not None else self.queued_for(now)
 
     def due(self, turn: str | None, now: float, every: float = QUEUE_LINE_SECONDS) -> bool:
-        """Whether to log the queue now: at each turn, and every ``every`` seconds while the job stays queued."""
+        """Whether to log the queue now: at each turn, and every ``every`` seconds while the job stays queued.
+
+        :param turn: what :meth:`observe` returned (``queued``, ``requeued``, ``admitted`` or None).
+        :param now: epoch seconds.
+        :param every: seconds between two lines while the job stays queued.
+        """
         if turn is None and not (self.state is not None and self.state.queued and now - self._line_at >= every):
             return False
         self._line_at = now
@@ -191,7 +212,10 @@ class Deadlines:
         return running
 
     def passed(self, now: float) -> tuple[str, float] | None:
-        """``(which, seconds)`` of a deadline that has passed (``timeout`` first), or None."""
+        """``(which, seconds)`` of a deadline that has passed (``timeout`` first), or None.
+
+        :param now: epoch seconds.
+        """
         for which, elapsed in self._counting(now).items():
             limit = self.limits[which]
             if limit and elapsed > limit:
@@ -199,7 +223,10 @@ class Deadlines:
         return None
 
     def seconds_left(self, now: float) -> float | None:
-        """Seconds until the nearest deadline whose clock runs (0 once one passed), or None when none runs."""
+        """Seconds until the nearest deadline whose clock runs (0 once one passed), or None when none runs.
+
+        :param now: epoch seconds.
+        """
         left = [limit - elapsed for which, elapsed in self._counting(now).items() if (limit := self.limits[which])]
         return max(0.0, min(left)) if left else None
 
@@ -209,6 +236,7 @@ def queue_line(ref: str, deadlines: Deadlines, turn: str | None, now: float) -> 
     its admission. Names only the deadlines that are set (a sensor has none).
 
     :param ref: the job, e.g. ``PyTorchJob ns/name``.
+    :param deadlines: the wait's :class:`Deadlines`, fed the job's latest state.
     :param turn: what :meth:`Deadlines.observe` returned (``queued``, ``requeued``, ``admitted`` or None).
     :param now: epoch seconds."""
     state = deadlines.state

@@ -119,7 +119,14 @@ class ApiCall:
     def for_job(
         cls, verb: str, kind: str, namespace: str | None, name: str | None = None, purpose: str | None = None
     ) -> ApiCall:
-        """A request about the training jobs of ``kind`` (a key of ``JOB_KINDS``; another string is kept as a plural)."""
+        """A request about the training jobs of ``kind`` (group ``kubeflow.org``, version ``v1``).
+
+        :param verb: the Kubernetes verb (``create``, ``get``, ``list``, ``watch``, ``patch``, ``delete``).
+        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``); another string is kept as the resource's plural.
+        :param namespace: the namespace of the request; None: cluster-wide.
+        :param name: the job's ``metadata.name``, if the request names one.
+        :param purpose: why the provider makes the request (``create a training job``), said when RBAC forbids it.
+        """
         plural = addressing.plural(kind) if kind in JOB_KINDS else kind
         return cls(verb, plural, GROUP, VERSION, namespace, name, kind if kind in JOB_KINDS else None, purpose)
 
@@ -162,7 +169,10 @@ class ApiError:
 class QuietApiException(ApiException):
     """An ``ApiException`` that the caller handles (404 of an object, 409, a transient failure whose retries
     are spent): the same ``status`` and ``reason``, but ``str()`` is :attr:`api_error`'s one line and it keeps
-    neither the response's headers nor its body."""
+    neither the response's headers nor its body.
+
+    :param api_error: the answer as :func:`describe` read it: its ``status``, ``reason`` and one-line ``message``.
+    """
 
     def __init__(self, api_error: ApiError) -> None:
         super().__init__(status=api_error.status, reason=api_error.reason)
@@ -177,12 +187,18 @@ class QuietApiException(ApiException):
 
 
 def is_api_exception(error: BaseException) -> bool:
-    """An error answer of either client (``status`` set by the server's response)."""
+    """An error answer of either client (``status`` set by the server's response).
+
+    :param error: any exception.
+    """
     return isinstance(error, API_EXCEPTIONS)
 
 
 def read_status(error: BaseException) -> dict[str, Any]:
-    """The Kubernetes ``Status`` object the answer's body holds, or ``{}`` (no body, or not a Status)."""
+    """The Kubernetes ``Status`` object the answer's body holds, or ``{}`` (no body, or not a Status).
+
+    :param error: an error answer of either client (its ``body``: JSON text or bytes), or any exception.
+    """
     body = getattr(error, "body", None)
     if isinstance(body, (bytes, bytearray)):
         body = body.decode("utf-8", errors="replace")
@@ -196,7 +212,10 @@ def read_status(error: BaseException) -> dict[str, Any]:
 
 
 def kind_not_served_message(resource_ref: str) -> str:
-    """The one wording of "this cluster has no such kind", e.g. for ``pytorchjobs.kubeflow.org/v1``."""
+    """The one wording of "this cluster has no such kind".
+
+    :param resource_ref: the resource with its group and version, e.g. ``pytorchjobs.kubeflow.org/v1``.
+    """
     return f"the cluster does not serve {resource_ref} — is the Kubeflow training operator installed?"
 
 
@@ -292,6 +311,7 @@ def one_line(error: BaseException, call: ApiCall | None = None, conn_id: str | N
     error that got no answer (a connection refused or reset, a timeout, urllib3's and aiohttp's errors:
     ``ConnectionRefusedError: ... (no answer to get PyTorchJob ns/name)``). Never the response's headers or body.
 
+    :param error: the exception the call raised.
     :param call: what the request was (its verb and target are named); None: said from the error alone.
     :param conn_id: the Airflow connection the request went through, named in access errors.
     """
@@ -301,6 +321,9 @@ def one_line(error: BaseException, call: ApiCall | None = None, conn_id: str | N
 def exception_for(error: BaseException, call: ApiCall | None = None, conn_id: str | None = None) -> Exception:
     """The exception to raise (``from None``) for an API error of ``call``.
 
+    :param error: the exception the call raised.
+    :param call: what the request was; None: said from the answer alone.
+    :param conn_id: the Airflow connection the request went through, named in access errors.
     :returns: for a refusal, this provider's Airflow exception (see the module's table), with ``status``,
         ``reason`` and ``api_error`` attributes; for an answer the caller handles (404 of an object, 409, a
         spent transient failure, other codes), a :class:`QuietApiException`; an error that is not an

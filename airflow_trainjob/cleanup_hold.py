@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_trainjob.constants import LABEL_PREFIX, CleanPodPolicy
-from airflow_trainjob.pods import Pod, phase_of
+from airflow_trainjob.pods import Pod, is_active
 
 #: The user's ``cleanPodPolicy`` and ``ttlSecondsAfterFinished`` while the provider holds them, as JSON.
 ANNOTATION_HELD_RUN_POLICY = f"{LABEL_PREFIX}/held-run-policy"
@@ -38,8 +38,9 @@ _ASKABLE = (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING, CleanPodPolicy.NONE)
 class UserRunPolicy:
     """What the user asked of the job's cleanup.
 
-    :param clean_pod_policy: ``All``, ``Running`` or ``None``.
-    :param ttl_seconds_after_finished: seconds after completion before the job is deleted, or None (kept).
+    :param clean_pod_policy: ``All``, ``Running`` or ``None`` (``spec.runPolicy.cleanPodPolicy``).
+    :param ttl_seconds_after_finished: seconds after completion before the job is deleted, or None (kept)
+        (``spec.runPolicy.ttlSecondsAfterFinished``).
     :param held: True while the provider holds them (the controller was sent ``None`` and no TTL).
     """
 
@@ -51,7 +52,10 @@ class UserRunPolicy:
 def hold(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """The manifest to send: ``cleanPodPolicy: None`` and no TTL, the user's values in the annotation.
 
-    A manifest that asks for neither cleanup (``None``, no TTL) is sent as it is."""
+    A manifest that asks for neither cleanup (``None``, no TTL) is sent as it is.
+
+    :param manifest: the job to create, an API JSON dict (not changed: the answer is a copy).
+    """
     sent = copy.deepcopy(dict(manifest))
     run_policy = sent.setdefault("spec", {}).setdefault("runPolicy", {})
     clean = run_policy.get(_CLEAN) or CleanPodPolicy.NONE.value
@@ -70,7 +74,10 @@ def hold(manifest: Mapping[str, Any]) -> dict[str, Any]:
 
 def user_run_policy(job: Mapping[str, Any]) -> UserRunPolicy:
     """The user's cleanup for ``job``: from the annotation while held, else from ``spec.runPolicy`` (a job made
-    by an earlier version, or one already released). An annotation that does not parse counts as absent."""
+    by an earlier version, or one already released). An annotation that does not parse counts as absent.
+
+    :param job: the job, an API JSON dict (its ``metadata.annotations`` and ``spec.runPolicy``).
+    """
     run_policy = ((job.get("spec") or {}).get("runPolicy")) or {}
     annotations = (job.get("metadata") or {}).get("annotations") or {}
     raw = annotations.get(ANNOTATION_HELD_RUN_POLICY)
@@ -89,15 +96,22 @@ def user_run_policy(job: Mapping[str, Any]) -> UserRunPolicy:
 def pods_to_stop(pods: Iterable[Pod], policy: UserRunPolicy) -> list[Pod]:
     """The pods to stop when the job turns terminal: what the controller would have deleted at that moment had
     it been sent the user's policy and nothing was held — Pending and Running pods, for ``Running`` and ``All``
-    (finished pods keep their logs until the task ends). Empty when nothing is held: the controller does it."""
+    (finished pods keep their logs until the task ends). Empty when nothing is held: the controller does it.
+
+    :param pods: the job's pods, API JSON dicts or ``V1Pod`` objects.
+    :param policy: the user's cleanup, from :func:`user_run_policy`.
+    """
     if not policy.held or policy.clean_pod_policy not in (CleanPodPolicy.RUNNING, CleanPodPolicy.ALL):
         return []
-    return [p for p in pods if phase_of(p) in ("Pending", "Running")]
+    return [p for p in pods if is_active(p)]
 
 
 def release_patch(job: Mapping[str, Any]) -> dict[str, Any] | None:
     """A JSON merge patch that gives a kept job its ``runPolicy`` back as the user wrote it and drops the
-    annotation (the spec speaks for itself again); None when nothing is held."""
+    annotation (the spec speaks for itself again); None when nothing is held.
+
+    :param job: the job as last read, an API JSON dict.
+    """
     policy = user_run_policy(job)
     if not policy.held:
         return None

@@ -39,7 +39,10 @@ def _as_dict(status: Any) -> Mapping[str, Any]:
 
 
 def true_conditions(status: Any) -> list[Mapping[str, Any]]:
-    """The conditions whose ``status`` is ``"True"``, in the order the controller wrote them."""
+    """The conditions whose ``status`` is ``"True"``, in the order the controller wrote them.
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
+    """
     conditions = _as_dict(status).get("conditions")
     if not isinstance(conditions, list):
         return []
@@ -47,7 +50,11 @@ def true_conditions(status: Any) -> list[Mapping[str, Any]]:
 
 
 def has_condition(status: Any, condition_type: str) -> bool:
-    """True when a condition of ``condition_type`` is ``"True"``."""
+    """True when a condition of ``condition_type`` is ``"True"``.
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
+    :param condition_type: a ``status.conditions[].type``, e.g. ``Running`` (:class:`JobConditionType`).
+    """
     return any(c.get("type") == condition_type for c in true_conditions(status))
 
 
@@ -79,23 +86,34 @@ def phase(status: Any) -> str:
     Several true conditions: the first in ``Failed, Succeeded, Suspended, Restarting, Running, Scaling,
     Pending``, then the latest of unknown types, then ``Created`` decides, except that a ``Succeeded`` whose ``lastTransitionTime`` is later
     than ``Failed``'s wins (RFC 3339 UTC timestamps compare as strings).
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
     """
     condition = _deciding(status)
     return str(condition.get("type")) if condition else NOT_STARTED
 
 
 def deciding_condition(status: Any) -> Mapping[str, Any] | None:
-    """The true condition that :func:`phase` reports, with its ``reason`` and ``message``."""
+    """The true condition that :func:`phase` reports, with its ``reason`` and ``message``.
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
+    """
     return _deciding(status)
 
 
 def is_succeeded(status: Any) -> bool:
-    """The job finished successfully (``Succeeded`` decides the phase)."""
+    """The job finished successfully (``Succeeded`` decides the phase).
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
+    """
     return phase(status) == JobConditionType.SUCCEEDED
 
 
 def failed_at(status: Any) -> str | None:
-    """The ``lastTransitionTime`` (RFC 3339) of the true ``Failed`` condition when ``Failed`` decides the phase."""
+    """The ``lastTransitionTime`` (RFC 3339) of the true ``Failed`` condition when ``Failed`` decides the phase.
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
+    """
     condition = _deciding(status)
     if not condition or condition.get("type") != JobConditionType.FAILED:
         return None
@@ -103,34 +121,52 @@ def failed_at(status: Any) -> str | None:
 
 
 def is_failed(status: Any) -> bool:
-    """The job failed (``Failed`` decides the phase)."""
+    """The job failed (``Failed`` decides the phase).
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
+    """
     return phase(status) == JobConditionType.FAILED
 
 
 def is_terminal(status: Any) -> bool:
-    """The job has finished, successfully or not; it will not change phase again."""
+    """The job has finished, successfully or not; it will not change phase again.
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
+    """
     return phase(status) in (JobConditionType.SUCCEEDED, JobConditionType.FAILED)
 
 
 def is_running(status: Any) -> bool:
-    """The job's replicas are running (``Running`` decides the phase)."""
+    """The job's replicas are running (``Running`` decides the phase).
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
+    """
     return phase(status) == JobConditionType.RUNNING
 
 
 def is_suspended(status: Any) -> bool:
     """The operator reports the job suspended (``Suspended`` decides the phase): it has no pods and waits for
     ``runPolicy.suspend`` to turn false. Whether a job is *queued* also depends on its spec: see
-    :func:`airflow_trainjob.admission.queue_state`."""
+    :func:`airflow_trainjob.admission.queue_state`.
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
+    """
     return phase(status) == JobConditionType.SUSPENDED
 
 
 def is_restarting(status: Any) -> bool:
-    """One or more replicas failed and are being restarted by the operator."""
+    """One or more replicas failed and are being restarted by the operator.
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
+    """
     return phase(status) == JobConditionType.RESTARTING
 
 
 def has_started(status: Any) -> bool:
-    """The job reached ``Running`` at some point (true now or earlier), or has finished."""
+    """The job reached ``Running`` at some point (true now or earlier), or has finished.
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
+    """
     if is_terminal(status) or has_condition(status, JobConditionType.RUNNING):
         return True
     conditions = _as_dict(status).get("conditions")
@@ -147,6 +183,7 @@ def status_from_events(events: Any, kind: str, uid: str | None) -> dict[str, Any
 
     :param events: the namespace's events about the job (API JSON dicts), any order.
     :param kind: the job's kind, e.g. ``PyTorchJob``.
+    :param uid: the job's ``metadata.uid`` (matched against each event's ``involvedObject.uid``).
     """
     if not uid:
         return None
@@ -172,13 +209,21 @@ def status_from_events(events: Any, kind: str, uid: str | None) -> dict[str, Any
 
 def with_announced_end(seen: Any, announced: Mapping[str, Any]) -> dict[str, Any]:
     """The status of a gone job: the last one seen, with the terminal condition of :func:`status_from_events` and
-    without the replica counts seen then (they predate the end; the end's are unknown)."""
+    without the replica counts seen then (they predate the end; the end's are unknown).
+
+    :param seen: the job's last ``status`` seen (an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`,
+        or None); only its ``startTime`` is kept.
+    :param announced: the status :func:`status_from_events` made of the operator's terminal event.
+    """
     kept = {k: v for k, v in _as_dict(seen).items() if k == "startTime"}
     return {**kept, **announced}
 
 
 def controller_has_acted(status: Any) -> bool:
-    """True when a controller has written any condition (true or not) or replica status to the job."""
+    """True when a controller has written any condition (true or not) or replica status to the job.
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
+    """
     status = _as_dict(status)
     return bool(status.get("conditions") or status.get("replicaStatuses"))
 
@@ -188,6 +233,7 @@ def replica_counts(status: Any, desired: Mapping[str, int] | None = None) -> str
     terminal only what finished, e.g. ``Master 1 failed, Worker 1 succeeded`` — the controller may leave an
     ``active`` count behind for pods it (or the provider) is stopping or has deleted.
 
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
     :param desired: replica type -> ``replicas`` from the spec; shows ``active/desired`` when given.
     """
     terminal = is_terminal(status)
@@ -214,6 +260,9 @@ def summary(status: Any, desired: Mapping[str, int] | None = None) -> str:
 
     e.g. ``Running — Master 1/1 active, Worker 2/2 active`` or
     ``Failed (PyTorchJobFailed: Job has failed because ...) — Master 1 failed, Worker none finished``.
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
+    :param desired: replica type -> ``replicas`` from the spec (count); shows ``active/desired`` when given.
     """
     condition = deciding_condition(status)
     text = phase(status)
@@ -222,3 +271,14 @@ def summary(status: Any, desired: Mapping[str, int] | None = None) -> str:
         text = f"{text} ({why})"
     counts = replica_counts(status, desired)
     return f"{text} — {counts}" if counts else text
+
+
+def progress_line(ref: str, status: Any, desired: Mapping[str, int] | None = None) -> str:
+    """The line a waiting task logs each time its job's phase or replica counts change, in either mode (the
+    synchronous wait and the trigger): ``<Kind> <namespace>/<name>: `` and :func:`summary`.
+
+    :param ref: ``<Kind> <namespace>/<name>``.
+    :param status: the job's ``status``.
+    :param desired: replica type -> ``replicas`` (the trigger's ``desired_replicas``), for ``active/desired`` counts.
+    """
+    return f"{ref}: {summary(status, desired)}"

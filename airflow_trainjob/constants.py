@@ -34,6 +34,15 @@ LABEL_RUN_ID = f"{LABEL_PREFIX}/run-id"
 LABEL_MAP_INDEX = f"{LABEL_PREFIX}/map-index"
 LABEL_TRY_NUMBER = f"{LABEL_PREFIX}/try-number"
 
+# Annotations this provider puts on the jobs it creates: the same identity unsanitised (label values are cut to 63
+# characters of ``[a-z0-9A-Z._-]``; a DAG id, run id or task id can hold more), for readers that must name the task
+# instance exactly (the UI's links into Airflow).
+ANNOTATION_DAG_ID = f"{LABEL_PREFIX}/dag-id"
+ANNOTATION_TASK_ID = f"{LABEL_PREFIX}/task-id"
+ANNOTATION_RUN_ID = f"{LABEL_PREFIX}/run-id"
+ANNOTATION_MAP_INDEX = f"{LABEL_PREFIX}/map-index"
+ANNOTATION_TRY_NUMBER = f"{LABEL_PREFIX}/try-number"
+
 
 class ValueEnum(str, Enum):
     """A ``str`` enum whose ``str()`` and ``format()`` are its value, on every Python the provider supports.
@@ -67,6 +76,16 @@ class ConditionStatus(ValueEnum):
 
     TRUE = "True"
     FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class PodPhase(ValueEnum):
+    """core/v1 ``PodStatus.phase``. A pod the kubelet has not reported on yet has none: read as ``Pending``."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
     UNKNOWN = "Unknown"
 
 

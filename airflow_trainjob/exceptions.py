@@ -20,6 +20,9 @@ class InvalidJobSpecError(AirflowFailException):
     The message names each offending field by its API path (e.g.
     ``replicaSpecs.Worker.replicas``) and says what is allowed. Not retried: the same input
     fails the same way on every try.
+
+    :param problems: one line per problem, each naming the field by its API path; one problem makes a one-line
+        message, several a list (kept as :attr:`problems`).
     """
 
     def __init__(self, problems: list[str]):

@@ -43,13 +43,19 @@ STOP_SIGNAL_EXIT_CODES = frozenset({137, 143})
 
 def is_retryable_exit_code(exit_code: int) -> bool:
     """True for exit codes of 128 and above (``train.IsRetryableExitCode``): killed by a signal, e.g. 137 for
-    SIGKILL or OOM. The ``ExitCode`` restart policy recreates such a pod; the provider lets Airflow retry."""
+    SIGKILL or OOM. The ``ExitCode`` restart policy recreates such a pod; the provider lets Airflow retry.
+
+    :param exit_code: a container's ``state.terminated.exitCode`` (0-255).
+    """
     return exit_code >= RETRYABLE_EXIT_CODE_MIN
 
 
 def is_permanent_exit_code(exit_code: int) -> bool:
     """True for exit codes 1-127: the program itself failed (1 error, 2 misuse, 126 not executable, 127 not
-    found); the ``ExitCode`` restart policy fails the job, and retrying the same code fails again."""
+    found); the ``ExitCode`` restart policy fails the job, and retrying the same code fails again.
+
+    :param exit_code: a container's ``state.terminated.exitCode`` (0-255).
+    """
     return 1 <= exit_code < RETRYABLE_EXIT_CODE_MIN
 
 
@@ -106,7 +112,11 @@ class ExitVerdict:
 def exit_class(exit_code: int | None, reason: str | None = "") -> ExitClass:
     """The class of a container run that ended with ``exit_code`` (None: none known) and the kubelet's
     ``reason`` (``state.terminated.reason``, or the pod's ``Evicted``). ``OOMKilled`` and ``Evicted`` win over
-    the exit code (an OOM-killed child may leave its parent to exit 1 or even 0)."""
+    the exit code (an OOM-killed child may leave its parent to exit 1 or even 0).
+
+    :param exit_code: ``state.terminated.exitCode`` (0-255), or None when none is known (an evicted pod).
+    :param reason: ``state.terminated.reason`` (``Error``, ``OOMKilled``, ``Completed``...), or ``Evicted``.
+    """
     if reason == REASON_OOM_KILLED:
         return ExitClass.OOM_KILLED
     if reason == REASON_EVICTED:
@@ -186,6 +196,7 @@ def root_cause(
     within one second (the resolution of the API's times) an end by a stop signal (SIGTERM 143, SIGKILL 137 without
     OOM) ranks after any other, so a stopped master never hides the worker's exit that failed the job.
 
+    :param ends: the replicas' container runs, oldest first, as :func:`pods.container_ends` orders them.
     :param policies: replica type -> ``restartPolicy`` (:func:`restart_policies`); None: no restart assumed.
     :param failed_at: the job's ``Failed`` condition ``lastTransitionTime`` (RFC 3339), if known.
     """
@@ -199,7 +210,11 @@ def root_cause(
 
 def failures_in_order(ends: Sequence[ContainerEnd], failed_at: str | None = None) -> list[ContainerEnd]:
     """The failed runs among ``ends`` that could have failed the job, oldest first, as :func:`root_cause` ranks
-    them: none that ended after ``failed_at`` (unless all did), stop-signal ends last within one second."""
+    them: none that ended after ``failed_at`` (unless all did), stop-signal ends last within one second.
+
+    :param ends: the replicas' container runs, oldest first, as :func:`pods.container_ends` orders them.
+    :param failed_at: the job's ``Failed`` condition ``lastTransitionTime`` (RFC 3339), if known.
+    """
     failed = [e for e in ends if e.failed]
     if failed_at:
         failed = [e for e in failed if not e.finished_at or e.finished_at <= failed_at] or failed
@@ -216,7 +231,12 @@ def is_permanent(
     policies: Mapping[str, RestartPolicy | str] | None = None,
     failed_at: str | None = None,
 ) -> bool:
-    """True when the job's :func:`root_cause` is permanent (exit code 1-127, not OOMKilled, not evicted)."""
+    """True when the job's :func:`root_cause` is permanent (exit code 1-127, not OOMKilled, not evicted).
+
+    :param ends: the replicas' container runs, oldest first, as :func:`pods.container_ends` orders them.
+    :param policies: replica type -> ``restartPolicy`` (:func:`restart_policies`); None: no restart assumed.
+    :param failed_at: the job's ``Failed`` condition ``lastTransitionTime`` (RFC 3339), if known.
+    """
     cause = root_cause(ends, policies, failed_at)
     return cause is not None and cause.exit_class.permanent
 
@@ -233,6 +253,8 @@ def failure_message(
     events, and the tail of each failed replica's log.
 
     :param job_ref: ``"<Kind> <namespace>/<name>"``.
+    :param status: the job's ``status`` (API JSON dict), whose deciding condition heads the message.
+    :param ends: the replicas' container runs, oldest first, as :func:`pods.container_ends` orders them.
     :param events: event lines, oldest first.
     :param log_tails: replica -> the last lines of its log.
     :param policies: replica type -> ``restartPolicy``, as for :func:`root_cause`.

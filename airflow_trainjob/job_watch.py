@@ -51,6 +51,7 @@ class Seen:
     :param job: the job as last seen; for a deletion, its final object (as the ``DELETED`` event carried it),
         else the last one seen before it vanished.
     :param deleted: the job no longer exists (or a same-named successor took its place: ``replaced``).
+    :param replaced: with ``deleted``: a job of the same name but another ``metadata.uid`` took its place.
     :param changed: the object differs from the previous look (False: the look a deadline asked for).
     """
 
@@ -89,7 +90,11 @@ class JobWatch:
     def follow(self, look_within: Callable[[], float | None]) -> Iterator[Seen]:
         """Yield the job as first given, then at each change, and at least every ``look_within()`` seconds
         (None: :data:`WATCH_SECONDS`) so the caller can judge its deadlines. Ends after a :class:`Seen` with
-        ``deleted``. Raises the API's error when it refuses reads, or after an outage longer than tolerated."""
+        ``deleted``. Raises the API's error when it refuses reads, or after an outage longer than tolerated.
+
+        :param look_within: called before each watch: seconds until the caller's next deadline, or None; a watch
+            lasts at most that long (at least 1 s, at most :data:`WATCH_SECONDS`).
+        """
         yield Seen(self._job)
         resource_version = self._job["metadata"].get("resourceVersion")
         failures = polls = 0

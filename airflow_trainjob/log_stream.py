@@ -17,8 +17,8 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from airflow_trainjob.api_errors import one_line
-from airflow_trainjob.constants import JobKind
-from airflow_trainjob.pods import lead_pod, log_container, phase_of, pod_name, replica_of
+from airflow_trainjob.constants import JobKind, PodPhase
+from airflow_trainjob.pods import is_finished, lead_pod, log_container, phase_of, pod_name, replica_of
 
 #: Seconds between looks for the lead pod (or its next container run).
 LOOK_INTERVAL = 2.0
@@ -29,9 +29,14 @@ DRAIN_ATTEMPTS = 4
 class LeadLogFollower(threading.Thread):
     """Copies the lead replica's log lines to ``log`` as ``[Master-0] <line>`` until :meth:`stop`.
 
+    The container followed is the kind's default container when the pod has it, else the pod's first.
+
     :param hook: a :class:`TrainingJobHook`.
-    :param container: the container to follow (the kind's default container when the pod has it,
-        else the pod's first).
+    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its lead replica types and default
+        container).
+    :param name: the job's ``metadata.name``.
+    :param namespace: the job's namespace.
+    :param log: the task's logger, which gets the lines.
     """
 
     def __init__(self, hook: Any, kind: JobKind, name: str, namespace: str, log: logging.Logger):
@@ -49,7 +54,10 @@ class LeadLogFollower(threading.Thread):
 
     def finish(self, timeout: float = 10.0) -> None:
         """The job has ended: read what is left of the lead replica's log (up to ``timeout``
-        seconds), then stop. Fast jobs end before the first look, and their log still belongs in the task log."""
+        seconds), then stop. Fast jobs end before the first look, and their log still belongs in the task log.
+
+        :param timeout: seconds to wait for the rest of the log.
+        """
         if self.is_alive():
             self._draining = True
             self._wake.set()
@@ -57,7 +65,10 @@ class LeadLogFollower(threading.Thread):
         self.stop()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop following (the current stream is closed) and wait up to ``timeout`` seconds."""
+        """Stop following (the current stream is closed) and wait up to ``timeout`` seconds.
+
+        :param timeout: seconds to wait for the following thread to end.
+        """
         self._stopped.set()
         self._wake.set()
         response = self._response
@@ -103,14 +114,14 @@ class LeadLogFollower(threading.Thread):
 
     def _follow_once(self) -> None:
         pod = lead_pod(self._hook.list_job_pods(self._name, self._namespace), self._kind)
-        if pod is None or phase_of(pod) == "Pending":
+        if pod is None or phase_of(pod) == PodPhase.PENDING:
             return
         container = log_container(pod, self._kind)
         statuses = (pod.get("status") or {}).get("containerStatuses") or []
         restarts = next((c.get("restartCount") or 0 for c in statuses if c.get("name") == container), 0)
         run = (pod["metadata"].get("uid", ""), restarts)
         replica_type, index = replica_of(pod, self._kind)
-        finished = phase_of(pod) in ("Succeeded", "Failed")
+        finished = is_finished(pod)
         if finished and run in self._complete:
             return  # this run's log was already followed to its end
         skip = self._lines_seen.get(run, 0)

@@ -22,7 +22,11 @@ _HASH_LENGTH = 8
 
 
 def replica_pod_suffix(replica_type: str, highest_index: int) -> str:
-    """The suffix the operator appends to a job name for one replica: ``-worker-12``."""
+    """The suffix the operator appends to a job name for one replica: ``-worker-12``.
+
+    :param replica_type: the replica type (``Worker``), lowercased in the suffix.
+    :param highest_index: the replica's pod index.
+    """
     return f"-{replica_type.lower()}-{highest_index}"
 
 
@@ -37,7 +41,11 @@ def max_job_name_length(highest_indexes: Mapping[str, int]) -> int:
 
 
 def job_name_problem(name: object, max_length: int) -> str | None:
-    """Why ``name`` cannot name a job (DNS-1035 label within ``max_length`` characters), or None."""
+    """Why ``name`` cannot name a job (DNS-1035 label within ``max_length`` characters), or None.
+
+    :param name: the wanted ``metadata.name``, as given (any type).
+    :param max_length: the longest name allowed (characters; see :func:`max_job_name_length`).
+    """
     if not isinstance(name, str) or not name:
         return f"must be a non-empty string, got {name!r}"
     if not _DNS1035_LABEL.match(name):
@@ -54,7 +62,10 @@ def job_name_problem(name: object, max_length: int) -> str | None:
 
 
 def namespace_problem(namespace: object) -> str | None:
-    """Why ``namespace`` cannot name a namespace (DNS-1123 label, 63 characters at most), or None."""
+    """Why ``namespace`` cannot name a namespace (DNS-1123 label, 63 characters at most), or None.
+
+    :param namespace: the wanted ``metadata.namespace``, as given (any type).
+    """
     if not isinstance(namespace, str) or not namespace:
         return f"must be a DNS-1123 label (a non-empty string), got {namespace!r}"
     if len(namespace) > MAX_NAME_LENGTH or not _DNS1123_LABEL.match(namespace):
@@ -66,7 +77,10 @@ def namespace_problem(namespace: object) -> str | None:
 
 
 def label_key_problem(key: object) -> str | None:
-    """Why ``key`` cannot be a label or annotation key (``[prefix/]name``), or None."""
+    """Why ``key`` cannot be a label or annotation key (``[prefix/]name``), or None.
+
+    :param key: a key of ``metadata.labels`` or ``metadata.annotations``, as given (any type).
+    """
     if not isinstance(key, str) or not key:
         return f"key must be a non-empty string, got {key!r}"
     prefix, _, name = key.rpartition("/")
@@ -81,7 +95,10 @@ def label_key_problem(key: object) -> str | None:
 
 
 def label_value_problem(value: object) -> str | None:
-    """Why ``value`` cannot be a label value, or None."""
+    """Why ``value`` cannot be a label value, or None.
+
+    :param value: a value of ``metadata.labels``, as given (any type).
+    """
     if not isinstance(value, str):
         return f"value must be a string, got {type(value).__name__} {value!r}"
     if len(value) > MAX_NAME_LENGTH or not _LABEL_VALUE.match(value):
@@ -101,6 +118,8 @@ def sanitize_label_value(value: object) -> str:
 
     Invalid characters become ``-``; when anything had to change or be cut, a short hash of the
     original is appended so two different originals never map to the same label.
+
+    :param value: anything; its ``str()`` is made a label value.
     """
     text = str(value)
     if label_value_problem(text) is None:
@@ -118,6 +137,10 @@ def generate_job_name(dag_id: str, task_id: str, run_id: str, map_index: int, ma
     (dag_id, task_id, run_id, map_index), so that different runs and mapped instances never share
     a name while a retry finds its earlier try's job.
 
+    :param dag_id: the task instance's DAG id.
+    :param task_id: its task id.
+    :param run_id: its DAG run id (only in the hash).
+    :param map_index: its map index, ``-1`` for an unmapped task (only in the hash).
     :param max_length: the longest name allowed (see :func:`max_job_name_length`).
     """
     readable = re.sub(r"[^a-z0-9]+", "-", f"{dag_id}-{task_id}".lower())

@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_trainjob.constants import (
+    ANNOTATION_DAG_ID,
+    ANNOTATION_MAP_INDEX,
+    ANNOTATION_RUN_ID,
+    ANNOTATION_TASK_ID,
+    ANNOTATION_TRY_NUMBER,
     LABEL_DAG_ID,
     LABEL_MAP_INDEX,
     LABEL_PREFIX,
@@ -27,12 +32,23 @@ ANNOTATION_FOLLOWED_BY_TRY = f"{LABEL_PREFIX}/followed-by-try"
 #: The labels that identify the task instance, whatever its try.
 _INSTANCE_KEYS = (LABEL_DAG_ID, LABEL_TASK_ID, LABEL_RUN_ID, LABEL_MAP_INDEX)
 RESERVED_LABELS = (*_INSTANCE_KEYS, LABEL_TRY_NUMBER)
+#: The annotations that name the task instance and try unsanitised (:meth:`TaskInstanceIdentity.annotations`).
+RESERVED_ANNOTATIONS = (
+    ANNOTATION_DAG_ID,
+    ANNOTATION_TASK_ID,
+    ANNOTATION_RUN_ID,
+    ANNOTATION_MAP_INDEX,
+    ANNOTATION_TRY_NUMBER,
+)
 
 
 @dataclass(frozen=True)
 class TaskInstanceIdentity:
     """The task instance a job is created for.
 
+    :param dag_id: the task instance's DAG id (a label of the job, sanitised: :data:`~airflow_trainjob.constants.LABEL_DAG_ID`).
+    :param task_id: its task id.
+    :param run_id: its DAG run id.
     :param map_index: ``-1`` for an unmapped task.
     :param try_number: the try that creates the job (1 for the first).
     """
@@ -45,7 +61,11 @@ class TaskInstanceIdentity:
 
     @classmethod
     def from_context(cls, context: Mapping[str, Any]) -> TaskInstanceIdentity:
-        """Read the identity from an Airflow task context's ``ti``."""
+        """Read the identity from an Airflow task context's ``ti``.
+
+        :param context: the Airflow task context (``ti``: ``dag_id``, ``task_id``, ``run_id``, ``map_index``,
+            ``try_number``).
+        """
         ti = context["ti"]
         map_index = getattr(ti, "map_index", -1)
         return cls(
@@ -67,6 +87,17 @@ class TaskInstanceIdentity:
             LABEL_TRY_NUMBER: str(self.try_number),
         }
 
+    def annotations(self) -> dict[str, str]:
+        """The annotations to put on the job: the identity as Airflow spells it (label values are sanitised, so a
+        reader cannot tell the DAG, run or task from them). ``map-index`` is ``-1`` for an unmapped task."""
+        return {
+            ANNOTATION_DAG_ID: self.dag_id,
+            ANNOTATION_TASK_ID: self.task_id,
+            ANNOTATION_RUN_ID: self.run_id,
+            ANNOTATION_MAP_INDEX: str(self.map_index),
+            ANNOTATION_TRY_NUMBER: str(self.try_number),
+        }
+
     def instance_selector(self) -> str:
         """A label selector matching this task instance's jobs of any try."""
         labels = self.labels()
@@ -79,23 +110,35 @@ class TaskInstanceIdentity:
         return {k: labels[k] for k in _INSTANCE_KEYS}
 
     def owns(self, job: Mapping[str, Any]) -> bool:
-        """True when ``job`` carries this task instance's labels (any try)."""
+        """True when ``job`` carries this task instance's labels (any try).
+
+        :param job: the job, an API JSON dict (its ``metadata.labels``).
+        """
         return carries_labels(job, self.instance_labels())
 
     def created_by_this_try(self, job: Mapping[str, Any]) -> bool:
-        """True when ``job`` is this task instance's and was created by this very try."""
+        """True when ``job`` is this task instance's and was created by this very try.
+
+        :param job: the job, an API JSON dict (its ``metadata.labels``).
+        """
         job_labels = (job.get("metadata") or {}).get("labels") or {}
         return self.owns(job) and job_labels.get(LABEL_TRY_NUMBER) == str(self.try_number)
 
     def follows(self, job: Mapping[str, Any]) -> bool:
         """True when ``job`` is this task instance's and this try follows it now (it created it, or attached or
         reconnected to it since): what a killed try may delete. An older try killed late (a clear races the
-        next try) leaves a job that a newer try follows."""
+        next try) leaves a job that a newer try follows.
+
+        :param job: the job, an API JSON dict (its ``metadata.labels`` and ``metadata.annotations``).
+        """
         return why_not_followed(job, self.instance_labels(), try_number=self.try_number) is None
 
 
 def following_try(job: Mapping[str, Any]) -> str | None:
-    """The try number that follows ``job`` now: the one that attached last, else the one that created it."""
+    """The try number that follows ``job`` now: the one that attached last, else the one that created it.
+
+    :param job: the job, an API JSON dict (the annotation :data:`ANNOTATION_FOLLOWED_BY_TRY`, else the try label).
+    """
     meta = job.get("metadata") or {}
     return (meta.get("annotations") or {}).get(ANNOTATION_FOLLOWED_BY_TRY) or (meta.get("labels") or {}).get(
         LABEL_TRY_NUMBER
@@ -103,7 +146,11 @@ def following_try(job: Mapping[str, Any]) -> str | None:
 
 
 def carries_labels(job: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """True when ``job`` has every one of ``labels`` with the same value (and ``labels`` is not empty)."""
+    """True when ``job`` has every one of ``labels`` with the same value (and ``labels`` is not empty).
+
+    :param job: the job, an API JSON dict (its ``metadata.labels``).
+    :param labels: label key -> value the job must carry.
+    """
     job_labels = (job.get("metadata") or {}).get("labels") or {}
     return bool(labels) and all(job_labels.get(k) == v for k, v in labels.items())
 

@@ -28,7 +28,10 @@ log = logging.getLogger(__name__)
 
 
 def job_ref(job: dict[str, Any]) -> str:
-    """``"<Kind> <namespace>/<name>"``."""
+    """``"<Kind> <namespace>/<name>"``.
+
+    :param job: the job, an API JSON dict (``kind``, ``metadata.namespace``, ``metadata.name``).
+    """
     return f"{job['kind']} {job['metadata']['namespace']}/{job['metadata']['name']}"
 
 
@@ -37,6 +40,7 @@ def announced_end(hook: Any, job: dict[str, Any]) -> dict[str, Any] | None:
     events (:func:`conditions.status_from_events`); None when no such event is there.
 
     :param hook: a :class:`TrainingJobHook`.
+    :param job: the job as last seen, an API JSON dict (its ``metadata.uid`` picks the events).
     """
     meta = job["metadata"]
     status = conditions.status_from_events(
@@ -62,6 +66,7 @@ def failure_exception(
     ``All`` the operator may delete the pods the moment the job fails.
 
     :param hook: a :class:`TrainingJobHook`.
+    :param job: the failed job, an API JSON dict (its ``status`` and pod templates).
     :param log_tail_lines: lines quoted from each failed replica's log (count; 0 quotes none).
     :param seen_pods: the job's pods as last seen while waiting (API JSON dicts).
     """

@@ -31,9 +31,10 @@ esac
 
 # The shards of a whole-suite run, by file (balanced from --durations). Every file with a test that starts a
 # private cluster (ports base+10..13 and base+40..43: spare_cluster, private_cluster, kubernetes_only_cluster) is
-# in SHARD_2, so no two processes start one at once; a file named in neither runs in the third shard. Tests
+# in SHARD_2, so no two processes start one at once; a file named in neither runs in the third shard. tests/ui (the
+# real Airflow deployments, ports base+60 and up, one module at a time) is in SHARD_1. Tests
 # marked `alone` (they restart the session cluster's kubelet, or count its watches) run afterwards, by themselves.
-SHARD_1=(tests/operators/test_faults.py tests/hooks/test_faults.py tests/test_fault_proxy.py
+SHARD_1=(tests/ui tests/operators/test_faults.py tests/hooks/test_faults.py tests/test_fault_proxy.py
          local-cluster/tests/test_kubelet.py local-cluster/tests/test_training_jobs.py
          local-cluster/tests/test_controller_env.py local-cluster/tests/test_pod_events.py
          local-cluster/tests/test_crd_schema.py)
@@ -82,6 +83,8 @@ fi
 
 echo "==> running the whole suite as 3 shards side by side, then the tests marked alone"
 logs=$(mktemp -d -t trainjob-tests.XXXXXX)
+# Every process appends its report rows (tests/support/report.py) to one file, summed at the end.
+export AIRFLOW_TRAINJOB_REPORT=${AIRFLOW_TRAINJOB_REPORT:-$logs/report.jsonl}
 ignore=()
 for path in "${SHARD_1[@]}" "${SHARD_2[@]}"; do ignore+=(--ignore="$path"); done
 suite_start=$(date +%s)
@@ -95,8 +98,12 @@ for i in 1 2 3; do
   cat "$logs/$i.log"
   [ "$rc" -eq 0 ] || status=1
 done
-rm -rf "$logs"
 echo "==> the tests marked alone, with nothing else on the cluster"
 "${pytest_cmd[@]}" -m alone "$@" tests local-cluster/tests || status=1
+if [ -s "$AIRFLOW_TRAINJOB_REPORT" ]; then
+  echo "==> report of the whole suite (all processes, summed)"
+  "$VENV/bin/python" -m tests.support.report "$AIRFLOW_TRAINJOB_REPORT"
+fi
+rm -rf "$logs"
 echo "==> whole suite: $(( $(date +%s) - suite_start )) s, $([ $status -eq 0 ] && echo passed || echo FAILED)"
 exit $status

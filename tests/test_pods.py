@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_trainjob.constants import JOB_KINDS, CleanPodPolicy
+from airflow_trainjob.constants import JOB_KINDS, CleanPodPolicy, PodPhase
 from airflow_trainjob.failures import ExitClass
-from airflow_trainjob.pods import container_ends, ends_from_events, lead_pod, pods_to_clean
+from airflow_trainjob.pods import (
+    container_ends,
+    ends_from_events,
+    is_active,
+    is_finished,
+    lead_pod,
+    phase_of,
+    pods_to_clean,
+)
 
 PYTORCH, TF, JAX = JOB_KINDS["PyTorchJob"], JOB_KINDS["TFJob"], JOB_KINDS["JAXJob"]
 
@@ -89,3 +97,21 @@ def test_lead_pod_follows_the_tables_lead_order():
     assert lead_pod([worker, master], TF) is master
     assert lead_pod([pod("w1", "Worker", 1), worker], JAX) is worker
     assert lead_pod([pod("w1", "Worker", 1)], PYTORCH) is None
+
+
+@pytest.mark.parametrize(
+    ("status", "phase", "active", "finished"),
+    [
+        (None, PodPhase.PENDING, True, False),  # not reported on by a kubelet yet
+        ({}, PodPhase.PENDING, True, False),
+        ({"phase": "Pending"}, PodPhase.PENDING, True, False),
+        ({"phase": "Running"}, PodPhase.RUNNING, True, False),
+        ({"phase": "Succeeded"}, PodPhase.SUCCEEDED, False, True),
+        ({"phase": "Failed"}, PodPhase.FAILED, False, True),
+        ({"phase": "Unknown"}, PodPhase.UNKNOWN, False, False),  # node lost: neither deleted as running nor done
+    ],
+)
+def test_pod_phase_classes(status, phase, active, finished):
+    pod = {"metadata": {"name": "p"}, "status": status}
+    assert phase_of(pod) == phase
+    assert (is_active(pod), is_finished(pod)) == (active, finished)

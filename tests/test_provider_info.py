@@ -15,6 +15,8 @@ from pathlib import Path
 from types import ModuleType
 
 import jsonschema
+import pytest
+from airflow.plugins_manager import is_valid_plugin
 from airflow.providers.common.compat.sdk import BaseHook, BaseOperator, BaseOperatorLink, BaseSensorOperator
 from airflow.triggers.base import BaseTrigger
 
@@ -122,6 +124,8 @@ def test_every_dotted_path_in_the_provider_info_imports():
         assert callable(import_dotted(decorator["class-name"])), decorator
     for path in (*info.get("notifications", []), *info.get("secrets-backends", []), *info.get("executors", [])):
         assert inspect.isclass(import_dotted(path)), path
+    for plugin in info.get("plugins", []):
+        assert is_valid_plugin(import_dotted(plugin["plugin-class"])), plugin
 
 
 def submodules(package: str) -> list[ModuleType]:
@@ -144,3 +148,60 @@ def test_every_module_with_an_operator_sensor_hook_or_trigger_is_listed():
         if inspect.isclass(obj) and issubclass(obj, BaseOperatorLink) and obj.__module__ == module.__name__
     }
     assert links == set(info["extra-links"])
+
+
+# ---- the UI plugin ---------------------------------------------------------------------------------------------
+
+
+def test_the_ui_plugin_is_registered_by_its_entry_point_alone():
+    from importlib.metadata import entry_points
+
+    from airflow_trainjob.ui.plugin import JOBS_VIEW, TASK_INSTANCE_VIEW, TrainingJobsPlugin
+
+    (entry,) = [e for e in entry_points(group="airflow.plugins") if e.value.startswith("airflow_trainjob")]
+    assert (entry.name, entry.load()) == ("airflow_trainjob", TrainingJobsPlugin)
+    assert is_valid_plugin(TrainingJobsPlugin)
+    # Not in the provider info as well: with lazy_discover_providers off Airflow would load it twice (an import error).
+    assert "plugins" not in airflow_trainjob.get_provider_info()
+    assert [a["url_prefix"] for a in TrainingJobsPlugin.fastapi_apps] == ["/trainjob"]
+    assert TrainingJobsPlugin.external_views == [TASK_INSTANCE_VIEW, JOBS_VIEW]
+
+
+@pytest.mark.parametrize("lazy_discover_providers", ["True", "False"])
+def test_airflow_plugins_lists_the_ui_plugin_once(tmp_path, lazy_discover_providers):
+    """``airflow plugins`` of the installed Airflow finds the plugin with Airflow's default settings (providers
+    discovered lazily) and with eager discovery, once and without an import error."""
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(tmp_path),
+        "AIRFLOW__CORE__LAZY_DISCOVER_PROVIDERS": lazy_discover_providers,
+    }
+    airflow = Path(sys.executable).with_name("airflow")
+    result = subprocess.run(
+        [str(airflow), "plugins", "--output", "json"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "already registered" not in result.stdout + result.stderr
+    (plugin,) = [p for p in json.loads(result.stdout) if p["name"] == "airflow_trainjob"]
+    assert plugin["fastapi_apps"] == [
+        {"app": "airflow_trainjob.ui.plugin.LazyApp", "url_prefix": "/trainjob", "name": "Kubeflow training jobs"}
+    ]
+    # Relative hrefs: resolved against the UI's <base href>, so they work under a base_url path too.
+    assert [(v["destination"], v["url_route"], v["href"]) for v in plugin["external_views"]] == [
+        (
+            "task_instance",
+            "training-job",
+            "trainjob/ui/task-instance?dag_id={DAG_ID}&run_id={RUN_ID}&task_id={TASK_ID}&map_index={MAP_INDEX}",
+        ),
+        ("nav", "training-jobs", "trainjob/ui/jobs"),
+    ]
+
+
+def test_loading_the_plugin_imports_no_web_code():
+    code = (
+        "import sys; import airflow_trainjob.ui.plugin; "
+        "print(sorted(m for m in ('fastapi', 'airflow_trainjob.ui.app', 'airflow_trainjob.ui.cache') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"

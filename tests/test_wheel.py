@@ -122,6 +122,11 @@ def test_wheel_ships_py_typed_and_the_rbac_manifest(wheel: Wheel) -> None:
     assert f"{PACKAGE}/rbac.yaml" in wheel.names
 
 
+def test_wheel_ships_the_ui_pages(wheel: Wheel) -> None:
+    static = sorted(n.rsplit("/", 1)[1] for n in wheel.names if n.startswith(f"{PACKAGE}/ui/static/"))
+    assert static == ["jobs.html", "task_instance.html", "trainjob.css", "trainjob.js"]
+
+
 def test_wheel_requirements(wheel: Wheel) -> None:
     requirements = [Requirement(r) for r in wheel.metadata.get_all("Requires-Dist") or []]
     names = {canonicalize_name(r.name) for r in requirements}
@@ -135,6 +140,7 @@ def test_wheel_requirements(wheel: Wheel) -> None:
 
 def test_wheel_entry_points(wheel: Wheel) -> None:
     assert wheel.entry_points.get("apache_airflow_provider", "provider_info") == f"{PACKAGE}:get_provider_info"
+    assert wheel.entry_points.get("airflow.plugins", "airflow_trainjob") == f"{PACKAGE}.ui.plugin:TrainingJobsPlugin"
     scripts = dict(wheel.entry_points["console_scripts"]) if wheel.entry_points.has_section("console_scripts") else {}
     assert "airflow-trainjob-local" not in scripts
     assert not wheel.entry_points.has_section("pytest11")  # the cluster fixtures are the local cluster's plugin

@@ -33,29 +33,43 @@ __all__ = [
 def plural(kind: str) -> str:
     """The resource name of ``kind`` in URLs (``PyTorchJob`` -> ``pytorchjobs``).
 
+    :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
     :raises KeyError: ``kind`` is not a kind of ``JOB_KINDS``.
     """
     return JOB_KINDS[kind].plural
 
 
 def resource(kind: str) -> str:
-    """``pytorchjobs.kubeflow.org``: the resource as ``kubectl`` and RBAC name it."""
+    """``pytorchjobs.kubeflow.org``: the resource as ``kubectl`` and RBAC name it.
+
+    :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+    :raises KeyError: ``kind`` is not a kind of ``JOB_KINDS``.
+    """
     return f"{plural(kind)}.{GROUP}"
 
 
 def job_pod_selector(name: str) -> str:
     """The label selector of the pods the training operator creates for job ``name``
-    (``training.kubeflow.org/job-name=<name>``)."""
+    (``training.kubeflow.org/job-name=<name>``).
+
+    :param name: the job's ``metadata.name``.
+    """
     return f"{LABEL_JOB_NAME}={name}"
 
 
 def name_field_selector(name: str) -> str:
-    """The field selector of the one object named ``name`` (``metadata.name=<name>``), for a watch of one job."""
+    """The field selector of the one object named ``name`` (``metadata.name=<name>``), for a watch of one job.
+
+    :param name: the object's ``metadata.name``.
+    """
     return f"metadata.name={name}"
 
 
 def involved_object_selector(name: str) -> str:
-    """The field selector of the events about objects named ``name`` (``involvedObject.name=<name>``)."""
+    """The field selector of the events about objects named ``name`` (``involvedObject.name=<name>``).
+
+    :param name: the ``metadata.name`` of the object the events are about.
+    """
     return f"involvedObject.name={name}"
 
 

@@ -39,14 +39,21 @@ RETRY_AFTER_CAP = 60.0
 
 
 def is_transient(exc: BaseException) -> bool:
-    """True for the failures worth another attempt: a 429/5xx answer of either client, or a connection error."""
+    """True for the failures worth another attempt: a 429/5xx answer of either client, or a connection error.
+
+    :param exc: the exception a call raised.
+    """
     if isinstance(exc, API_EXCEPTIONS):
         return exc.status in TRANSIENT_STATUS_CODES
     return isinstance(exc, CONNECTION_ERRORS)
 
 
 def retry_after_seconds(exc: BaseException | None) -> float | None:
-    """The ``Retry-After`` of a 429/503 answer in seconds, if it gave one as a number."""
+    """The ``Retry-After`` of a 429/503 answer in seconds (capped at :data:`RETRY_AFTER_CAP`), if it gave one as a
+    number.
+
+    :param exc: the exception the last attempt raised, or None.
+    """
     if not isinstance(exc, API_EXCEPTIONS) or exc.status not in (429, 503):
         return None
     value = (exc.headers or {}).get("Retry-After")
@@ -86,7 +93,10 @@ def _log_retry(retry_state: tenacity.RetryCallState) -> None:
 
 def retry_transient(func: Callable[P, R]) -> Callable[P, R]:
     """Decorate a Kubernetes API call (a function or a coroutine function) to retry transient failures, then
-    re-raise the last one."""
+    re-raise the last one.
+
+    :param func: the call to decorate: a function or a coroutine function; the wrapper keeps its signature.
+    """
     return tenacity.retry(
         stop=tenacity.stop_after_attempt(ATTEMPTS),
         wait=_WaitRetryAfterOrBackoff(),

@@ -54,7 +54,10 @@ WATCH_GRACE_SECONDS = 30.0
 
 
 def watch_timeout(seconds: float) -> tuple[float, float]:
-    """``(connect, read)`` seconds of a watch that asks the server to end it after ``seconds``."""
+    """``(connect, read)`` seconds of a watch that asks the server to end it after ``seconds``.
+
+    :param seconds: the watch's ``timeoutSeconds``; the read timeout adds :data:`WATCH_GRACE_SECONDS`.
+    """
     return REQUEST_TIMEOUT[0], seconds + WATCH_GRACE_SECONDS
 
 
@@ -177,7 +180,10 @@ class TrainingJobHook(KubernetesHook):
 
     def resolve_namespace(self, namespace: str | None = None) -> str:
         """The namespace to use: ``namespace`` if given, else the connection's ``namespace`` extra,
-        else the namespace of the pod this runs in (in-cluster), else ``default``."""
+        else the namespace of the pod this runs in (in-cluster), else ``default``.
+
+        :param namespace: the namespace the task names; None or empty: not named.
+        """
         if namespace:
             return namespace
         from_connection = self.get_namespace()
@@ -189,13 +195,20 @@ class TrainingJobHook(KubernetesHook):
 
     @staticmethod
     def address(kind: str, namespace: str, name: str | None = None) -> JobAddress:
-        """Where the job (or, without ``name``, the jobs of ``kind`` in ``namespace``) lives on the API."""
+        """Where the job (or, without ``name``, the jobs of ``kind`` in ``namespace``) lives on the API.
+
+        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param namespace: the namespace.
+        :param name: the job's ``metadata.name``; None: every job of the kind in the namespace.
+        """
         return JobAddress(kind, namespace, name)
 
     @_api_call("create", "create a training job")
     def create_job(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """Create the job ``manifest`` describes; returns the created object.
 
+        :param manifest: the whole job as an API JSON dict (``apiVersion``, ``kind``, ``metadata`` with ``name``
+            and ``namespace``, ``spec``).
         :raises KindNotServedError: the cluster does not serve the kind (no CRD); not retried.
         :raises NamespaceNotFoundError: the manifest's namespace does not exist; not retried.
         :raises JobRejectedError: invalid (422, naming the fields) or denied by an admission webhook; not retried.
@@ -212,6 +225,9 @@ class TrainingJobHook(KubernetesHook):
     def get_job(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
         """The job as the API has it.
 
+        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param name: the job's ``metadata.name``.
+        :param namespace: the job's ``metadata.namespace``.
         :raises QuietApiException: 404 when the job does not exist (yet), and other answers the caller decides on.
         :raises KindNotServedError: the cluster does not serve the kind at all; not retried.
         :raises KubernetesAccessError: 401, or RBAC forbids reading it.
@@ -222,7 +238,13 @@ class TrainingJobHook(KubernetesHook):
 
     @_api_call("patch", "patch a training job")
     def patch_job(self, kind: str, name: str, namespace: str, patch: dict[str, Any]) -> dict[str, Any]:
-        """Apply a JSON merge patch to the job; returns the patched object."""
+        """Apply a JSON merge patch to the job; returns the patched object.
+
+        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param name: the job's ``metadata.name``.
+        :param namespace: the job's ``metadata.namespace``.
+        :param patch: the JSON merge patch (``application/merge-patch+json``): a dict, ``None`` values delete keys.
+        """
         return self.custom_object_client.patch_namespaced_custom_object(
             *self.address(kind, namespace, name).object(), patch, _request_timeout=REQUEST_TIMEOUT
         )
@@ -233,26 +255,29 @@ class TrainingJobHook(KubernetesHook):
     ) -> bool:
         """Delete the job (its pods follow by garbage collection). 404 counts as done.
 
+        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param name: the job's ``metadata.name``.
+        :param namespace: the job's ``metadata.namespace``.
         :param uid: delete only the object with this uid (a precondition: never a same-named successor).
         :param propagation: ``Background`` or ``Foreground``.
         :returns: True if this call deleted it, False if it was already gone.
         """
-        try:
+        with _Deletion() as deletion:
             self.custom_object_client.delete_namespaced_custom_object(
                 *self.address(kind, namespace, name).object(),
                 body=delete_options(uid, propagation),
                 _request_timeout=REQUEST_TIMEOUT,
             )
-        except API_EXCEPTIONS as e:
-            if e.status == 404:
-                return False
-            raise
-        return True
+        return deletion.deleted
 
     @_api_call("list", "list a training job's pods", "pods", names_object=False)
     def list_job_pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
         """The pods the training operator created for job ``name`` (by its job-name label), as the
-        API's JSON dicts (camelCase), so they can be inspected and passed around like job objects."""
+        API's JSON dicts (camelCase), so they can be inspected and passed around like job objects.
+
+        :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
+        :param namespace: the job's ``metadata.namespace``.
+        """
         pods = self.core_v1_client.list_namespaced_pod(
             namespace, label_selector=job_pod_selector(name), _request_timeout=REQUEST_TIMEOUT
         ).items
@@ -260,16 +285,19 @@ class TrainingJobHook(KubernetesHook):
 
     @_api_call("delete", "delete a pod", "pods")
     def delete_pod(self, name: str, namespace: str, uid: str | None = None) -> bool:
-        """Delete a pod; 404 counts as done. :returns: True if this call deleted it."""
-        try:
+        """Delete a pod; 404 counts as done.
+
+        :param name: the pod's ``metadata.name``.
+        :param namespace: the pod's namespace.
+        :param uid: delete only the pod with this uid (``preconditions.uid``: a successor of the same name answers
+            409); None: whatever pod has the name.
+        :returns: True if this call deleted it.
+        """
+        with _Deletion() as deletion:
             self.core_v1_client.delete_namespaced_pod(
                 name, namespace, body=delete_options(uid), _request_timeout=REQUEST_TIMEOUT
             )
-        except API_EXCEPTIONS as e:
-            if e.status == 404:
-                return False
-            raise
-        return True
+        return deletion.deleted
 
     @_api_call("get", "read a pod's log", "pods/log")
     def read_pod_log(
@@ -281,7 +309,16 @@ class TrainingJobHook(KubernetesHook):
         since_seconds: int | None = None,
         previous: bool = False,
     ) -> str:
-        """A container's log as text (``tail_lines``: count; ``since_seconds``: seconds back)."""
+        """A container's log as text.
+
+        :param name: the pod's ``metadata.name``.
+        :param namespace: the pod's namespace.
+        :param container: the container's name; None: the pod's only container (the API refuses a pod with
+            several).
+        :param tail_lines: the last lines only (``tailLines``, count); None: the whole log.
+        :param since_seconds: only lines of the last seconds (``sinceSeconds``); None: from the start.
+        :param previous: the container's previous run (``previous``: before its last restart).
+        """
         kwargs = _log_options(container, tail_lines, since_seconds)
         # Raw bytes, decoded here: the client's own decoding of this plain-text answer is unreliable.
         response = self.core_v1_client.read_namespaced_pod_log(
@@ -294,7 +331,12 @@ class TrainingJobHook(KubernetesHook):
 
     def open_pod_log_stream(self, name: str, namespace: str, container: str | None = None) -> Any:
         """Follow a container's log: the open HTTP response, to read with ``.stream()`` and end
-        with ``.close()``. Not retried: the caller decides how to resume a follow stream."""
+        with ``.close()``. Not retried: the caller decides how to resume a follow stream.
+
+        :param name: the pod's ``metadata.name``.
+        :param namespace: the pod's namespace.
+        :param container: the container's name; None: the pod's only container.
+        """
         kwargs = {"container": container} if container else {}
         return self.core_v1_client.read_namespaced_pod_log(
             name, namespace, follow=True, _preload_content=False, _request_timeout=(REQUEST_TIMEOUT[0], None), **kwargs
@@ -302,12 +344,33 @@ class TrainingJobHook(KubernetesHook):
 
     @_api_call("list", "list events", "events", names_object=False)
     def list_events(self, namespace: str, involved_names: set[str]) -> list[dict[str, Any]]:
-        """Events in ``namespace`` about any object named in ``involved_names``, as JSON dicts, oldest first."""
+        """Events in ``namespace`` about any object named in ``involved_names``, as JSON dicts, oldest first.
+
+        :param namespace: the namespace of the events.
+        :param involved_names: ``metadata.name`` of each object the events are about (``involvedObject.name``).
+        """
         events = [
             self.api_client.sanitize_for_serialization(e)
             for e in self.core_v1_client.list_namespaced_event(namespace, _request_timeout=REQUEST_TIMEOUT).items
         ]
         return _events_about(events, involved_names)
+
+
+class _Deletion:
+    """``with _Deletion() as deletion: <a delete call>``, then ``deletion.deleted``: False when the API answered
+    404 -- the object was already gone, which counts as done. Any other error goes on. Serves both clients (a
+    plain ``with`` holds an ``await`` too)."""
+
+    deleted = True
+
+    def __enter__(self) -> _Deletion:
+        return self
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> bool:
+        if isinstance(exc, API_EXCEPTIONS) and exc.status == 404:
+            self.deleted = False
+            return True
+        return False
 
 
 def _log_options(container: str | None, tail_lines: int | None, since_seconds: int | None) -> dict[str, Any]:
@@ -397,8 +460,12 @@ class AsyncTrainingJobHook(TrainingJobHook):
     async def get_job_async(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
         """The job as the API has it (:meth:`TrainingJobHook.get_job`, awaited).
 
+        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param name: the job's ``metadata.name``.
+        :param namespace: the job's ``metadata.namespace``.
         :raises QuietApiException: 404 when the job does not exist (yet), and other answers the caller decides on.
-        :raises KindNotServedError: the cluster does not serve the kind; :raises KubernetesAccessError: 401/403.
+        :raises KindNotServedError: the cluster does not serve the kind.
+        :raises KubernetesAccessError: 401/403.
         """
         async with self._client() as api:
             return await async_client.CustomObjectsApi(api).get_namespaced_custom_object(
@@ -411,21 +478,21 @@ class AsyncTrainingJobHook(TrainingJobHook):
     ) -> bool:
         """Delete the job (:meth:`TrainingJobHook.delete_job`, awaited); 404 counts as done.
 
+        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param name: the job's ``metadata.name``.
+        :param namespace: the job's ``metadata.namespace``.
         :param uid: delete only the object with this uid (a same-named successor answers 409).
+        :param propagation: ``propagationPolicy``: ``Background`` or ``Foreground``.
         :returns: True if this call deleted it, False if it was already gone.
         """
         async with self._client() as api:
-            try:
+            with _Deletion() as deletion:
                 await async_client.CustomObjectsApi(api).delete_namespaced_custom_object(
                     *self.address(kind, namespace, name).object(),
                     body=delete_options(uid, propagation),
                     _request_timeout=REQUEST_TIMEOUT,
                 )
-            except API_EXCEPTIONS as e:
-                if e.status == 404:
-                    return False
-                raise
-        return True
+        return deletion.deleted
 
     async def list_jobs_async(
         self, kind: str, namespace: str, *, limit: int | None = None, continue_token: str | None = None
@@ -433,6 +500,8 @@ class AsyncTrainingJobHook(TrainingJobHook):
         """One page of the jobs of ``kind`` in ``namespace``: the list object (``items``, ``metadata.continue``,
         ``metadata.resourceVersion``). Not retried.
 
+        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param namespace: the namespace.
         :param limit: items per page (count); None: all.
         :param continue_token: the previous page's ``metadata.continue``.
         :raises ApiException: ``kubernetes_asyncio``'s, as the server answered; connection errors as they came.
@@ -452,6 +521,12 @@ class AsyncTrainingJobHook(TrainingJobHook):
         ``namespace`` (of job ``name`` only, if given) from ``resource_version``, until the server ends the watch
         after ``timeout_seconds``. Not retried; the watch is closed however the iteration ends.
 
+        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param namespace: the namespace.
+        :param resource_version: the ``resourceVersion`` to watch from (a list's ``metadata.resourceVersion``);
+            None: the server's current state, starting with a synthetic ``ADDED`` per job.
+        :param timeout_seconds: the watch's ``timeoutSeconds``: the server ends it after that many seconds.
+        :param name: the job's ``metadata.name`` (``fieldSelector=metadata.name=<name>``); None: every job.
         :raises ApiException: ``kubernetes_asyncio``'s (410 Gone: the version was compacted away); connection
             errors as they came.
         """
@@ -477,7 +552,11 @@ class AsyncTrainingJobHook(TrainingJobHook):
 
     @_api_call("list", "list a training job's pods", "pods", names_object=False)
     async def list_job_pods_async(self, name: str, namespace: str) -> list[dict[str, Any]]:
-        """The pods of job ``name`` as JSON dicts (:meth:`TrainingJobHook.list_job_pods`, awaited)."""
+        """The pods of job ``name`` as JSON dicts (:meth:`TrainingJobHook.list_job_pods`, awaited).
+
+        :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
+        :param namespace: the job's ``metadata.namespace``.
+        """
         async with self._client() as api:
             pods = await async_client.CoreV1Api(api).list_namespaced_pod(
                 namespace, label_selector=job_pod_selector(name), _request_timeout=REQUEST_TIMEOUT
@@ -488,19 +567,17 @@ class AsyncTrainingJobHook(TrainingJobHook):
     async def delete_pod_async(self, name: str, namespace: str, uid: str | None = None) -> bool:
         """Delete a pod; 404 counts as done (:meth:`TrainingJobHook.delete_pod`, awaited).
 
+        :param name: the pod's ``metadata.name``.
+        :param namespace: the pod's namespace.
         :param uid: delete only the pod with this uid (a successor of the same name answers 409).
         :returns: True if this call deleted it.
         """
         async with self._client() as api:
-            try:
+            with _Deletion() as deletion:
                 await async_client.CoreV1Api(api).delete_namespaced_pod(
                     name, namespace, body=delete_options(uid), _request_timeout=REQUEST_TIMEOUT
                 )
-            except API_EXCEPTIONS as e:
-                if e.status == 404:
-                    return False
-                raise
-        return True
+        return deletion.deleted
 
     @_api_call("get", "read a pod's log", "pods/log")
     async def read_pod_log_async(
@@ -512,8 +589,16 @@ class AsyncTrainingJobHook(TrainingJobHook):
         since_seconds: int | None = None,
         previous: bool = False,
     ) -> str:
-        """A container's log as text (:meth:`TrainingJobHook.read_pod_log`, awaited; ``tail_lines``: count;
-        ``since_seconds``: seconds back)."""
+        """A container's log as text (:meth:`TrainingJobHook.read_pod_log`, awaited).
+
+        :param name: the pod's ``metadata.name``.
+        :param namespace: the pod's namespace.
+        :param container: the container's name; None: the pod's only container (the API refuses a pod with
+            several).
+        :param tail_lines: the last lines only (``tailLines``, count); None: the whole log.
+        :param since_seconds: only lines of the last seconds (``sinceSeconds``); None: from the start.
+        :param previous: the container's previous run (``previous``: before its last restart).
+        """
         async with self._client() as api:
             return await async_client.CoreV1Api(api).read_namespaced_pod_log(
                 name,
@@ -526,7 +611,11 @@ class AsyncTrainingJobHook(TrainingJobHook):
     @_api_call("list", "list events", "events", names_object=False)
     async def list_events_async(self, namespace: str, involved_names: Iterable[str]) -> list[dict[str, Any]]:
         """Events in ``namespace`` about any object named in ``involved_names``, as JSON dicts, oldest first
-        (:meth:`TrainingJobHook.list_events`, awaited; one name is selected by the server)."""
+        (:meth:`TrainingJobHook.list_events`, awaited; one name is selected by the server).
+
+        :param namespace: the namespace of the events.
+        :param involved_names: ``metadata.name`` of each object the events are about (``involvedObject.name``).
+        """
         names = set(involved_names)
         selector = {"field_selector": involved_object_selector(next(iter(names)))} if len(names) == 1 else {}
         async with self._client() as api:

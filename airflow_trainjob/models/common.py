@@ -133,7 +133,15 @@ class ReplicaSpec(WriteModel):
 
 
 class JobCondition(ReadModel):
-    """One entry of ``status.conditions``. ``type`` stays a string so unknown types survive."""
+    """One entry of ``status.conditions``. ``type`` stays a string so unknown types survive.
+
+    :param type: ``type``: ``Created``, ``Running``, ``Restarting``, ``Succeeded``, ``Failed``, ``Suspended``...
+    :param status: ``status``: ``"True"``, ``"False"`` or ``"Unknown"`` (only ``"True"`` counts).
+    :param reason: ``reason``, one CamelCase word, e.g. ``PyTorchJobFailed``.
+    :param message: ``message``, the controller's sentence about it.
+    :param last_update_time: ``lastUpdateTime``, RFC 3339.
+    :param last_transition_time: ``lastTransitionTime``, RFC 3339: when ``status`` last changed.
+    """
 
     type: str
     status: str
@@ -144,7 +152,15 @@ class JobCondition(ReadModel):
 
 
 class ReplicaStatus(ReadModel):
-    """One entry of ``status.replicaStatuses``: pod counts of one replica type."""
+    """One entry of ``status.replicaStatuses``: pod counts of one replica type.
+
+    :param initial: ``initial``, pods not started yet (count); training-operator v1.9 does not write it.
+    :param pending: ``pending``, pods pending (count); training-operator v1.9 does not write it.
+    :param active: ``active``, pods running (count).
+    :param succeeded: ``succeeded``, pods that reached phase ``Succeeded`` (count).
+    :param failed: ``failed``, pods that reached phase ``Failed`` (count).
+    :param label_selector: ``labelSelector``, the ``LabelSelector`` of the replica type's pods (a dict).
+    """
 
     initial: int | None = None
     pending: int | None = None
@@ -155,7 +171,14 @@ class ReplicaStatus(ReadModel):
 
 
 class JobStatus(ReadModel):
-    """A job's ``status`` as any controller version writes it; ``null`` lists and maps read as empty."""
+    """A job's ``status`` as any controller version writes it; ``null`` lists and maps read as empty.
+
+    :param conditions: ``conditions``, see :class:`JobCondition`, in the order the controller wrote them.
+    :param replica_statuses: ``replicaStatuses``, replica type -> :class:`ReplicaStatus`.
+    :param start_time: ``startTime``, RFC 3339: when the controller started the job (reset when it is resumed).
+    :param completion_time: ``completionTime``, RFC 3339: when the job finished.
+    :param last_reconcile_time: ``lastReconcileTime``, RFC 3339: the controller's last reconcile of the job.
+    """
 
     conditions: list[JobCondition] = Field(default_factory=list)
     replica_statuses: dict[str, ReplicaStatus] = Field(default_factory=dict)

@@ -44,7 +44,12 @@ def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] |
 
 
 def describe_errors(exc: ValidationError, model: type[BaseModel], prefix: str) -> list[str]:
-    """One line per error: ``<prefix>.<path>: <what is wrong>; <what is allowed>``."""
+    """One line per error: ``<prefix>.<path>: <what is wrong>; <what is allowed>``.
+
+    :param exc: pydantic's error of validating ``model``.
+    :param model: the model that was validated (read for the fields an unknown one could have been).
+    :param prefix: the API path of the validated part, leading each line (``runPolicy``, ``job.spec``).
+    """
     problems = []
     for error in exc.errors(include_url=False):
         loc = tuple(error["loc"])
@@ -66,7 +71,12 @@ def describe_errors(exc: ValidationError, model: type[BaseModel], prefix: str) -
 
 
 def validate_as(model: type[BaseModel], data: Any, prefix: str) -> tuple[Any, list[str]]:
-    """Validate ``data`` as ``model``; return ``(instance or None, problems)``."""
+    """Validate ``data`` as ``model``; return ``(instance or None, problems)``.
+
+    :param model: the pydantic model class.
+    :param data: an instance of ``model`` (taken as it is) or a dict of its fields (API camelCase or field names).
+    :param prefix: the API path of the validated part, leading each line (``runPolicy``, ``job.spec``).
+    """
     if isinstance(data, model):
         return data, []
     if not isinstance(data, dict):
@@ -78,6 +88,10 @@ def validate_as(model: type[BaseModel], data: Any, prefix: str) -> tuple[Any, li
 
 
 def raise_if(problems: list[str]) -> None:
-    """Raise one ``InvalidJobSpecError`` listing ``problems``, if there are any."""
+    """Raise one ``InvalidJobSpecError`` listing ``problems``, if there are any.
+
+    :param problems: one line per problem, each naming its field by API path.
+    :raises InvalidJobSpecError: ``problems`` is not empty.
+    """
     if problems:
         raise InvalidJobSpecError(problems)

@@ -31,6 +31,7 @@ from airflow_trainjob.models.base import WriteModel
 from airflow_trainjob.models.common import ReplicaSpec, RunPolicy
 from airflow_trainjob.models.errors import validate_as
 from airflow_trainjob.models.kinds import DEPRECATED_FIELDS_MODELS, KIND_FIELDS_MODELS
+from airflow_trainjob.params import kind_problem
 
 #: ``replica_specs`` for :func:`parse_parts` when the caller has already reported them missing.
 MISSING: Any = object()
@@ -80,9 +81,10 @@ class TrainingJobSpec:
             dict, YAML/JSON string or None.
         :raises InvalidJobSpecError: naming every invalid field and what it allows.
         """
-        job_kind = JOB_KINDS.get(kind) if isinstance(kind, str) else None
-        if job_kind is None:
-            raise InvalidJobSpecError([f"kind: {kind!r} is not a training job kind; allowed: {', '.join(JOB_KINDS)}"])
+        problem = kind_problem(kind)
+        if problem:
+            raise InvalidJobSpecError([problem])
+        job_kind = JOB_KINDS[kind]
         spec, problems = parse_parts(job_kind, replica_specs, run_policy, kind_fields, SpecPaths())
         if spec is None or problems:
             raise InvalidJobSpecError(problems)
@@ -123,6 +125,7 @@ def to_plain(value: Any, *, dump_models: bool = False) -> Any:
     """``value`` with every OpenAPI-generated object in it (the Kubeflow SDK's and the Kubernetes
     client's models) replaced by its JSON form; plain data is left as it is.
 
+    :param value: any value: plain data, pydantic models, OpenAPI-generated objects, nested in dicts and lists.
     :param dump_models: also replace pydantic models (ours: their API form) by plain data, as an operator's
         template fields need for Jinja to render inside them; else they are left for validation to take."""
     if isinstance(value, BaseModel):
@@ -148,7 +151,14 @@ def parse_parts(
     """Validate the parts of a spec of ``job_kind``; return ``(spec or None, problems)``.
 
     ``replica_specs`` may be :data:`MISSING`: the rest is checked, the kind's rules are not, no spec is
-    returned."""
+    returned.
+
+    :param job_kind: the kind, from ``JOB_KINDS``.
+    :param replica_specs: ``spec.<kind>ReplicaSpecs`` as for :meth:`TrainingJobSpec.parse`, or :data:`MISSING`.
+    :param run_policy: ``spec.runPolicy`` as for :meth:`TrainingJobSpec.parse`; None: the defaults.
+    :param kind_fields: the kind's own ``spec`` fields as for :meth:`TrainingJobSpec.parse`; None: none.
+    :param paths: where each part sits, named in the problems.
+    """
     problems: list[str] = []
     warnings: list[str] = []
 

@@ -18,7 +18,11 @@ from airflow_trainjob.models.base import NonNegativeInt32, Port, PositiveInt32, 
 
 
 class RDZVConf(WriteModel):
-    """One ``elasticPolicy.rdzvConf`` entry: an extra rendezvous option ``key=value``."""
+    """One ``elasticPolicy.rdzvConf`` entry: an extra rendezvous option ``key=value``.
+
+    :param key: ``key``, the option's name (torchrun's ``--rdzv-conf`` key, e.g. ``timeout``).
+    :param value: ``value``, its value as text.
+    """
 
     key: str | None = None
     value: str | None = None
@@ -47,7 +51,9 @@ class ElasticPolicy(_ElasticBounds):
         is written as nothing; training-operator v1.9 gives it the other's value, or both the
         ``Worker`` replica count when neither is set.
     :param rdzv_backend: ``rdzvBackend``, ``c10d``, ``etcd`` or ``etcd-v2``.
-    :param rdzv_port: ``rdzvPort``; ``rdzv_host``: ``rdzvHost``; ``rdzv_id``: ``rdzvId``.
+    :param rdzv_port: ``rdzvPort``, the rendezvous port (1-65535).
+    :param rdzv_host: ``rdzvHost``, the rendezvous host.
+    :param rdzv_id: ``rdzvId``, the rendezvous id shared by the job's workers.
     :param rdzv_conf: ``rdzvConf``, extra rendezvous options.
     :param standalone: ``standalone``, run a local c10d rendezvous on port 29400.
     :param n_proc_per_node: ``nProcPerNode``, deprecated by the API in favour of ``spec.nprocPerNode``.
@@ -67,8 +73,11 @@ class ElasticPolicy(_ElasticBounds):
 class PaddleElasticPolicy(_ElasticBounds):
     """PaddleJob ``spec.elasticPolicy``: ``minReplicas``, ``maxReplicas``, ``maxRestarts``, ``metrics``.
 
-    An unset ``minReplicas``/``maxReplicas`` is defaulted by training-operator v1.9 as for
-    :class:`ElasticPolicy`.
+    :param min_replicas: ``minReplicas``, fewest workers the job may scale down to (count).
+    :param max_replicas: ``maxReplicas``, most workers the job may scale up to (count). Either unset is
+        defaulted by training-operator v1.9 as for :class:`ElasticPolicy`.
+    :param max_restarts: ``maxRestarts``, restarts allowed (count).
+    :param metrics: ``metrics``, autoscaling/v2 MetricSpec dicts for an HPA.
     """
 
 
@@ -146,7 +155,10 @@ class MPIJobDeprecatedFields(WriteModel):
 
 
 class PaddleJobFields(WriteModel):
-    """PaddleJob's own spec field ``elasticPolicy``, see :class:`PaddleElasticPolicy`."""
+    """PaddleJob's own spec field.
+
+    :param elastic_policy: ``elasticPolicy``, see :class:`PaddleElasticPolicy`.
+    """
 
     elastic_policy: PaddleElasticPolicy | None = None
 

@@ -66,7 +66,10 @@ def quantity_as_text(value: Any) -> Any:
     """A float quantity (``cpu: 0.5`` from YAML or Python) as the string ``"0.5"``; anything else as it is.
 
     A job's CRD types quantities as integer-or-string, so a real API server refuses a JSON float with 422
-    (a Pod's own API would parse it): the string is what the user meant, and what every cluster takes."""
+    (a Pod's own API would parse it): the string is what the user meant, and what every cluster takes.
+
+    :param value: one quantity as given: a float, int or string (``"500m"``).
+    """
     if isinstance(value, float) and value == value and value not in (float("inf"), float("-inf")):
         text = format(Decimal(repr(value)), "f")
         return text.rstrip("0").rstrip(".") if "." in text else text
@@ -74,7 +77,10 @@ def quantity_as_text(value: Any) -> Any:
 
 
 def quantities_as_text(amounts: Any) -> None:
-    """Turn the float quantities of a resource map (``limits``, ``requests``, ``minResources``) into text, in place."""
+    """Turn the float quantities of a resource map (``limits``, ``requests``, ``minResources``) into text, in place.
+
+    :param amounts: resource name -> quantity (``{"cpu": 0.5}``); anything but a dict is left alone.
+    """
     if isinstance(amounts, dict):
         for resource, value in amounts.items():
             amounts[resource] = quantity_as_text(value)

@@ -17,6 +17,7 @@ from airflow_trainjob.constants import API_VERSION, JOB_KINDS, LABEL_PREFIX, Job
 from airflow_trainjob.models.errors import raise_if
 from airflow_trainjob.models.job import MISSING, SpecPaths, TrainingJobSpec, parse_parts, to_plain
 from airflow_trainjob.models.kinds import kind_field_names
+from airflow_trainjob.params import kind_problem
 
 __all__ = ["WholeJob", "parse_whole_job"]
 
@@ -107,10 +108,10 @@ def parse_whole_job(job: Any, *, path: str = "job") -> WholeJob:
         problems.append(f"{path}.apiVersion: must be {API_VERSION!r} (or absent), got {api_version!r}")
 
     kind = job.get("kind", sdk_kind)
-    job_kind = JOB_KINDS.get(kind) if isinstance(kind, str) else None
-    if job_kind is None:
-        shown = "missing" if kind is None else f"{kind!r} is not a training job kind"
-        problems.append(f"{path}.kind: {shown}; allowed: {', '.join(JOB_KINDS)}")
+    problem = kind_problem(kind, f"{path}.kind")
+    if problem:
+        problems.append(problem)
+    job_kind = None if problem else JOB_KINDS[kind]
 
     name, namespace, labels, annotations = _metadata(job.get("metadata"), f"{path}.metadata", problems, ignored)
 

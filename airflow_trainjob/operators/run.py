@@ -31,6 +31,11 @@ Deferrable:
 At any time, ``on_kill`` -> :meth:`TrainingJobRun.kill`: the wait ends as "stopped by Airflow", and the job is
 deleted if this try still follows it.
 
+The try's record (:mod:`~airflow_trainjob.job_record`, when the context has a ``task_state_store``) is written when
+step 1 takes up the job (``create_or_attach``, or ``reconnect`` to a job that is not ``Failed``), and once more when
+the try ends, by whichever way out comes first, before the cleanup removes anything: the job, its pods and their
+events as they were then.
+
 Cleanup (the held ``cleanPodPolicy``, ``on_finish``, the released ``runPolicy``) runs once per run, on every way
 out of :meth:`~TrainingJobRun.wait`, :meth:`~TrainingJobRun.complete` and :meth:`~TrainingJobRun.result`, or in
 :meth:`~TrainingJobRun.kill`, whichever comes first. After a verdict that is an exception, a failed cleanup is
@@ -61,21 +66,30 @@ from airflow_trainjob.exceptions import (
     TrainingJobTimeoutError,
 )
 from airflow_trainjob.hooks.retries import is_transient
+from airflow_trainjob.job_record import KILL_WRITE_SECONDS, JobRecorder, outcome_of
 from airflow_trainjob.job_watch import JobWatch
 from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
 from airflow_trainjob.pods import (
     container_ends,
+    is_active,
     lead_pod,
     log_container,
     owned_by,
     pending_reasons,
-    phase_of,
     pods_to_clean,
     replica_of,
     restart_counts,
 )
-from airflow_trainjob.triggers.training_job import DELETED, ERROR, FINISHED, TIMED_OUT, TrainingJobTrigger
+from airflow_trainjob.triggers.training_job import (
+    DELETED,
+    ERROR,
+    FINISHED,
+    TIMED_OUT,
+    TrainingJobTrigger,
+    desired_replicas,
+    quote_log,
+)
 from airflow_trainjob.verdict import announced_end, failure_exception, job_ref
 
 #: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
@@ -119,13 +133,19 @@ class RunSettings:
     reattach_on_restart: bool = True
 
     def limit(self, which: str) -> float | None:
-        """The seconds of deadline ``which`` (``timeout``, ``startup_timeout``, ``queue_timeout``)."""
+        """The seconds of deadline ``which``, or None (no limit, or no such deadline).
+
+        :param which: ``timeout``, ``startup_timeout`` or ``queue_timeout``.
+        """
         return getattr(self, which, None)
 
 
 def job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
     """The task's XCom ``return_value``: kind, name, namespace, conditions, replicaStatuses, startTime,
-    completionTime, duration (seconds, None until both times are known). JSON-safe."""
+    completionTime, duration (seconds, None until both times are known). JSON-safe.
+
+    :param job: the job as last read, an API JSON dict (``status.startTime``, ``status.completionTime``...).
+    """
     status = job.get("status") or {}
     start, end = status.get("startTime"), status.get("completionTime")
     duration = None
@@ -171,6 +191,7 @@ class TrainingJobRun:
         ``follow(look_within)`` yields :class:`~airflow_trainjob.job_watch.Seen`; default :class:`JobWatch`.
     :param follower: builds the lead replica's log follower: ``follower(hook, kind, name, namespace, log)``, a
         thread with ``start``, ``finish`` and ``stop``; default :class:`LeadLogFollower`.
+    :param recorder: writes the try's record (:class:`~airflow_trainjob.job_record.JobRecorder`); None: none.
     """
 
     def __init__(
@@ -183,6 +204,7 @@ class TrainingJobRun:
         log: Any,
         watch: Callable[..., Any] = JobWatch,
         follower: Callable[..., Any] = LeadLogFollower,
+        recorder: JobRecorder | None = None,
     ) -> None:
         self.hook = hook
         self.identity = identity
@@ -199,6 +221,9 @@ class TrainingJobRun:
         self._follower: Any = None
         self._seen_pods: dict[str, dict[str, Any]] = {}  # pod name -> last seen, for the verdict
         self._stopped_by_airflow = False  # kill() ran: a deletion seen after it is this task's own
+        self._recorder = recorder
+        self._last_seen: dict[str, Any] | None = None  # the job as the wait or the event last showed it
+        self._recorded_end = False  # the try's end is recorded once, by whichever way out comes first
 
     # ---- what the run is about -------------------------------------------------------------------
 
@@ -248,11 +273,14 @@ class TrainingJobRun:
         :raises TrainingJobError: a replaced job was not gone after :data:`REPLACE_TIMEOUT` seconds.
         """
         self.job = self._create_or_attach(self.manifest)
-        return self._taken()
+        job = self._taken()
+        self._record_start(job)
+        return job
 
     def reconnect(self, external_id: Mapping[str, Any]) -> str:
         """Take up the job an earlier try stored in ``task_state_store``.
 
+        :param external_id: the stored identity, ``{name, namespace, uid}`` (see :attr:`external_id`).
         :returns: its phase (see :func:`conditions.phase`), or :data:`JOB_GONE` when it no longer exists as this
             task instance's job (deleted, or replaced by another object).
         """
@@ -261,7 +289,10 @@ class TrainingJobRun:
         if job is None:
             return JOB_GONE
         self.job = job
-        return conditions.phase(job.get("status"))
+        phase = conditions.phase(job.get("status"))
+        if not conditions.is_failed(job.get("status")):  # a failed one is replaced: its successor is recorded
+            self._record_start(job)
+        return phase
 
     def _stored_job(self, external_id: Mapping[str, Any]) -> dict[str, Any] | None:
         """The job ``external_id`` names, if it is still this task instance's (same uid, our labels)."""
@@ -397,7 +428,7 @@ class TrainingJobRun:
                     self.hook, JOB_KINDS[self.kind], meta["name"], meta["namespace"], self.log
                 )
                 self._follower.start()
-            final = self._wait(ref, manifest, job)
+            final = self._last_seen = self._wait(ref, manifest, job)
             self._stop_pods_at_terminal(final)
             self._stop_follower(drain=True)
             if not conditions.is_succeeded(final.get("status")):
@@ -405,10 +436,12 @@ class TrainingJobRun:
                 raise failure_exception(self.hook, final, self.settings.log_tail_lines, self._seen_pods.values())
             self.log.info("%s succeeded", ref)
             self.summary = job_summary(final)
-        except BaseException:
+        except BaseException as e:
             self._stop_follower()
+            self._record_end(e)
             self._cleanup_keeping_verdict(outcome)
             raise
+        self._record_end(None)
         self._cleanup("succeeded")
         return self.summary
 
@@ -419,8 +452,7 @@ class TrainingJobRun:
         :raises JobDeletedError: the job vanished while its last state seen was not terminal.
         :raises TrainingJobStoppedError: ... because this task's own ``on_kill`` deleted it.
         """
-        kind = JOB_KINDS[self.kind]
-        desired = {t: s.get("replicas", 1) for t, s in manifest["spec"][kind.replica_specs_key].items()}
+        desired = desired_replicas(manifest)
         settings = self.settings
         deadlines = Deadlines(
             started_at=time.time(),
@@ -442,6 +474,7 @@ class TrainingJobRun:
         )
         for seen in watch.follow(look_within):
             job, status = seen.job, seen.job.get("status")
+            self._last_seen = job
             if seen.deleted or self._stopped_by_airflow:
                 job = self._final_state(ref, seen)
                 self.log.info(
@@ -452,7 +485,7 @@ class TrainingJobRun:
                 return job
             now = time.time()
             turn = deadlines.observe(job, now)
-            line = f"{ref}: {conditions.summary(status, desired)}"
+            line = conditions.progress_line(ref, status, desired)
             if line != last_line:
                 self.log.info("%s", line)
                 last_line = line
@@ -596,6 +629,7 @@ class TrainingJobRun:
         job = self._require_job(external_id)
         try:
             self.summary = job_summary(job)
+            self._record_end(None)
             return self.summary
         finally:
             self._cleanup("succeeded")
@@ -628,16 +662,19 @@ class TrainingJobRun:
         :param event: the trigger's event payload (see :class:`TrainingJobTrigger`).
         :returns: the summary. Raises as :meth:`wait` does; ``TrainingJobError`` with the event's message when
             the trigger could not watch a job that is still running (the job is deleted)."""
-        job = event.get("job")
+        job, live = event.get("job"), False
         if event["outcome"] == ERROR and job is None:
             # The trigger gave up on watching, not the job on running: read it here. A finished job still gets
             # its verdict; a running one is deleted below with the task's failure, like any synchronous error.
-            job = self._read_own_job(event["message"])
+            job, live = self._read_own_job(event["message"]), True
             if conditions.is_terminal(job.get("status")):
                 event = {**event, "outcome": FINISHED, "pods": []}
         if event["outcome"] == DELETED or job is None:
-            raise JobDeletedError(event["message"])
-        self.job = job
+            error = JobDeletedError(event["message"])
+            self._record_end(error, job, look=False)  # gone: its last state is the event's
+            raise error
+        self.job = self._last_seen = job if live else self._current(job)
+        job = self._taken()
         outcome = "killed"
         try:
             if event["outcome"] == TIMED_OUT:
@@ -651,8 +688,11 @@ class TrainingJobRun:
                 raise TrainingJobError(event["message"])
             ref = job_ref(job)
             self.log.info("%s", event["message"])
-            # The trigger sends pods only for a failed job (and none if it could not list them): look now.
-            pods = event.get("pods") or self._list_pods_if_any(job)
+            # The pods as they are now, and those the trigger sent of a failed job that are gone since.
+            pods = self._list_pods_if_any(job)
+            present = {p["metadata"]["name"] for p in pods}
+            pods += [p for p in event.get("pods") or [] if p["metadata"]["name"] not in present]
+            self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
             if self.settings.get_logs:
                 self._quote_lead_log(job, pods, event.get("lead_log"))
             if not conditions.is_succeeded(job.get("status")):
@@ -660,11 +700,33 @@ class TrainingJobRun:
                 raise failure_exception(self.hook, job, self.settings.log_tail_lines, pods)
             self.log.info("%s succeeded", ref)
             self.summary = job_summary(job)
-        except BaseException:
+        except BaseException as e:
+            self._record_end(e)
             self._cleanup_keeping_verdict(outcome)
             raise
+        self._record_end(None)
         self._cleanup("succeeded")
         return self.summary
+
+    def _current(self, job: dict[str, Any]) -> dict[str, Any]:
+        """The job as the API has it now, if it is still the object the event is about: the event carries only its
+        identity and status (see :class:`TrainingJobTrigger`); else (gone, replaced, unreadable) the event's."""
+        meta = job["metadata"]
+        try:
+            current = self.hook.get_job(job["kind"], meta["name"], meta["namespace"])
+        except ApiException as e:
+            if e.status != 404:
+                self.log.warning(
+                    "Could not read %s again (%s): judging it by the trigger's event", job_ref(job), one_line(e)
+                )
+            return job
+        except (HTTPError, OSError) as e:
+            self.log.warning(
+                "Could not read %s again (%s): judging it by the trigger's event", job_ref(job), one_line(e)
+            )
+            return job
+        same = current["metadata"].get("uid") == meta.get("uid") or not meta.get("uid")
+        return current if same and self.identity.owns(current) else job
 
     def _read_own_job(self, message: str) -> dict[str, Any]:
         """This task instance's job as the API has it now. :raises JobDeletedError: it is gone or not ours."""
@@ -694,7 +756,9 @@ class TrainingJobRun:
         if not tail_lines:  # 0 quotes none, as for failed replicas (not the whole log)
             return
         pod = lead_pod(pods, kind)
-        if read:
+        if read and read.get("quoted"):
+            return  # the trigger quoted it into the task log before stopping the lead's pod
+        if read:  # an event of an earlier version of the trigger, with the text in it
             name, text = read["pod"], read["text"]
         elif pod is not None:
             name = pod["metadata"]["name"]
@@ -711,9 +775,7 @@ class TrainingJobRun:
         label = next(
             (f"{t}-{i}" for p in pods if p["metadata"]["name"] == name for t, i in [replica_of(p, kind)]), name
         )
-        self.log.info("Last %d lines of the lead replica's log (%s, pod %s):", tail_lines, label, name)
-        for line in text.splitlines():
-            self.log.info("[%s] %s", label, line)
+        quote_log(self.log, label, name, text, tail_lines)
 
     # ---- stopped by Airflow ------------------------------------------------------------------------
 
@@ -722,7 +784,86 @@ class TrainingJobRun:
         stopped, stop following the log, delete the job (unless a later try follows it now)."""
         self._stopped_by_airflow = True
         self._stop_follower()
+        self._record_end(None, wait_seconds=KILL_WRITE_SECONDS)
         self._cleanup("killed")
+
+    # ---- the record ----------------------------------------------------------------------------------
+
+    def _record_start(self, job: dict[str, Any]) -> None:
+        """Record that this try follows ``job`` now (created by it, or by an earlier try)."""
+        if self._recorder is not None and self._recorder.enabled:
+            attached = not self.identity.created_by_this_try(job)
+            self._recorder.started(job, self._manifest, attached=attached)
+
+    def _record_end(
+        self,
+        error: BaseException | None,
+        job: dict[str, Any] | None = None,
+        *,
+        look: bool = True,
+        wait_seconds: float | None = None,
+    ) -> None:
+        """Record how the try ended (once: the first way out that gets here), with the job, its pods and their
+        events as they are now, read before the cleanup removes anything.
+
+        :param error: the try's verdict (None: succeeded, or stopped when :meth:`kill` ran).
+        :param job: the job as last known; default: as the wait or the event last showed it.
+        :param look: read the job, its pods and events again; not when the verdict is that the API is failing
+            (each read would ride out its retries) or the job is gone.
+        :param wait_seconds: see :meth:`JobRecorder.ended`.
+        """
+        if self._recorder is None or not self._recorder.enabled or self._recorded_end:
+            return
+        job = job or self._last_seen or self._job
+        self._recorded_end = True
+        pods: list[dict[str, Any]] = list(self._seen_pods.values())
+        events: list[dict[str, Any]] = []
+        if job is not None and look and not (error is not None and is_transient(error)):
+            job, pods, events = self._final_look(job, pods)
+        self._recorder.ended(
+            outcome_of(error, stopped=self._stopped_by_airflow),
+            job,
+            pods,
+            events,
+            # An API error in one line (never its response's headers or body); a verdict as it is raised.
+            message=None if error is None else one_line(error) if isinstance(error, ApiException) else str(error),
+            wait_seconds=wait_seconds,
+        )
+
+    def _final_look(
+        self, job: dict[str, Any], seen_pods: list[dict[str, Any]]
+    ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+        """The job, its pods and their events as the API has them now, for the record; what was last seen of each
+        where a read fails (best effort: the record must not hold up the verdict)."""
+        meta = job["metadata"]
+        name, namespace, uid = meta["name"], meta["namespace"], meta.get("uid")
+        answering = True  # after a read that failed for want of an answer, the others are not tried
+
+        def read(what: str, call: Callable[[], Any]) -> Any:
+            nonlocal answering
+            if not answering:
+                return None
+            try:
+                return call()
+            except ApiException as e:
+                answering = not is_transient(e)
+                if e.status != 404:  # a job gone (and its pods with it) is no news here
+                    self.log.warning("Could not read %s for the try's record: %s", what, one_line(e))
+            except (HTTPError, OSError) as e:
+                answering = False
+                self.log.warning("Could not read %s for the try's record: %s", what, one_line(e))
+            return None
+
+        current = read(job_ref(job), lambda: self.hook.get_job(self.kind, name, namespace))
+        if current is not None and current["metadata"].get("uid") == uid:
+            job = current
+        listed = read(f"the pods of {job_ref(job)}", lambda: self.hook.list_job_pods(name, namespace))
+        pods = [p for p in listed or [] if owned_by(p, uid)]
+        present = {p["metadata"]["name"] for p in pods}
+        pods += [p for p in seen_pods if p["metadata"]["name"] not in present]  # e.g. stopped at the end: as last seen
+        involved = {name, *(p["metadata"]["name"] for p in pods)}
+        events = read(f"the events of {job_ref(job)}", lambda: self.hook.list_events(namespace, involved)) or []
+        return job, pods, events
 
     # ---- cleanup -----------------------------------------------------------------------------------
 
@@ -782,9 +923,7 @@ class TrainingJobRun:
             cleaned = pods_to_clean(pods, policy.clean_pod_policy)
             for pod in cleaned:
                 self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
-            left_running = [
-                p["metadata"]["name"] for p in pods if p not in cleaned and phase_of(p) in ("Pending", "Running")
-            ]
+            left_running = [p["metadata"]["name"] for p in pods if p not in cleaned and is_active(p)]
         if running or on_finish == "delete_job" or (on_finish == "delete_succeeded_job" and outcome == "succeeded"):
             self.log.info(
                 "Deleting %s %s/%s (%s)%s",

@@ -21,6 +21,7 @@ from airflow_trainjob.cleanup_hold import hold
 from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, LABEL_KUEUE_QUEUE_NAME
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
+from airflow_trainjob.job_record import JobRecorder, rendered_manifest
 from airflow_trainjob.links.training_job import TrainingJobLink
 from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models.job import TrainingJobSpec, to_plain
@@ -32,7 +33,7 @@ from airflow_trainjob.operators.run import (
     RunSettings,
     TrainingJobRun,
 )
-from airflow_trainjob.ownership import RESERVED_LABELS, TaskInstanceIdentity
+from airflow_trainjob.ownership import RESERVED_ANNOTATIONS, RESERVED_LABELS, TaskInstanceIdentity
 from airflow_trainjob.params import conn_id_problem, count_problem, flag_problem, refuse, seconds_problem
 
 
@@ -62,7 +63,10 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     :param run_policy: ``RunPolicy``, dict or YAML/JSON string (``spec.runPolicy``); the SDK's
         ``KubeflowOrgV1RunPolicy`` too.
     :param kind_fields: the kind's own spec fields (e.g. ``{"nprocPerNode": "auto"}``).
-    :param labels: extra ``metadata.labels``; ``annotations``: ``metadata.annotations``.
+    :param labels: extra ``metadata.labels`` (key -> value); templated.
+    :param annotations: extra ``metadata.annotations`` (key -> value); templated. The provider's own keys
+        (``airflow-trainjob.apache.org/...``: the task instance's identity, as labels and unsanitised as
+        annotations) are refused in ``labels`` and ``annotations`` and dropped from a whole job.
     :param queue_name: the Kueue ``LocalQueue`` to submit to: sets the label ``kueue.x-k8s.io/queue-name``; Kueue's
         webhook then creates the job suspended (``runPolicy.suspend``) until the queue admits it. Templated.
     :param queue_timeout: seconds the job may wait in its queue (suspended) each time it enters it, counted
@@ -93,7 +97,11 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
 
     Returns (XCom ``return_value``) a JSON-safe summary: kind, name, namespace, conditions,
     replicaStatuses, startTime, completionTime, duration (seconds). Pushes ``job_name`` and
-    ``job_namespace`` at once.
+    ``job_namespace`` at once, and the ``Training job`` extra link as soon as the job exists (see
+    :class:`~airflow_trainjob.links.training_job.TrainingJobLink`). Records each try's job in
+    ``task_state_store`` (see :mod:`airflow_trainjob.job_record`), for the task instance's Training job tab.
+    The rendered ``manifest`` field is the job as sent, as YAML, within Airflow's
+    ``[core] max_templated_field_length`` (its longest strings shortened, and marked, when it is longer).
 
     :raises InvalidJobSpecError: bad input, before any API call (not retried).
     :raises JobNotOwnedError: a job of that name belongs to something else (not retried).
@@ -234,6 +242,15 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         reserved = sorted(set(self.labels or {}) & set(RESERVED_LABELS)) if isinstance(self.labels, Mapping) else []
         if reserved:
             problems.append(f"labels: {', '.join(reserved)} are set by this provider to identify the task instance")
+        reserved = (
+            sorted(set(self.annotations or {}) & set(RESERVED_ANNOTATIONS))
+            if isinstance(self.annotations, Mapping)
+            else []
+        )
+        if reserved:
+            problems.append(
+                f"annotations: {', '.join(reserved)} are set by this provider to identify the task instance"
+            )
         problems += self._input_problems()
         refuse(problems, self.hook)
 
@@ -301,7 +318,12 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         return self.hook.resolve_namespace(self.namespace)
 
     def build_job(self, context: Mapping[str, Any], namespace: str) -> dict[str, Any]:
-        """The manifest for this task instance (validated; raises :class:`InvalidJobSpecError`)."""
+        """The manifest for this task instance (validated), with the cleanup held.
+
+        :param context: the Airflow task context (its ``ti`` names the job and labels it as this try's).
+        :param namespace: the job's ``metadata.namespace``.
+        :raises InvalidJobSpecError: bad input, naming each field.
+        """
         self._check_parameters()
         spec, whole = self._parse_input()
         identity = TaskInstanceIdentity.from_context(context)
@@ -320,6 +342,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         annotations = self.annotations  # anything but a mapping is refused, by name, in build_manifest
         if whole is not None and isinstance(annotations, (Mapping, type(None))):
             annotations = {**whole.annotations, **(annotations or {})} or None
+        if isinstance(annotations, (Mapping, type(None))):
+            annotations = {**(annotations or {}), **identity.annotations()}
         self._input_notes = [
             *spec.warnings,
             *(self._whole_job_notes(whole, name, namespace, given_labels) if whole else []),
@@ -349,6 +373,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if overridden:
             notes.append(f"metadata.labels: {', '.join(overridden)} replaced by this task instance's")
         notes.append(f"metadata.labels: {', '.join(RESERVED_LABELS)} added (this task instance's ownership)")
+        notes.append(f"metadata.annotations: {', '.join(RESERVED_ANNOTATIONS)} added (the same identity, unsanitised)")
         notes.append(
             "spec.runPolicy.cleanPodPolicy, ttlSecondsAfterFinished: held until the task has read the logs "
             "and the verdict, then applied as written"
@@ -388,7 +413,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
 
     def _show(self, manifest: dict[str, Any]) -> None:
         self._manifest = manifest
-        self.manifest = yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
+        # Within [core] max_templated_field_length: beyond it Airflow would cut the text mid-structure. The record
+        # of the try keeps the whole manifest (the Training job tab).
+        self.manifest = rendered_manifest(manifest)
 
     def _render_job_template_file(self, context: Any, jinja_env: Any = None) -> str:
         """The text of ``job_template_file``, rendered with the task's context as Airflow renders template files.
@@ -437,10 +464,29 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         the manifest, through :meth:`_prepare`, when it first needs it)."""
         identity = TaskInstanceIdentity.from_context(context)
         if self._run is None or self._run.identity != identity:
+            recorder = JobRecorder(context.get("task_state_store"), identity, self.kubernetes_conn_id, self.log)
             self._run = TrainingJobRun(
-                self.hook, identity, self._settings(), manifest=functools.partial(self._prepare, context), log=self.log
+                self.hook,
+                identity,
+                self._settings(),
+                manifest=functools.partial(self._prepare, context),
+                log=self.log,
+                recorder=recorder,
             )
         return self._run
+
+    def _push_link(self, context: Any) -> None:
+        """Push the ``Training job`` extra link now the job exists: Airflow's task runner stores it only when the
+        task ends, and the UI reads it from XCom (``XComOperatorLink``), so a synchronous run would show none while
+        it runs. The runner's own push at the end writes the same URL again."""
+        link = TrainingJobLink()
+        try:
+            url = link.get_link(self, ti_key=context["ti"])
+        except ValueError as e:  # a URL template with an unknown placeholder: said, and the task goes on
+            self.log.warning("No %s link: %s", link.name, e)
+            return
+        if url:
+            context["ti"].xcom_push(key=link.xcom_key, value=url)
 
     def _prepare(self, context: Any) -> dict[str, Any]:
         """Validate and build this task instance's manifest (unless rendering built it for this try); log the input
@@ -466,6 +512,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if self.deferrable:
             run = self._run_for(context)
             run.create_or_attach()
+            self._push_link(context)
             # Hand the wait to TrainingJobTrigger, with the deadlines counted from now (see admission).
             self.defer(trigger=run.trigger(), method_name="execute_complete")
         return self.execute_resumable(context)
@@ -477,12 +524,16 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         persisted by Airflow in ``task_state_store``."""
         run = self._run_for(context)
         run.create_or_attach()
+        self._push_link(context)
         return run.external_id
 
     def get_job_status(self, external_id: Any, context: Any) -> str:
         """The stored job's phase (see :mod:`conditions`), or ``Gone`` when it no longer exists as this
         task instance's job."""
-        return self._run_for(context).reconnect(external_id)
+        status = self._run_for(context).reconnect(external_id)
+        if status != JOB_GONE:
+            self._push_link(context)
+        return status
 
     def is_job_active(self, status: str) -> bool:
         return status not in (CONDITION_SUCCEEDED, CONDITION_FAILED, JOB_GONE)
@@ -500,7 +551,12 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         return self._run_for(context).result(external_id)
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
-        """Resume after the trigger fired: the same verdict, messages and cleanup as ``execute``."""
+        """Resume after the trigger fired: the same verdict, messages and cleanup as ``execute``.
+
+        :param context: the Airflow task context.
+        :param event: the trigger's event payload (``outcome``, ``message``, ``job``...; see
+            :class:`~airflow_trainjob.triggers.training_job.TrainingJobTrigger`).
+        """
         return self._run_for(context).complete(event)
 
     def on_kill(self) -> None:

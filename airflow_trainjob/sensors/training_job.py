@@ -107,7 +107,12 @@ class TrainingJobSensor(BaseSensorOperator):
         )
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> None:
-        """Resume after the trigger fired: succeed, or fail as :meth:`poke` would."""
+        """Resume after the trigger fired: succeed, or fail as :meth:`poke` would.
+
+        :param context: the Airflow task context.
+        :param event: the trigger's event payload (``outcome``, ``message``, ``job``, ``pods``; see
+            :class:`~airflow_trainjob.triggers.training_job.TrainingJobTrigger`).
+        """
         job = event.get("job")
         if event["outcome"] == FINISHED and job is not None:
             self.log.info("%s", event["message"])

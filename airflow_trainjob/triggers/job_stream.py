@@ -58,6 +58,9 @@ DELETED_KEPT_SECONDS = 600.0
 #: At most this many deleted jobs are kept (the oldest go first).
 DELETED_KEPT_MAX = 20_000
 
+#: Why a trigger's stream lists and watches (said when RBAC forbids it).
+TRIGGER_PURPOSE = "wait for a training job in the triggerer"
+
 #: Errors that never end a wait: the stream backs off and tries again (the hooks' connection errors, and any OSError).
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (OSError, *CONNECTION_ERRORS)
 
@@ -68,6 +71,14 @@ class StreamSource:
 
     The connection fields are resolved by :class:`AsyncTrainingJobHook` (through the cncf.kubernetes
     ``AsyncKubernetesHook``) exactly as the synchronous hook resolves them.
+
+    :param kubernetes_conn_id: the cncf.kubernetes connection; None: no connection (in-cluster or default
+        kubeconfig).
+    :param cluster_context: the kubeconfig context to use; None: the connection's (or the kubeconfig's current).
+    :param config_file: path of a kubeconfig file; None: the connection's.
+    :param in_cluster: use the pod's service account; None: the connection's setting.
+    :param namespace: the namespace of the jobs.
+    :param kind: the jobs' kind, a key of ``JOB_KINDS`` (``PyTorchJob``).
     """
 
     kubernetes_conn_id: str | None
@@ -79,6 +90,11 @@ class StreamSource:
 
     @classmethod
     def from_trigger_kwargs(cls, kwargs: dict[str, Any]) -> StreamSource:
+        """The source of a trigger's stream.
+
+        :param kwargs: the trigger's serialized kwargs (:meth:`TrainingJobTrigger.serialize`); other keys are
+            ignored, a missing one is None.
+        """
         values: dict[str, Any] = {name: kwargs.get(name) for name in cls.__dataclass_fields__}
         return cls(**values)
 
@@ -97,11 +113,12 @@ class StreamSource:
         """The jobs of the source's kind in its namespace."""
         return JobAddress(self.kind, self.namespace)
 
-    def call(self) -> ApiCall:
-        """The stream's request, as its errors name it."""
-        return ApiCall.for_job(
-            "list or watch", self.kind, self.namespace, purpose="wait for a training job in the triggerer"
-        )
+    def call(self, purpose: str = TRIGGER_PURPOSE) -> ApiCall:
+        """The stream's request, as its errors name it.
+
+        :param purpose: why the stream lists and watches (said when RBAC forbids it).
+        """
+        return ApiCall.for_job("list or watch", self.kind, self.namespace, purpose=purpose)
 
     def __str__(self) -> str:
         return str(self.address)
@@ -110,7 +127,11 @@ class StreamSource:
 @dataclass(frozen=True)
 class JobChanges:
     """One shared-stream event: these jobs changed (``names``), or any may have (``None``: after a list or
-    when :attr:`JobStream.error` changed). The jobs themselves are read from ``stream``."""
+    when :attr:`JobStream.error` changed). The jobs themselves are read from ``stream``.
+
+    :param names: the ``metadata.name`` of each job that changed; None: any may have.
+    :param stream: the stream whose :attr:`JobStream.jobs` hold them.
+    """
 
     names: frozenset[str] | None
     stream: JobStream
@@ -121,6 +142,8 @@ class JobStream:
 
     :param source: connection, namespace and kind.
     :param poll_interval: seconds between lists while watches keep failing.
+    :param purpose: why the stream runs, as its refusals say (``wait for a training job in the triggerer``; the
+        api-server's UI streams say theirs).
 
     Readers use :attr:`jobs` (name -> job as an API JSON dict, ``metadata.managedFields`` dropped),
     :attr:`synced` (``jobs`` reflects a successful list, and nothing has failed since), :attr:`error`
@@ -128,9 +151,10 @@ class JobStream:
     client is open while the stream runs: other reads on the same connection).
     """
 
-    def __init__(self, source: StreamSource, poll_interval: float = 10.0):
+    def __init__(self, source: StreamSource, poll_interval: float = 10.0, purpose: str = TRIGGER_PURPOSE):
         self.source = source
         self.poll_interval = poll_interval
+        self.purpose = purpose
         self.jobs: dict[str, dict[str, Any]] = {}
         #: name -> (monotonic time of the deletion, the job's final object), oldest first.
         self._deleted: dict[str, tuple[float, dict[str, Any]]] = {}
@@ -213,12 +237,13 @@ class JobStream:
                     await asyncio.sleep(0 if expired_in_a_row == 1 else _backoff(expired_in_a_row - 1))
                     continue
                 if e.status not in TRANSIENT_STATUS_CODES:
-                    raise _Refused(one_line(e, self.source.call(), self.source.kubernetes_conn_id)) from None
+                    line = one_line(e, self.source.call(self.purpose), self.source.kubernetes_conn_id)
+                    raise _Refused(line) from None
                 failures += 1
-                self._mark_stale(one_line(e, self.source.call()))
+                self._mark_stale(one_line(e, self.source.call(self.purpose)))
             except TRANSIENT_ERRORS as e:
                 failures += 1
-                self._mark_stale(one_line(e, self.source.call()))
+                self._mark_stale(one_line(e, self.source.call(self.purpose)))
             # Changes may have been missed since the failure: start again from a list (a consistent snapshot)
             # rather than trust the cache, so no job is judged on a state older than it looks.
             resource_version = None
@@ -287,7 +312,11 @@ class JobStream:
 
     def final_state(self, name: str, uid: str | None) -> dict[str, Any] | None:
         """The last state of job ``name`` (of ``uid``, if given) before it was deleted, if this stream saw it
-        within :data:`DELETED_KEPT_SECONDS`: the object its ``DELETED`` event carried, or the last one listed."""
+        within :data:`DELETED_KEPT_SECONDS`: the object its ``DELETED`` event carried, or the last one listed.
+
+        :param name: the job's ``metadata.name``.
+        :param uid: the job's ``metadata.uid`` (a same-named successor's final state is not its); None: any.
+        """
         kept = self._deleted.get(name)
         if kept is None or (uid and kept[1]["metadata"].get("uid") != uid):
             return None
@@ -343,13 +372,19 @@ _live: dict[StreamSource, JobStream] = {}
 
 def live_stream(source: StreamSource) -> JobStream | None:
     """The stream the triggerer runs for ``source`` in this process, if any: a trigger that joins a
-    running stream reads its job from the cache at once instead of waiting for the job's next change."""
+    running stream reads its job from the cache at once instead of waiting for the job's next change.
+
+    :param source: connection, namespace and kind of the stream.
+    """
     return _live.get(source)
 
 
 @contextlib.contextmanager
 def registered(stream: JobStream) -> Iterator[JobStream]:
-    """Make ``stream`` the live stream of its source while the context lasts."""
+    """Make ``stream`` the live stream of its source while the context lasts.
+
+    :param stream: the stream the triggerer runs (see :func:`live_stream`).
+    """
     _live[stream.source] = stream
     try:
         yield stream

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, TypeGuard
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
@@ -29,11 +31,17 @@ from airflow_trainjob import conditions
 from airflow_trainjob.admission import QUEUE_LINE_SECONDS, Deadlines, queue_line
 from airflow_trainjob.api_errors import RAISED_ERRORS, ApiCall, QuietApiException, one_line
 from airflow_trainjob.cleanup_hold import pods_to_stop, user_run_policy
-from airflow_trainjob.constants import CONDITION_SUCCEEDED, JOB_KINDS, LABEL_PREFIX
+from airflow_trainjob.constants import (
+    CONDITION_SUCCEEDED,
+    JOB_KINDS,
+    LABEL_KUEUE_QUEUE_NAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+)
 from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.hooks.retries import TRANSIENT_STATUS_CODES
 from airflow_trainjob.ownership import why_not_followed
-from airflow_trainjob.pods import lead_pod, log_container, owned_by
+from airflow_trainjob.pods import container_ends, lead_pod, log_container, owned_by, pod_name, replica_of
 from airflow_trainjob.triggers.job_stream import (
     TRANSIENT_ERRORS,
     WATCH_SECONDS,
@@ -47,15 +55,52 @@ from airflow_trainjob.triggers.job_stream import (
 # Event outcomes.
 FINISHED, DELETED, TIMED_OUT, ERROR = "finished", "deleted", "timeout", "error"
 
+#: Characters of JSON an event may take: Airflow stores it with the task instance and prints it in the task log
+#: (kept under 2 KB in each form: JSON, the stored ``next_kwargs``, and the whole "Trigger fired event" log record,
+#: to which Airflow adds about 450 bytes of its own: the task instance's ids and the trigger's name).
+EVENT_BUDGET = 1500
+#: Characters kept of a condition's message, or of the event's message, when the event would exceed its budget.
+SHORT_MESSAGE = 200
+
+
+def desired_replicas(job: Mapping[str, Any]) -> dict[str, int]:
+    """Replica type -> ``replicas`` of the job's spec (``spec.<kind>ReplicaSpecs``; 1 where unset).
+
+    :param job: the job or its manifest (a JSON dict with ``kind`` and ``spec``).
+    """
+    kind = JOB_KINDS.get(str(job.get("kind")))
+    specs = ((job.get("spec") or {}).get(kind.replica_specs_key) if kind else None) or {}
+    return {t: (s or {}).get("replicas", 1) for t, s in specs.items() if isinstance(s, Mapping) or s is None}
+
+
+def quote_log(log: Any, label: str, pod: str, text: str, tail_lines: int) -> None:
+    """Write the end of a replica's log into the task log, one line each, prefixed with the replica
+    (``[Master-0] ...``), after a line saying whose log it is.
+
+    :param log: the task's (or the trigger's) logger.
+    :param label: the replica, e.g. ``Master-0``.
+    :param pod: its pod's name.
+    :param text: the log's last lines.
+    :param tail_lines: how many lines were asked for (count).
+    """
+    log.info("Last %d lines of the lead replica's log (%s, pod %s):", tail_lines, label, pod)
+    for line in text.splitlines():
+        log.info("[%s] %s", label, line)
+
 
 class TrainingJobTrigger(BaseEventTrigger):
     """Fires one event when the job reaches a target condition or ``Failed``, disappears, passes a
     deadline, or cannot be read.
 
-    :param kind: the job's kind; ``name``, ``namespace``: where it is.
-    :param uid: the job object this wait is about (a same-named successor is "deleted"); None: any.
-    :param kubernetes_conn_id, cluster_context, config_file, in_cluster: the connection, resolved
-        exactly as the synchronous hook resolves it.
+    :param kind: the job's kind, a key of ``JOB_KINDS`` (``PyTorchJob``).
+    :param name: the job's ``metadata.name``.
+    :param namespace: the job's ``metadata.namespace``.
+    :param uid: the job object this wait is about (``metadata.uid``; a same-named successor is "deleted"); None: any.
+    :param kubernetes_conn_id: the cncf.kubernetes connection; None: no connection (in-cluster or default
+        kubeconfig). The connection is resolved exactly as the synchronous hook resolves it.
+    :param cluster_context: the kubeconfig context to use; None: the connection's.
+    :param config_file: path of a kubeconfig file; None: the connection's.
+    :param in_cluster: use the pod's service account; None: the connection's setting.
     :param target_conditions: condition types that end the wait successfully (``Succeeded``).
     :param started_at: epoch seconds the deadlines count from (when the task created or attached to the job);
         None: when the trigger is made.
@@ -71,12 +116,22 @@ class TrainingJobTrigger(BaseEventTrigger):
         (a clear that raced the next try); None: any try's.
     :param log_tail_lines: lines of the lead replica's log read before its pod is stopped that way (count; 0: none).
 
-    Event payload: ``outcome`` (finished, deleted, timeout, error), ``message``, ``job`` (the
-    last object read, with its status, conditions and replica statuses — for a job deleted after it finished, its
-    final object — summarised: no pod templates, whose environment may hold secrets; or None), ``pods`` (for a ``Failed`` job, its pods as JSON dicts without their spec but for
-    container names, so the exit codes do not depend on the pods still existing at resume; else empty), ``lead_log`` (when the trigger
-    stopped the lead replica's pod: ``{"pod", "container", "text"}`` of its log's last ``log_tail_lines`` lines),
-    ``which`` (for a timeout: ``timeout``, ``startup_timeout`` or ``queue_timeout``).
+    While it waits, it logs :func:`conditions.progress_line` each time the job's phase or replica counts change (Airflow shows
+    a trigger's log lines in the task's log), as the synchronous wait does.
+
+    Event payload (Airflow stores it with the task instance and prints it in the task log: it stays within
+    :data:`EVENT_BUDGET` characters of JSON, whatever the job's pod templates hold): ``outcome`` (finished,
+    deleted, timeout, error), ``message``, ``job`` (the last object read — for a job deleted after it finished, its
+    final object — reduced to what the resumed task needs when the job is gone by then: apiVersion, kind,
+    metadata name/namespace/uid (and the Kueue queue label), each replica type's ``replicas``,
+    ``restartPolicy`` and container names, ``runPolicy.suspend``, and the status' conditions, replica
+    statuses, start and completion times; never a pod template; or None; the resumed task reads the job itself
+    for the rest), ``pods`` (for a ``Failed`` job, what the exit codes are read from — each pod's name, replica
+    labels, container names, phase and the containers' terminated states — failed pods first, as many as the
+    budget holds, so the verdict does not depend on the pods still existing at resume; else empty),
+    ``lead_log`` (when the trigger stopped the lead replica's pod: ``{"pod", "container", "quoted": true}``; the
+    trigger wrote the log's last ``log_tail_lines`` lines into the task log before stopping it), ``which`` (for a
+    timeout: ``timeout``, ``startup_timeout`` or ``queue_timeout``).
     """
 
     def __init__(
@@ -124,6 +179,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         self.try_number = try_number
         self.log_tail_lines = log_tail_lines
         self._seen_uid: str | None = None  # the job's uid once seen (a sensor's wait starts without one)
+        self._last_line: str | None = None  # the progress line logged last
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -161,10 +217,16 @@ class TrainingJobTrigger(BaseEventTrigger):
     def _ref(self) -> str:
         return self._address.ref
 
-    def _event(self, outcome: str, message: str, job: dict | None = None, **extra: Any) -> TriggerEvent:
-        return TriggerEvent(
-            {"outcome": outcome, "message": message, "job": _job_summary(job) if job else None, "pods": [], **extra}
-        )
+    def _event(
+        self, outcome: str, message: str, job: dict | None = None, pods: Sequence[dict] = (), **extra: Any
+    ) -> TriggerEvent:
+        payload: dict[str, Any] = {
+            "outcome": outcome,
+            "message": message,
+            "job": _job_summary(job) if job else None,
+            "pods": [],
+        }
+        return TriggerEvent(_within_budget({**payload, **extra}, [_pod_summary(p) for p in _failed_first(pods, job)]))
 
     # --- the shared stream ---------------------------------------------------------------------------
 
@@ -263,13 +325,17 @@ class TrainingJobTrigger(BaseEventTrigger):
         self._seen_uid = job["metadata"].get("uid")
         status = job.get("status")
         self._observe(job)  # before the verdict: a job admitted and finished between two looks was admitted too
+        line = conditions.progress_line(self._ref, status, desired_replicas(job))
+        if line != self._last_line:
+            self.log.info("%s", line)
+            self._last_line = line
         if conditions.is_failed(status) or self._reached_target(status):
             held = user_run_policy(job).held
             # The failed job's pods, read before anything stops or deletes them: their exit codes must not
             # depend on the pods outliving the resume (someone may delete the job meanwhile).
             stops = held and bool(self.owner_labels)
             listed = await self._pods(stream) if conditions.is_failed(status) or stops else []
-            pods = [_pod_summary(p) for p in listed] if conditions.is_failed(status) else []
+            pods = listed if conditions.is_failed(status) else []
             lead_log = await self._stop_pods_at_terminal(stream, job, listed) if stops else None
             return self._event(
                 FINISHED,
@@ -303,29 +369,33 @@ class TrainingJobTrigger(BaseEventTrigger):
 
     async def _stop_pods_at_terminal(
         self, stream: JobStream, job: dict[str, Any], pods: list[dict[str, Any]]
-    ) -> dict[str, str] | None:
+    ) -> dict[str, Any] | None:
         """Stop the pods the user's ``cleanPodPolicy`` has stopped at the terminal transition (the controller was
         sent ``None``: see :mod:`~airflow_trainjob.cleanup_hold`), now rather than when the task resumes; first
-        read the lead replica's log tail if its pod is among them.
+        quote the lead replica's log tail into the task log if its pod is among them (it is gone at resume).
 
-        :returns: ``{"pod", "container", "text"}`` of the lead's tail, or None. Best effort: the task's cleanup
-            deletes whatever is left."""
+        :returns: ``{"pod", "container", "quoted": True}`` when the lead's tail was quoted, or None. Best effort: the
+            task's cleanup deletes whatever is left."""
         if not stream.connected:
             return None
         kind = JOB_KINDS[self.kind]
         hook = stream.hook
         uid = job["metadata"].get("uid")
         policy = user_run_policy(job)
-        tail = None
+        tail: dict[str, Any] | None = None
         try:
             stopping = [p for p in pods_to_stop(pods, policy) if owned_by(p, uid)]
             lead = lead_pod(pods, kind)
             if lead is not None and self.log_tail_lines and any(p is lead for p in stopping):
                 container = log_container(lead, kind)
+                name = lead["metadata"]["name"]
                 text = await hook.read_pod_log_async(
-                    lead["metadata"]["name"], self.namespace, container=container, tail_lines=self.log_tail_lines
+                    name, self.namespace, container=container, tail_lines=self.log_tail_lines
                 )
-                tail = {"pod": lead["metadata"]["name"], "container": container, "text": text}
+                # Quoted here, not carried in the event: the event is stored and printed whole, and stays small.
+                replica_type, index = replica_of(lead, kind)
+                quote_log(self.log, f"{replica_type}-{index}", name, text, self.log_tail_lines)
+                tail = {"pod": name, "container": container, "quoted": True}
             for pod in stopping:
                 # 404 counts as done; 409: a successor's (the uid precondition); a refusal: the task's cleanup's.
                 with contextlib.suppress(*RAISED_ERRORS):
@@ -439,17 +509,20 @@ class TrainingJobTrigger(BaseEventTrigger):
 
 
 def _job_summary(job: dict[str, Any]) -> dict[str, Any]:
-    """What the resumed task reads of the job: its identity, labels, the provider's own annotations, its status,
-    ``runPolicy`` and each replica type's ``replicas`` and container names. The event is stored by Airflow and
-    printed in the task log: never the pod templates (environment values, embedded scripts, secrets)."""
+    """What the resumed task needs of the job when the job itself is gone by then (else it reads the job): its
+    identity, the Kueue queue it waits in, each replica type's ``replicas``, ``restartPolicy`` and container names
+    (the exit codes' meaning, the container to quote), ``runPolicy.suspend`` and the status' conditions, replica
+    statuses and times. Never a pod template (environment values, embedded scripts, secrets)."""
     meta = job.get("metadata") or {}
     spec = job.get("spec") or {}
     kind = JOB_KINDS.get(job.get("kind", ""))
-    summary_spec: dict[str, Any] = {"runPolicy": spec.get("runPolicy") or {}}
+    summary_spec: dict[str, Any] = {}
+    if (spec.get("runPolicy") or {}).get("suspend") is True:  # queued (Kueue): the timeout's message says so
+        summary_spec["runPolicy"] = {"suspend": True}
     if kind is not None and isinstance(spec.get(kind.replica_specs_key), dict):
         summary_spec[kind.replica_specs_key] = {
             rtype: {
-                "replicas": (rspec or {}).get("replicas"),
+                **{k: (rspec or {})[k] for k in ("replicas", "restartPolicy") if (rspec or {}).get(k) is not None},
                 "template": {
                     "spec": {
                         "containers": [
@@ -461,28 +534,98 @@ def _job_summary(job: dict[str, Any]) -> dict[str, Any]:
             }
             for rtype, rspec in spec[kind.replica_specs_key].items()
         }
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(f"{LABEL_PREFIX}/")}
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k == LABEL_KUEUE_QUEUE_NAME}
+    status = dict(job.get("status") or {})
+    if isinstance(status.get("replicaStatuses"), Mapping):  # the counts; not the controller's label selectors
+        status["replicaStatuses"] = {
+            rtype: {k: v for k, v in (counts or {}).items() if isinstance(v, int)}
+            for rtype, counts in status["replicaStatuses"].items()
+        }
     return {
         "apiVersion": job.get("apiVersion"),
         "kind": job.get("kind"),
         "metadata": {
-            **{k: meta[k] for k in ("name", "namespace", "uid", "labels") if k in meta},
-            **({"annotations": annotations} if annotations else {}),
+            **{k: meta[k] for k in ("name", "namespace", "uid") if k in meta},
+            **({"labels": labels} if labels else {}),
         },
         "spec": summary_spec,
-        "status": job.get("status") or {},
+        # A copy: the payload may be shortened (see _within_budget), the stream's cached job must not be.
+        "status": copy.deepcopy(
+            {k: status[k] for k in ("conditions", "replicaStatuses", "startTime", "completionTime") if k in status}
+        ),
+    }
+
+
+def _terminated(state: Any) -> dict[str, Any]:
+    terminated = (state or {}).get("terminated") if isinstance(state, Mapping) else None
+    if not isinstance(terminated, Mapping):
+        return {}
+    return {
+        "terminated": {k: terminated[k] for k in ("exitCode", "reason", "message", "finishedAt") if k in terminated}
     }
 
 
 def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
-    """What a verdict reads of a pod (name, labels, owners, container names, status), without its spec: an event
-    stays small however large the pod template (an embedded training script, many env vars)."""
+    """What a verdict reads of a pod that is gone by the time the task resumes: its name, replica labels, phase
+    (and an eviction's reason) and each container's terminated states; never its spec (an embedded training
+    script, env values)."""
     meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    kept = (LABEL_REPLICA_TYPE, LABEL_REPLICA_INDEX)
+    containers = []
+    for c in status.get("containerStatuses") or []:
+        ends = {key: _terminated(c.get(key)) for key in ("state", "lastState")}
+        containers.append(
+            {
+                "name": c.get("name"),
+                **({"restartCount": c["restartCount"]} if c.get("restartCount") else {}),
+                **{key: end for key, end in ends.items() if end},
+            }
+        )
     return {
-        "metadata": {k: meta[k] for k in ("name", "uid", "labels", "ownerReferences") if k in meta},
-        "spec": {"containers": [{"name": c.get("name")} for c in (pod.get("spec") or {}).get("containers") or []]},
-        "status": pod.get("status") or {},
+        "metadata": {
+            "name": meta.get("name"),
+            "labels": {k: v for k, v in (meta.get("labels") or {}).items() if k in kept},
+        },
+        "status": {
+            **{k: status[k] for k in ("phase", "reason", "message") if k in status},
+            "containerStatuses": containers,
+        },
     }
+
+
+def _failed_first(pods: Sequence[dict[str, Any]], job: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The pods, those whose container failed first (the earliest failure first: the root cause), then the rest."""
+    kind = JOB_KINDS.get((job or {}).get("kind", ""))
+    if kind is None:
+        return list(pods)
+    first_failure: dict[str, str] = {}
+    for end in container_ends(pods, kind):
+        if end.failed:
+            first_failure.setdefault(end.pod, end.finished_at)
+    return sorted(pods, key=lambda p: (pod_name(p) not in first_failure, first_failure.get(pod_name(p), "")))
+
+
+def _size(payload: Any) -> int:
+    return len(json.dumps(payload, default=str))
+
+
+def _within_budget(payload: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
+    """The payload with as many of ``pods`` as fit in :data:`EVENT_BUDGET`; when even the job does not fit (long
+    condition messages), its conditions' messages and the event's message shortened to :data:`SHORT_MESSAGE`."""
+    if _size(payload) > EVENT_BUDGET:
+        job = payload.get("job") or {}
+        for condition in (job.get("status") or {}).get("conditions") or []:
+            condition.pop("lastUpdateTime", None)
+            if len(condition.get("message") or "") > SHORT_MESSAGE:
+                condition["message"] = condition["message"][:SHORT_MESSAGE] + "..."
+        if _size(payload) > EVENT_BUDGET and len(payload["message"]) > SHORT_MESSAGE:
+            payload["message"] = payload["message"][:SHORT_MESSAGE] + "..."
+    for pod in pods:
+        if _size(payload) + _size(pod) + 2 > EVENT_BUDGET:
+            break
+        payload["pods"].append(pod)
+    return payload
 
 
 def _readable(stream: JobStream | None) -> TypeGuard[JobStream]:

@@ -126,6 +126,7 @@ def test_async_calls_roundtrip(kubernetes_default_conn, namespace):
                 )
             deleted = await hook.delete_job_async("PyTorchJob", "async-crud", namespace, uid=uid)
             again = await hook.delete_job_async("PyTorchJob", "async-crud", namespace)
+            assert await hook.delete_pod_async("no-such-pod", namespace) is False  # for pods too
             with pytest.raises(QuietApiException) as gone:
                 await hook.get_job_async("PyTorchJob", "async-crud", namespace)
         assert not hook.connected

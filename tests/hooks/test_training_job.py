@@ -55,6 +55,7 @@ def test_crud_roundtrip(kubernetes_default_conn, namespace):
     assert wrong_uid.value.status == 409  # the uid precondition protects a same-named successor
     assert hook.delete_job("PyTorchJob", "crud", namespace, uid=created["metadata"]["uid"]) is True
     assert hook.delete_job("PyTorchJob", "crud", namespace) is False  # 404 counts as done
+    assert hook.delete_pod("no-such-pod", namespace) is False  # for pods too
 
 
 def test_bad_token_is_a_clear_401_without_the_token(local_cluster, monkeypatch, namespace):

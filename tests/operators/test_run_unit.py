@@ -584,7 +584,12 @@ def test_operator_fresh_try_stores_the_job_and_returns_the_summary(hook):
     hook.on_get(becomes(SUCCEEDED))
     summary = operator(hook).execute({"ti": ti, "task_state_store": store})
     assert summary["name"] == NAME and summary["conditions"][-1]["type"] == "Succeeded"
-    assert ti.xcom == {"job_name": NAME, "job_namespace": NS}
+    assert ti.xcom == {
+        "job_name": NAME,
+        "job_namespace": NS,
+        # pushed when the job was created (no dashboard configured: the task instance's Training job tab)
+        "_link_TrainingJobLink": f"/dags/retrain/runs/{RUN_ID}/tasks/train/plugin/training-job",
+    }
     assert store[TrainingJobOperator.external_id_key]["name"] == NAME
     assert hook.jobs == {}
 

@@ -312,12 +312,15 @@ def test_extra_link_from_the_connection_template(ti, namespace, monkeypatch, loc
     )
 
 
-def test_no_extra_link_without_a_template(ti, namespace):
+def test_without_a_template_the_link_is_the_training_job_tab(ti, namespace):
     from airflow_trainjob.links.training_job import TrainingJobLink
 
     operator = make(pytorch_specs(OK, workers=0))
     operator.execute({"ti": ti})
-    assert TrainingJobLink().get_link(operator, ti_key=None) == ""
+    tab = f"/dags/retrain/runs/{ti.run_id}/tasks/train/plugin/training-job"  # [api] base_url unset: relative
+    assert TrainingJobLink().get_link(operator, ti_key=ti) == tab  # what the task runner pushes at the end
+    assert ti.xcom[TrainingJobLink().xcom_key] == tab  # pushed already when the job was created
+    assert TrainingJobLink().get_link(make(pytorch_specs(OK, workers=0)), ti_key=ti) == ""  # no job built: none
 
 
 def test_retry_after_a_worker_crash_reconnects_through_task_state_store(namespace, custom_objects, capfd):

@@ -385,5 +385,5 @@ class FakeTaskInstance:
 class FakeTaskStateStore(dict):
     """Airflow 3.3's ``task_state_store``: ``get(key)`` and ``set(key, value)``, kept across tries."""
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: Any, *, retention: Any = None) -> None:  # retention: as Airflow's store
         self[key] = value

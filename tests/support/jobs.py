@@ -42,7 +42,7 @@ class TaskStateStoreStandIn(dict):
     """Airflow 3.3's ``task_state_store`` as an operator sees it: ``get(key)`` and ``set(key, value)``,
     kept across tries of one task instance."""
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: Any, *, retention: Any = None) -> None:  # retention: as Airflow's store
         self[key] = value
 
 

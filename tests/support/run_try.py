@@ -32,7 +32,7 @@ class FileTaskStateStore:
     def get(self, key: str, default: Any = None) -> Any:
         return self._load().get(key, default)
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: Any, *, retention: Any = None) -> None:  # retention: as Airflow's store
         data = self._load()
         data[key] = value
         tmp = self.path.with_suffix(".tmp")
@@ -44,7 +44,7 @@ class StoreThatKillsTheProcess(FileTaskStateStore):
     """Kills its own process (SIGKILL) when asked to store anything: the worker dies after the job was created and
     before its identity reached ``task_state_store`` — the window Airflow's ``ResumableJobMixin`` cannot close."""
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: Any, *, retention: Any = None) -> None:  # retention: as Airflow's store
         import os
         import signal
 

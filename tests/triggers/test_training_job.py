@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 import time
 
 import pytest
@@ -202,8 +204,6 @@ def test_deferrable_sensor_waits_for_creation_then_success(namespace, custom_obj
 
 def test_the_event_carries_no_pod_template(ti, namespace):
     """Airflow stores the event and prints it in the task log: no environment value, no embedded script."""
-    import json
-
     secret = "FAKESECRET-wandb-7c3e9d"
     script = "# " + "x" * 5000 + "\n" + OK
     specs = pytorch_specs(script, workers=1)
@@ -221,8 +221,103 @@ def test_the_event_carries_no_pod_template(ti, namespace):
         assert event["job"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"] == {
             "spec": {"containers": [{"name": "pytorch"}]}
         }
-        assert len(text) < 6000, len(text)
+        assert stored_sizes(event) < 2048, stored_sizes(event)
         record("trigger_event", outcome=outcome, template_bytes=len(json.dumps(specs)), event_bytes=len(text))
+
+
+def stored_sizes(payload: dict) -> int:
+    """The largest of the forms Airflow keeps and shows an event in: its JSON, what the triggerer stores as the
+    task's ``next_kwargs`` (``airflow.sdk.serde``), and its repr as the task log prints it."""
+    import json
+
+    from airflow.sdk.serde import serialize
+    from airflow.triggers.base import TriggerEvent
+
+    return max(
+        len(json.dumps(payload)), len(json.dumps(serialize({"event": payload}))), len(repr(TriggerEvent(payload)))
+    )
+
+
+def test_the_event_stays_under_2_kb_with_a_long_script_and_failed_pods(ti, namespace):
+    """A failed job of three replicas whose pod template embeds a 20 kB training script: the event carries the
+    status and the failed pods' exits, not the templates; the verdict at resume is the synchronous one."""
+    script = "# " + "y" * 20000 + "\nimport sys; print('bad input'); sys.exit(1)"
+    operator = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(script, workers=2), deferrable=True
+    )
+    event = first_event(defer(operator, ti))
+    assert event["outcome"] == FINISHED and "Failed" in event["message"]
+    assert stored_sizes(event) < 2048, stored_sizes(event)
+    assert "y" * 100 not in json.dumps(event) and event["pods"]  # the pods' exits, as many as fit
+    first = event["pods"][0]["status"]["containerStatuses"][0]  # the first failure first: the root cause
+    assert first["state"]["terminated"]["exitCode"] == 1
+    with pytest.raises(AirflowFailException) as raised:
+        operator.execute_complete({"ti": ti}, event)
+    assert "exit code 1" in str(raised.value) and "permanent" in str(raised.value)
+    record("trigger_event", outcome="Failed x3", template_bytes=len(script), event_bytes=stored_sizes(event))
+
+
+def test_the_lead_log_tail_goes_to_the_log_not_into_the_event(ti, namespace, capfd):
+    """A worker fails while the Master runs: the trigger stops the Master (``cleanPodPolicy: Running``) and first
+    quotes the end of its log into the task log, not into the event (50 long lines would be kilobytes)."""
+    master = "import time\nfor i in range(60): print('master step', i, 'z' * 60, flush=True)\ntime.sleep(60)"
+    worker = "import sys, time; time.sleep(3); sys.exit(1)"
+    operator = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(master, worker, workers=1), deferrable=True
+    )
+    event = first_event(defer(operator, ti))
+    task_log = capfd.readouterr().out
+    assert event["lead_log"] == {"pod": f"{ti.xcom['job_name']}-master-0", "container": "pytorch", "quoted": True}
+    assert stored_sizes(event) < 2048, stored_sizes(event)
+    assert (
+        "Last 50 lines of the lead replica's log (Master-0" in task_log and "[Master-0] master step 59 zzz" in task_log
+    )
+    with pytest.raises(AirflowFailException):
+        operator.execute_complete({"ti": ti}, event)
+    assert "Last 50 lines" not in capfd.readouterr().out  # quoted once, by the trigger
+
+
+def progress_lines(output: str, ref: str) -> list[str]:
+    """The progress lines about ``ref`` in a task log (structlog's console lines)."""
+    import re
+
+    return re.findall(rf"\] ({re.escape(ref)}: [^\[]*?)\s+\[", output)
+
+
+def test_a_deferred_wait_logs_each_change_as_the_synchronous_wait_does(namespace, capfd):
+    """While a deferred task waits, the trigger logs one line per change of phase and of replica counts: the line
+    the synchronous wait writes (one function builds both)."""
+    from tests.support.jobs import TaskInstanceStandIn
+
+    # The Master outlives its Worker: the job succeeds with the Master, the Worker's success counted by then.
+    master, worker = "import time; time.sleep(5); print('done')", "import time; time.sleep(2); print('done')"
+    lines = {}
+    for mode in ("sync", "deferred"):
+        ti = TaskInstanceStandIn()
+        operator = TrainingJobOperator(
+            task_id="train",
+            kind="PyTorchJob",
+            replica_specs=pytorch_specs(master, worker, workers=1),
+            deferrable=mode == "deferred",
+            get_logs=False,
+            poll_interval=0.5,
+        )
+        capfd.readouterr()
+        if mode == "sync":
+            operator.execute({"ti": ti})
+        else:
+            first_event(rebuild(defer(operator, ti)))
+        ref = f"PyTorchJob {namespace}/{ti.xcom['job_name']}"
+        lines[mode] = [line.replace(ti.xcom["job_name"], "JOB") for line in progress_lines(capfd.readouterr().out, ref)]
+    for mode, seen in lines.items():
+        assert all(a != b for a, b in itertools.pairwise(seen)), (mode, seen)  # one line per change
+        assert any(
+            ": Running (PyTorchJobRunning: " in line and line.endswith(") — Master 1/1 active, Worker 1/1 active")
+            for line in seen
+        ), (mode, seen)
+        assert seen[-1].endswith("— Master 1 succeeded, Worker 1 succeeded"), (mode, seen)
+        assert "Succeeded (PyTorchJobSucceeded" in seen[-1]
+    assert lines["deferred"][-1] == lines["sync"][-1]
 
 
 def test_a_clear_that_races_the_next_try_leaves_the_job_to_that_try(namespace, custom_objects):

@@ -1,0 +1,328 @@
+"""The UI's FastAPI app, mounted by the plugin at ``/trainjob`` in Airflow's api-server.
+
+Routes (paths below the mount):
+
+- ``GET /ui/task-instance``, ``GET /ui/jobs``: the two pages (``static/task_instance.html``, ``static/jobs.html``);
+  ``GET /static/<file>``: their scripts and styles. No data in them: the pages call the API.
+- ``GET /api/task-instance?dag_id=&run_id=&task_id=&map_index=-1``: every try's job of one task instance.
+- ``GET /api/task-instance/log?...&try_number=&pod=&tail_lines=200``: the tail of one replica's log.
+- ``GET /api/jobs?phase=&dag_id=``: every job Airflow launched in the configured connections' namespaces.
+
+Every ``/api`` route needs a user and the auth manager's leave (:mod:`.access`). No namespace or name comes from a
+request: a task instance's jobs are the ones its record names (:mod:`.store`), checked against the cluster's object
+(same uid, the task instance's ownership labels), and a pod must be one of that job's pods; the jobs page reads the
+namespaces of ``[trainjob] ui_connections``. Answers carry no token or kubeconfig content, and an API error is its
+one line (:func:`airflow_trainjob.api_errors.one_line`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from airflow_trainjob import pods
+from airflow_trainjob.api_errors import one_line
+from airflow_trainjob.constants import JOB_KINDS, PodPhase
+from airflow_trainjob.links.training_job import job_url
+from airflow_trainjob.ownership import TaskInstanceIdentity
+from airflow_trainjob.triggers.job_stream import JobStream
+from airflow_trainjob.ui import settings, views
+from airflow_trainjob.ui.access import GetUserDep, readable_dag_ids, requires_task_instance_read
+from airflow_trainjob.ui.cache import UiCache
+from airflow_trainjob.ui.plugin import URL_PREFIX
+from airflow_trainjob.ui.store import RecordUnavailableError, load_tries
+
+#: The pages' files.
+STATIC_DIR = Path(__file__).parent / "static"
+PAGES = {"task-instance": "task_instance.html", "jobs": "jobs.html"}
+#: Log tail bounds (lines).
+TAIL_LINES_DEFAULT, TAIL_LINES_MAX = 200, 5000
+#: Longest log line returned (characters; longer ones are cut).
+MAX_LOG_LINE = 10_000
+
+Json = dict[str, Any]
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _ui_base(request: Request) -> str:
+    """The Airflow UI's path prefix: the api-server's root path, without this app's mount."""
+    root = str(request.scope.get("root_path") or "")
+    return root.removesuffix(URL_PREFIX).rstrip("/")
+
+
+def _cache(request: Request) -> UiCache:
+    cache: UiCache = request.app.state.trainjob_cache
+    return cache
+
+
+def _owns(job: Mapping[str, Any], identity: TaskInstanceIdentity, uid: str | None) -> bool:
+    """The cluster's ``job`` is the one the record names: same uid (when recorded), this task instance's labels."""
+    return (not uid or (job.get("metadata") or {}).get("uid") == uid) and identity.owns(job)
+
+
+async def _read(what: Callable[[], Awaitable[Any]], errors: list[str]) -> Any:
+    """``await what()``; on failure, its one line in ``errors`` and None."""
+    try:
+        return await what()
+    except Exception as e:  # any read failure is shown on the page as its one line, never raised to the client
+        errors.append(one_line(e))
+        return None
+
+
+class _Try:
+    """One recorded try, with what the cluster says of its job now."""
+
+    def __init__(self, record: Mapping[str, Any], identity: TaskInstanceIdentity):
+        self.record = record
+        self.identity = identity
+        self.kind = str(record.get("kind") or "")
+        # None: the try used no connection (in-cluster or the default kubeconfig), and so does the UI.
+        self.conn_id: str | None = record.get("kubernetes_conn_id") or None
+        self.namespace = str(record.get("namespace") or "")
+        self.name = str(record.get("name") or "")
+        self.uid: str | None = record.get("uid") or None
+        self.stream: JobStream | None = None
+        self.job: Mapping[str, Any] | None = None  # the live job, when it exists and is this try's
+        self.errors: list[str] = []
+
+    async def look(self, cache: UiCache) -> None:
+        """Find the job in its shared stream (never by a request to the cluster of its own)."""
+        if self.kind not in JOB_KINDS or not self.namespace or not self.name:
+            self.errors.append(f"the task's record names no job this provider knows ({self.kind or 'no kind'})")
+            return
+        self.stream = await _read(lambda: cache.stream(self.conn_id, self.namespace, self.kind), self.errors)
+        if self.stream is None:
+            return
+        job = self.stream.jobs.get(self.name)
+        if job is not None and _owns(job, self.identity, self.uid):
+            self.job = job
+        if self.stream.error:
+            self.errors.append(self.stream.error)
+        elif not self.stream.synced:
+            self.errors.append(f"the jobs of {self.stream.source} are being read again; showing the last state seen")
+
+    def gone_job(self) -> Mapping[str, Any] | None:
+        """The job's last state before it was deleted, if the stream saw the deletion."""
+        if self.stream is None or self.job is not None:
+            return None
+        final = self.stream.final_state(self.name, self.uid)
+        return final if final is not None and _owns(final, self.identity, self.uid) else None
+
+
+async def _task_instance_tries(
+    cache: UiCache, identity: TaskInstanceIdentity, records: list[dict[str, Any]], now: datetime
+) -> list[Json]:
+    tries = [_Try(r, dataclasses.replace(identity, try_number=int(r.get("try_number") or 1))) for r in records]
+    await asyncio.gather(*(t.look(cache) for t in tries))
+    return list(await asyncio.gather(*(_try_view(cache, t, latest=i == 0, now=now) for i, t in enumerate(tries))))
+
+
+async def _try_view(cache: UiCache, t: _Try, *, latest: bool, now: datetime) -> Json:
+    template = await cache.dashboard_template(t.conn_id)
+    try:
+        link = job_url(template, t.kind, t.namespace, t.name) if t.kind in JOB_KINDS else None
+    except ValueError as e:
+        link, t.errors = None, [*t.errors, str(e)]
+    if t.job is not None and t.stream is not None:
+        stream, job = t.stream, t.job
+        uid = (job.get("metadata") or {}).get("uid")
+        found_pods = await _read(lambda: cache.job_pods(stream, t.name, uid), t.errors) or []
+        names = [pods.pod_name(p) for p in found_pods]
+        found_events = await _read(lambda: cache.job_events(stream, t.name, uid, names), t.errors) or []
+        return views.try_view(
+            t.record,
+            job=job,
+            found_pods=found_pods,
+            found_events=found_events,
+            source="live",
+            exists=True,
+            now=now,
+            link=link,
+            error="; ".join(t.errors) or None,
+        )
+    recorded_job, recorded_pods, recorded_events = views.recorded_parts(t.record)
+    gone = t.gone_job()
+    # The record of the try's end has its pods and events; else the stream's last sight of the job, if any.
+    recorded = recorded_job is not None
+    return views.try_view(
+        t.record,
+        job=recorded_job if recorded else gone,
+        found_pods=recorded_pods if recorded else [],
+        found_events=recorded_events if recorded else [],
+        source="recorded" if recorded else "live",
+        exists=False,
+        now=None,
+        link=link,
+        error="; ".join(t.errors) or None,
+        may_appear=latest and not t.record.get("final") and gone is None,
+    )
+
+
+async def _load_tries(dag_id: str, run_id: str, task_id: str, map_index: int) -> list[dict[str, Any]]:
+    from airflow.utils.session import create_session
+
+    def read() -> list[dict[str, Any]]:
+        with create_session() as session:
+            return load_tries(dag_id, run_id, task_id, map_index, session=session)
+
+    try:
+        return await asyncio.to_thread(read)
+    except RecordUnavailableError as e:
+        raise HTTPException(status_code=503, detail=str(e)) from None
+
+
+async def _read_source(
+    cache: UiCache, source: settings.UiSource
+) -> tuple[Json, dict[str, tuple[Mapping[str, Any], TaskInstanceIdentity]]]:
+    """The jobs page's entry of ``sources`` for one configured source, and the provider's jobs found there
+    (uid -> job and its task instance), from the shared streams of every kind the cluster serves."""
+    entry: Json = {"connection": source.conn_id, "namespace": source.namespace, "error": None, "skipped_kinds": []}
+    found: dict[str, tuple[Mapping[str, Any], TaskInstanceIdentity]] = {}
+    errors: list[str] = []
+    namespace = source.namespace or await _read(lambda: cache.namespace_of(source.conn_id), errors)
+    kinds = await _read(lambda: cache.served_kinds(source.conn_id), errors) if namespace else None
+    if not namespace or kinds is None:
+        entry["error"] = "; ".join(errors)
+        return entry, found
+    entry["namespace"] = namespace
+    entry["skipped_kinds"] = [{"kind": k, "reason": why} for k, why in kinds.items() if why]
+    served = [k for k, why in kinds.items() if why is None]
+    for stream in await asyncio.gather(*(cache.stream(source.conn_id, namespace, k) for k in served)):
+        if stream.error:
+            errors.append(stream.error)
+        elif not stream.synced:
+            errors.append(f"the jobs of {stream.source} are not read yet (the watch is reconnecting)")
+        for job in list(stream.jobs.values()):
+            identity = views.job_identity(job)
+            uid = str((job.get("metadata") or {}).get("uid") or "")
+            if identity is not None and uid:
+                found[uid] = (job, identity)
+    entry["error"] = "; ".join(errors) or None
+    return entry, found
+
+
+def _log_lines(text: str) -> list[str]:
+    return [line if len(line) <= MAX_LOG_LINE else line[:MAX_LOG_LINE] + " [...]" for line in text.splitlines()]
+
+
+def create_app(cache: UiCache | None = None) -> FastAPI:
+    """The UI's app (see the module docstring for its routes).
+
+    :param cache: what the app reads the cluster through (a new :class:`UiCache`, one per app, if None).
+    """
+    app = FastAPI(title="Kubeflow training jobs", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.trainjob_cache = cache or UiCache()
+
+    @app.middleware("http")
+    async def no_store(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        response = await call_next(request)
+        if request.url.path.startswith(f"{request.scope.get('root_path', '')}/api"):
+            response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @app.get("/ui/{page}", include_in_schema=False)
+    async def page(page: str) -> FileResponse:
+        """One of the two pages (:data:`PAGES`); 404 for another name or a page not installed."""
+        path = STATIC_DIR / PAGES.get(page, "")
+        if page not in PAGES or not path.is_file():
+            raise HTTPException(status_code=404, detail=f"no page {page!r}")
+        return FileResponse(path, media_type="text/html", headers={"Cache-Control": "no-cache"})
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
+
+    @app.get("/api/task-instance", dependencies=[Depends(requires_task_instance_read)])
+    async def task_instance(
+        request: Request,
+        dag_id: str,
+        run_id: str,
+        task_id: str,
+        map_index: Annotated[int, Query(ge=-1)] = -1,
+    ) -> Json:
+        """Every try's training job of the task instance, latest first (the contract's ``tries``)."""
+        identity = TaskInstanceIdentity(dag_id, task_id, run_id, map_index, 1)
+        records = await _load_tries(dag_id, run_id, task_id, map_index)
+        tries = await _task_instance_tries(_cache(request), identity, records, _now())
+        return {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index, "tries": tries}
+
+    @app.get("/api/task-instance/log", dependencies=[Depends(requires_task_instance_read)])
+    async def task_instance_log(
+        request: Request,
+        dag_id: str,
+        run_id: str,
+        task_id: str,
+        map_index: Annotated[int, Query(ge=-1)] = -1,
+        try_number: Annotated[int | None, Query(ge=1)] = None,
+        pod: str | None = None,
+        tail_lines: Annotated[int, Query(ge=1, le=TAIL_LINES_MAX)] = TAIL_LINES_DEFAULT,
+    ) -> Json:
+        """The tail of one pod's log of the try's job (the lead replica's by default); the pod must be one of the
+        job's pods (live, or recorded at the end of the try)."""
+        records = await _load_tries(dag_id, run_id, task_id, map_index)
+        record = next((r for r in records if try_number is None or r.get("try_number") == try_number), None)
+        if record is None:
+            raise HTTPException(
+                status_code=404, detail=f"try {try_number} of this task instance launched no training job"
+            )
+        identity = TaskInstanceIdentity(dag_id, task_id, run_id, map_index, int(record.get("try_number") or 1))
+        t = _Try(record, identity)
+        cache = _cache(request)
+        await t.look(cache)
+        kind = JOB_KINDS.get(t.kind)
+        live_pods: list[dict[str, Any]] = []
+        if t.job is not None and t.stream is not None and kind is not None:
+            stream, uid = t.stream, (t.job.get("metadata") or {}).get("uid")
+            live_pods = await _read(lambda: cache.job_pods(stream, t.name, uid), t.errors) or []
+        _, recorded_pods, _ = views.recorded_parts(record)
+        chosen = pod
+        if chosen is None and kind is not None:
+            lead = pods.lead_pod(live_pods, kind) or pods.lead_pod(recorded_pods, kind)
+            chosen = pods.pod_name(lead) if lead else None
+        answer: Json = {"pod": chosen, "container": None, "lines": [], "running": False, "available": False}
+        live = next((p for p in live_pods if pods.pod_name(p) == chosen), None)
+        if live is not None and t.stream is not None and kind is not None:
+            container = pods.log_container(live, kind) or None
+            answer["container"] = container
+            answer["running"] = pods.phase_of(live) == PodPhase.RUNNING
+            stream = t.stream
+            text = await _read(lambda: cache.pod_log(stream, str(chosen), container, tail_lines), t.errors)
+            if text is not None:
+                return {**answer, "lines": _log_lines(text), "available": True, "message": None}
+            return {**answer, "message": "; ".join(t.errors)}
+        if chosen is None:
+            return {**answer, "message": "; ".join(t.errors) or "the job has no pods (yet)"}
+        if any(pods.pod_name(p) == chosen for p in recorded_pods):
+            gone = "the job no longer exists" if t.job is None else f"pod {chosen} no longer exists"
+            return {**answer, "message": f"{gone}; its log went with it (the task's log has the lead replica's)"}
+        if t.errors:  # the job's pods could not be read: nothing says whether ``pod`` is one (nor is it read)
+            return {**answer, "message": "; ".join(t.errors)}
+        raise HTTPException(status_code=404, detail=f"{chosen!r} is not a pod of try {identity.try_number}'s job")
+
+    @app.get("/api/jobs")
+    async def jobs(request: Request, user: GetUserDep, phase: str | None = None, dag_id: str | None = None) -> Json:
+        """Every job Airflow launched in the configured connections' namespaces that the user may see."""
+        cache, now = _cache(request), _now()
+        try:
+            sources = settings.ui_connections()
+        except ValueError as e:
+            return views.jobs_page([], sources=[{"connection": None, "namespace": None, "error": str(e)}])
+        read = await asyncio.gather(*(_read_source(cache, source) for source in sources))
+        found = {uid: pair for _, jobs in read for uid, pair in jobs.items()}
+        allowed = await asyncio.to_thread(readable_dag_ids, user, {i.dag_id for _, i in found.values()})
+        base = _ui_base(request)
+        rows = [
+            views.job_row(job, identity, now, base) for job, identity in found.values() if identity.dag_id in allowed
+        ]
+        return views.jobs_page(rows, phase=phase, dag_id=dag_id, sources=[entry for entry, _ in read])
+
+    return app

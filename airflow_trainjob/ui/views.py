@@ -1,0 +1,608 @@
+"""Pure: a training job, its pods and its events -> the JSON of the UI's pages (the issue 13 contract).
+
+Nothing here reads the cluster or the database: :mod:`airflow_trainjob.ui.app` hands in what it read, live from the
+cluster or recorded by the task at the end of its try (``final`` of :mod:`airflow_trainjob.job_record`), and the same
+functions serve both. What a job's conditions mean is decided by :mod:`airflow_trainjob.conditions` (the phase and
+its deciding condition) and :mod:`airflow_trainjob.admission` (whether it waits in a queue); which replica a pod is,
+how its containers ended and which pod leads, by :mod:`airflow_trainjob.pods`; what an exit means, by
+:mod:`airflow_trainjob.failures`. All times are the API's RFC 3339 strings (UTC), durations seconds (float).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import quote
+
+import yaml
+
+from airflow_trainjob import conditions, pods
+from airflow_trainjob.admission import queue_state
+from airflow_trainjob.constants import (
+    ANNOTATION_DAG_ID,
+    ANNOTATION_MAP_INDEX,
+    ANNOTATION_RUN_ID,
+    ANNOTATION_TASK_ID,
+    ANNOTATION_TRY_NUMBER,
+    JOB_KINDS,
+    LABEL_DAG_ID,
+    LABEL_TRY_NUMBER,
+    JobConditionType,
+    JobKind,
+)
+from airflow_trainjob.ownership import TaskInstanceIdentity
+
+#: Seconds between two polls of a page while its job can still change.
+REFRESH_SECONDS = 5
+#: Most events shown for one job (the newest).
+EVENTS_SHOWN = 50
+#: The ``url_route`` of the task instance tab (the plugin's external view): ``.../plugin/<this>``.
+TAB_ROUTE = "training-job"
+
+#: Phases of the contract besides the condition types :func:`conditions.phase` reports.
+CREATED, QUEUED, SUSPENDED, UNKNOWN = "Created", "Queued", "Suspended", "Unknown"
+#: A job in these phases will not change phase again.
+FINISHED_PHASES = frozenset({JobConditionType.SUCCEEDED.value, JobConditionType.FAILED.value})
+
+Json = dict[str, Any]
+
+
+# --- small readers ----------------------------------------------------------------------------------
+
+
+def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return (obj or {}).get("metadata") or {}
+
+
+def _status(job: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    status = (job or {}).get("status")
+    return status if isinstance(status, Mapping) else {}
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 time (``2026-12-02T05:00:00Z``, fractions and offsets allowed) as an aware datetime, or None.
+
+    :param value: the API's string (anything else gives None).
+    """
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def iso(value: datetime | str | None) -> str | None:
+    """``value`` as the pages show times: an RFC 3339 UTC string (``...Z``); a string is passed as it is.
+
+    :param value: a datetime (naive ones are taken as UTC), a string, or None.
+    """
+    if value is None or isinstance(value, str):
+        return value or None
+    aware = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return aware.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def stamp(value: Any) -> str | None:
+    """An API time as the pages show it: RFC 3339 UTC with ``Z`` (the clients write ``+00:00`` or ``Z``, with or
+    without fractions); text that is no time is passed as it is, a missing one is None.
+
+    :param value: the API's string.
+    """
+    parsed = parse_time(value)
+    return iso(parsed) if parsed else (value or None)
+
+
+#: Sorts before every real time (a missing one).
+_NEVER = datetime.min.replace(tzinfo=timezone.utc)
+
+
+def _when(value: Any) -> datetime:
+    """``value`` as a datetime to order by (missing or unreadable: :data:`_NEVER`)."""
+    return parse_time(value) or _NEVER
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None or end is None:
+        return None
+    return max(0.0, (end - start).total_seconds())
+
+
+def _event_time(event: Mapping[str, Any]) -> str:
+    return str(
+        event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+        or _meta(event).get("creationTimestamp")
+        or ""
+    )
+
+
+# --- the job ----------------------------------------------------------------------------------------
+
+
+def job_phase(job: Mapping[str, Any] | None) -> str:
+    """The page's phase of ``job``: :func:`conditions.phase` of its status, except ``Queued`` (Kueue holds it:
+    :func:`admission.queue_state` says queued and it names a queue), ``Suspended`` (queued without a queue name),
+    ``Created`` (no true condition yet) and ``Unknown`` (no job to read).
+
+    :param job: the job as an API JSON dict (a recorded one may lack ``spec``), or None.
+    """
+    if job is None:
+        return UNKNOWN
+    status = _status(job)
+    decided = conditions.phase(status)
+    if decided not in FINISHED_PHASES:
+        queue = queue_state(job)
+        if queue.queued:
+            return QUEUED if queue.queue_name else SUSPENDED
+    return CREATED if decided == conditions.NOT_STARTED else decided
+
+
+def is_finished(phase: str) -> bool:
+    """The phase will not change again (``Succeeded`` or ``Failed``).
+
+    :param phase: a phase of :func:`job_phase`.
+    """
+    return phase in FINISHED_PHASES
+
+
+def timeline(job: Mapping[str, Any] | None) -> list[Json]:
+    """Every condition of the job (true or not) by ``lastTransitionTime``, oldest first: ``type``, ``status``,
+    ``reason``, ``message``, ``time``. The controller keeps one entry per type, so each type shows its last turn.
+
+    :param job: the job as an API JSON dict, or None.
+    """
+    found = [c for c in _status(job).get("conditions") or [] if isinstance(c, Mapping)]
+    ordered = sorted(found, key=lambda c: (not c.get("lastTransitionTime"), _when(c.get("lastTransitionTime"))))
+    return [
+        {
+            "type": c.get("type"),
+            "status": c.get("status"),
+            "reason": c.get("reason") or None,
+            "message": c.get("message") or None,
+            "time": stamp(c.get("lastTransitionTime")),
+        }
+        for c in ordered
+    ]
+
+
+def desired_replicas(job: Mapping[str, Any] | None, kind: JobKind | None) -> dict[str, int]:
+    """Replica type (the API's spelling) -> ``replicas`` of its spec; {} for a job without a spec (a recorded one).
+
+    :param job: the job as an API JSON dict, or None.
+    :param kind: the job's kind (None: unknown, gives {}).
+    """
+    if kind is None:
+        return {}
+    specs = ((job or {}).get("spec") or {}).get(kind.replica_specs_key)
+    desired: dict[str, int] = {}
+    for key, spec in specs.items() if isinstance(specs, Mapping) else ():
+        replica_type = next((t for t in kind.replica_types if t.lower() == str(key).lower()), str(key))
+        replicas = spec.get("replicas") if isinstance(spec, Mapping) else None
+        desired[replica_type] = replicas if isinstance(replicas, int) else 1  # the API's default
+    return desired
+
+
+def with_sent_spec(job: Mapping[str, Any] | None, manifest_yaml: Any) -> Mapping[str, Any] | None:
+    """``job``, with the ``spec`` of the manifest the try sent when it has none of its own: a recorded job keeps
+    metadata and status only (:func:`~airflow_trainjob.job_record.trim_job`), and the desired replica counts
+    (``spec.<kind>ReplicaSpecs[*].replicas``) are read from the spec.
+
+    :param job: the job as an API JSON dict (live, or recorded), or None.
+    :param manifest_yaml: the try's record's ``manifest_yaml`` (YAML text; None or unreadable: ``job`` as it is).
+    """
+    if job is None or job.get("spec") or not isinstance(manifest_yaml, str):
+        return job
+    try:
+        sent = yaml.safe_load(manifest_yaml)
+    except yaml.YAMLError:
+        return job
+    spec = sent.get("spec") if isinstance(sent, Mapping) else None
+    return {**job, "spec": spec} if isinstance(spec, Mapping) else job
+
+
+def replica_counts(job: Mapping[str, Any] | None, kind: JobKind | None) -> dict[str, Json]:
+    """Replica type -> ``desired`` (from the spec; None when unknown), ``active``, ``succeeded``, ``failed``
+    (``status.replicaStatuses``), for every type of the spec or the status.
+
+    :param job: the job as an API JSON dict, or None.
+    :param kind: the job's kind (None: unknown).
+    """
+    desired = desired_replicas(job, kind)
+    statuses = _status(job).get("replicaStatuses")
+    statuses = statuses if isinstance(statuses, Mapping) else {}
+    counts: dict[str, Json] = {}
+    for replica_type in [*desired, *(t for t in statuses if t not in desired)]:
+        got = statuses.get(replica_type)
+        got = got if isinstance(got, Mapping) else {}
+        counts[replica_type] = {
+            "desired": desired.get(replica_type),
+            **{k: int(got.get(k) or 0) for k in ("active", "succeeded", "failed")},
+        }
+    return counts
+
+
+def times(
+    job: Mapping[str, Any] | None, phase: str, now: datetime | None
+) -> tuple[str | None, str | None, float | None]:
+    """``(start_time, completion_time, duration_seconds)``: ``status.startTime`` and ``status.completionTime``;
+    the duration runs to the completion, else (finished) the deciding condition's turn, else ``now``.
+
+    :param job: the job as an API JSON dict, or None.
+    :param phase: its :func:`job_phase`.
+    :param now: the time to measure a running job's duration to; None: a job read from a record (no duration
+        unless it finished).
+    """
+    status = _status(job)
+    start, completion = stamp(status.get("startTime")), stamp(status.get("completionTime"))
+    end = parse_time(completion)
+    if end is None and is_finished(phase):
+        end = parse_time((conditions.deciding_condition(status) or {}).get("lastTransitionTime"))
+    if end is None and not is_finished(phase):
+        end = now
+    return start, completion, _seconds(parse_time(start), end)
+
+
+# --- the pods ---------------------------------------------------------------------------------------
+
+
+def _kind_of(name: str | None) -> JobKind | None:
+    return JOB_KINDS.get(name or "")
+
+
+def _sorted_pods(found: Iterable[Mapping[str, Any]], kind: JobKind) -> list[Mapping[str, Any]]:
+    order = {t: i for i, t in enumerate(kind.lead_order)}
+    return sorted(found, key=lambda p: (order.get(pods.replica_of(p, kind)[0], len(order)), pods.replica_of(p, kind)))
+
+
+def replicas(found: Sequence[Mapping[str, Any]], kind: JobKind | None) -> list[Json]:
+    """The replicas table: one row per pod, lead replica types first, by index: ``replica_type``, ``index``,
+    ``pod``, ``container`` (whose log speaks for it), ``phase``, ``restarts``, the last ``exit_code`` with its
+    ``reason`` (``OOMKilled``, ``Evicted``, ``Error``...) and ``exit_class`` (:class:`failures.ExitClass`),
+    ``node``, ``created_at``, ``lead``.
+
+    :param found: the job's pods (API JSON dicts, or recorded trimmed pods).
+    :param kind: the job's kind (None: unknown, gives no rows).
+    """
+    if kind is None:
+        return []
+    lead = pods.lead_pod(found, kind)
+    restarts = pods.restart_counts(found)
+    rows = []
+    for pod in _sorted_pods(found, kind):
+        replica_type, index = pods.replica_of(pod, kind)
+        ends = pods.container_ends([pod], kind)
+        last = ends[-1] if ends else None
+        status = pod.get("status") or {}
+        rows.append(
+            {
+                "replica_type": replica_type,
+                "index": index,
+                "pod": pods.pod_name(pod),
+                "container": pods.log_container(pod, kind) or None,
+                "phase": pods.phase_of(pod),
+                "restarts": restarts.get(pods.pod_name(pod), 0),
+                "exit_code": last.exit_code if last else None,
+                "reason": (last.reason if last else None) or status.get("reason") or None,
+                "exit_class": last.exit_class.value if last else None,
+                "node": (pod.get("spec") or {}).get("nodeName") or None,
+                "created_at": stamp(_meta(pod).get("creationTimestamp")),
+                "lead": pod is lead,
+            }
+        )
+    return rows
+
+
+def restart_marks(
+    found: Sequence[Mapping[str, Any]], job_events: Sequence[Mapping[str, Any]], job_name: str, kind: JobKind | None
+) -> list[Json]:
+    """Replica restarts, oldest first, as marks on the timeline: ``replica`` (``Worker-0``), ``time``, ``exit_code``,
+    ``reason``. A container the kubelet started again shows in its ``lastState``; a pod the training operator
+    deleted and created again (``restartPolicy: ExitCode``) only in the operator's ``ExitedWithCode`` events, older
+    than the pod now there.
+
+    :param found: the job's pods (API JSON dicts).
+    :param job_events: events about the job and its pods.
+    :param job_name: the job's ``metadata.name`` (its pods are named after it).
+    :param kind: the job's kind (None: unknown, gives no marks).
+    """
+    if kind is None:
+        return []
+    marks = [e for e in pods.container_ends(found, kind) if e.restarted]
+    created = {pods.pod_name(p): parse_time(_meta(p).get("creationTimestamp")) for p in found}
+    marks += [
+        e
+        for e in pods.ends_from_events(job_events, job_name, kind)
+        if (made := created.get(e.pod)) is not None and (ended := parse_time(e.finished_at)) and ended < made
+    ]
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for end in sorted(marks, key=lambda e: _when(e.finished_at)):
+        if (end.replica, stamp(end.finished_at) or "") in seen:
+            continue
+        seen.add((end.replica, stamp(end.finished_at) or ""))
+        out.append(
+            {
+                "replica": end.replica,
+                "time": stamp(end.finished_at),
+                "exit_code": end.exit_code,
+                "reason": end.reason or None,
+            }
+        )
+    return out
+
+
+# --- the events -------------------------------------------------------------------------------------
+
+
+def about_job(
+    found_events: Iterable[Mapping[str, Any]], job: Mapping[str, Any] | None, found_pods: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The events about this job object and its pods, oldest first: those naming the job (of its uid, when the event
+    says one) or one of its pods, not older than the job (a same-named predecessor's events are not its own).
+
+    :param found_events: events of the job's namespace (API JSON dicts), any order.
+    :param job: the job as an API JSON dict (None: every event passes).
+    :param found_pods: the job's pods (their names).
+    """
+    if job is None:
+        return sorted(found_events, key=lambda e: _when(_event_time(e)))
+    name, uid = _meta(job).get("name"), _meta(job).get("uid")
+    created = parse_time(_meta(job).get("creationTimestamp"))
+    pod_names = {pods.pod_name(p) for p in found_pods}
+    chosen = []
+    for event in found_events:
+        involved = event.get("involvedObject") or {}
+        about_the_job = involved.get("name") == name and involved.get("kind") in (None, job.get("kind"))
+        if about_the_job and uid and involved.get("uid") and involved["uid"] != uid:
+            continue
+        if not about_the_job and not (involved.get("kind") in (None, "Pod") and involved.get("name") in pod_names):
+            continue
+        when = parse_time(_event_time(event))
+        if created and when and when < created:
+            continue
+        chosen.append(event)
+    return sorted(chosen, key=lambda e: _when(_event_time(e)))
+
+
+def events(found: Iterable[Mapping[str, Any]], limit: int = EVENTS_SHOWN) -> list[Json]:
+    """The events as the page lists them, newest first, at most ``limit``: ``time``, ``type``, ``reason``,
+    ``message``, ``object`` (``Pod/<name>``), ``count``.
+
+    :param found: events (API JSON dicts or recorded trimmed ones), any order.
+    :param limit: how many to keep (count).
+    """
+    newest = sorted(found, key=lambda e: _when(_event_time(e)), reverse=True)[:limit]
+    return [
+        {
+            "time": stamp(_event_time(e)),
+            "type": e.get("type") or None,
+            "reason": e.get("reason") or None,
+            "message": e.get("message") or None,
+            "object": "/".join(str(v) for v in ((e.get("involvedObject") or {}).get(k) for k in ("kind", "name")) if v)
+            or None,
+            "count": e.get("count"),
+        }
+        for e in newest
+    ]
+
+
+# --- one try of a task ------------------------------------------------------------------------------
+
+
+def try_view(
+    record: Mapping[str, Any],
+    *,
+    job: Mapping[str, Any] | None,
+    found_pods: Sequence[Mapping[str, Any]],
+    found_events: Sequence[Mapping[str, Any]],
+    source: str,
+    exists: bool,
+    now: datetime | None,
+    link: str | None = None,
+    error: str | None = None,
+    may_appear: bool = False,
+) -> Json:
+    """One entry of ``tries`` in ``GET /trainjob/api/task-instance``.
+
+    :param record: the try's record (:mod:`airflow_trainjob.job_record` JSON: ``try_number``,
+        ``kubernetes_conn_id``, ``kind``, ``namespace``, ``name``, ``uid``, ``created_at``, ``attached``,
+        ``manifest_yaml``, ``final``).
+    :param job: the job to show: live from the cluster, its last state before deletion, or the recorded one; None
+        when nothing is known of it.
+    :param found_pods: its pods (live, or recorded).
+    :param found_events: events about it and its pods (any order; filtered by :func:`about_job`).
+    :param source: ``live`` (read from the cluster now) or ``recorded`` (the task's record).
+    :param exists: the job (of the recorded uid) is in the cluster now.
+    :param now: the time running durations are measured to; None for a recorded job.
+    :param link: the job's Kubeflow dashboard URL, when one is configured.
+    :param error: why the cluster could not be read (one line), if it could not.
+    :param may_appear: the job may still appear or change (the try has not recorded its end): keep polling even
+        though it is not in the cluster.
+    """
+    kind = _kind_of(record.get("kind"))
+    final = record.get("final") or None
+    phase = job_phase(job)
+    condition = conditions.deciding_condition(_status(job)) or {}
+    start, completion, duration = times(job, phase, now if source == "live" and exists else None)
+    relevant = about_job(found_events, job, found_pods)
+    meta = _meta(job)
+    still_changing = (exists and not is_finished(phase)) or (not exists and may_appear)
+    # A recorded job has no spec: the desired replica counts come from the manifest the try sent.
+    specced = with_sent_spec(job, record.get("manifest_yaml"))
+    desired = desired_replicas(specced, kind) or None
+    return {
+        "try_number": record.get("try_number"),
+        "kubernetes_conn_id": record.get("kubernetes_conn_id"),
+        "kind": record.get("kind"),
+        "namespace": record.get("namespace"),
+        "name": record.get("name"),
+        "uid": meta.get("uid") or record.get("uid"),
+        "created_at": stamp(record.get("created_at")),
+        "attached": bool(record.get("attached")),
+        "exists": exists,
+        "source": source,
+        "phase": phase,
+        "reason": condition.get("reason") or None,
+        "message": condition.get("message") or None,
+        "summary": conditions.summary(_status(job), desired) if job is not None else None,
+        "start_time": start,
+        "completion_time": completion,
+        "duration_seconds": duration,
+        "timeline": timeline(job),
+        "restarts": restart_marks(found_pods, relevant, str(record.get("name") or ""), kind),
+        "replica_counts": replica_counts(specced, kind),
+        "replicas": replicas(found_pods, kind),
+        "events": events(relevant),
+        "link": link,
+        "manifest_yaml": record.get("manifest_yaml") or None,
+        "outcome": (final or {}).get("outcome"),
+        "outcome_message": (final or {}).get("message"),
+        "ended_at": stamp((final or {}).get("ended_at")),
+        "error": error,
+        "refresh_seconds": REFRESH_SECONDS if still_changing else None,
+    }
+
+
+def recorded_parts(record: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[Any], list[Any]]:
+    """``(job, pods, events)`` the try recorded at its end (``final``), or ``(None, [], [])``.
+
+    :param record: the try's record (JSON).
+    """
+    final = record.get("final") or {}
+    return final.get("job") or None, list(final.get("pods") or []), list(final.get("events") or [])
+
+
+# --- the jobs page ----------------------------------------------------------------------------------
+
+
+def job_identity(job: Mapping[str, Any]) -> TaskInstanceIdentity | None:
+    """The task instance that launched ``job``, from the provider's raw-identity annotations
+    (``airflow-trainjob.apache.org/dag-id`` ...), when they agree with its ownership labels; None for a job the
+    provider did not launch, or whose annotations and labels disagree (label values are sanitised: they cannot
+    be read back, and an annotation that does not match them is not trusted).
+
+    :param job: the job as an API JSON dict.
+    """
+    meta = _meta(job)
+    annotations, labels = meta.get("annotations") or {}, meta.get("labels") or {}
+    if LABEL_DAG_ID not in labels or not all(
+        annotations.get(k) for k in (ANNOTATION_DAG_ID, ANNOTATION_RUN_ID, ANNOTATION_TASK_ID)
+    ):
+        return None
+    try:
+        map_index = int(annotations.get(ANNOTATION_MAP_INDEX) or -1)
+        try_number = int(annotations.get(ANNOTATION_TRY_NUMBER) or labels.get(LABEL_TRY_NUMBER) or 1)
+    except ValueError:
+        return None
+    identity = TaskInstanceIdentity(
+        dag_id=annotations[ANNOTATION_DAG_ID],
+        task_id=annotations[ANNOTATION_TASK_ID],
+        run_id=annotations[ANNOTATION_RUN_ID],
+        map_index=map_index,
+        try_number=try_number,
+    )
+    return identity if identity.owns(job) else None
+
+
+def ui_urls(base: str, dag_id: str, run_id: str, task_id: str, map_index: int) -> Json:
+    """Links into Airflow 3.3's UI: ``dag_url`` ``/dags/{dag_id}``, ``run_url`` ``.../runs/{run_id}``,
+    ``task_instance_url`` ``.../tasks/{task_id}`` (mapped: ``.../mapped/{map_index}``) and ``training_job_url``,
+    the instance's Training job tab (``.../plugin/training-job``). Each part is percent-encoded.
+
+    :param base: the UI's path prefix (``""`` at the root; the api-server's root path otherwise).
+    :param dag_id: the DAG id.
+    :param run_id: the DAG run id.
+    :param task_id: the task id.
+    :param map_index: the map index (``-1``: not mapped).
+    """
+    dag_url = f"{base.rstrip('/')}/dags/{quote(dag_id, safe='')}"
+    run_url = f"{dag_url}/runs/{quote(run_id, safe='')}"
+    ti_url = f"{run_url}/tasks/{quote(task_id, safe='')}" + (f"/mapped/{map_index}" if map_index >= 0 else "")
+    return {
+        "dag_url": dag_url,
+        "run_url": run_url,
+        "task_instance_url": ti_url,
+        "training_job_url": f"{ti_url}/plugin/{TAB_ROUTE}",
+    }
+
+
+def last_failure_reason(job: Mapping[str, Any]) -> str | None:
+    """Why the job last failed, from its conditions alone (the jobs page reads no pods): the ``Failed``
+    condition's reason and message when it decides the phase, else the latest ``Restarting`` condition's (a replica
+    failed and was restarted), else None.
+
+    :param job: the job as an API JSON dict.
+    """
+    status = _status(job)
+    decided = conditions.deciding_condition(status)
+    if decided and decided.get("type") == JobConditionType.FAILED:
+        picked: Mapping[str, Any] | None = decided
+    else:
+        restarting = [
+            c
+            for c in status.get("conditions") or []
+            if isinstance(c, Mapping) and c.get("type") == JobConditionType.RESTARTING
+        ]
+        picked = restarting[-1] if restarting else None
+    if not picked:
+        return None
+    return ": ".join(str(picked[k]) for k in ("reason", "message") if picked.get(k)) or None
+
+
+def job_row(job: Mapping[str, Any], identity: TaskInstanceIdentity, now: datetime, base: str = "") -> Json:
+    """One row of ``GET /trainjob/api/jobs``.
+
+    :param job: the job as an API JSON dict (live, from the shared stream).
+    :param identity: its task instance (:func:`job_identity`).
+    :param now: the time running durations are measured to.
+    :param base: the UI's path prefix, for :func:`ui_urls`.
+    """
+    kind = _kind_of(job.get("kind"))
+    phase = job_phase(job)
+    condition = conditions.deciding_condition(_status(job)) or {}
+    start, _, duration = times(job, phase, now)
+    counts = replica_counts(job, kind)
+    desired = [c["desired"] for c in counts.values() if c["desired"] is not None]
+    meta = _meta(job)
+    return {
+        "kind": job.get("kind"),
+        "namespace": meta.get("namespace"),
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "phase": phase,
+        "reason": condition.get("reason") or None,
+        "dag_id": identity.dag_id,
+        "run_id": identity.run_id,
+        "task_id": identity.task_id,
+        "map_index": identity.map_index,
+        "try_number": identity.try_number,
+        "created_at": stamp(meta.get("creationTimestamp")),
+        "start_time": start,
+        "duration_seconds": duration,
+        "replicas_active": sum(c["active"] for c in counts.values()),
+        "replicas_desired": sum(desired) if desired else None,
+        "last_failure_reason": last_failure_reason(job),
+        **ui_urls(base, identity.dag_id, identity.run_id, identity.task_id, identity.map_index),
+    }
+
+
+def jobs_page(
+    rows: Sequence[Json], *, phase: str | None = None, dag_id: str | None = None, sources: Sequence[Json] = ()
+) -> Json:
+    """The body of ``GET /trainjob/api/jobs``: ``counts`` per phase over every row (before the filters), the rows
+    that pass the filters newest first, and the ``sources`` read.
+
+    :param rows: :func:`job_row` of every job the user may see.
+    :param phase: keep only this phase (None or ``""``: all).
+    :param dag_id: keep only this DAG (None or ``""``: all).
+    :param sources: one entry per (connection, namespace) read: ``connection``, ``namespace``, ``error``.
+    """
+    counts = Counter(str(r["phase"]) for r in rows)
+    kept = [r for r in rows if (not phase or r["phase"] == phase) and (not dag_id or r["dag_id"] == dag_id)]
+    kept.sort(key=lambda r: (_when(r.get("created_at")), str(r.get("name") or "")), reverse=True)
+    return {"counts": dict(counts), "jobs": kept, "sources": list(sources)}

@@ -1,0 +1,449 @@
+"""``job_record``: what a task records of each try's job, and its manifest as text. Pure: no cluster, no Airflow
+run (the store is a stand-in with the real accessor's ``get``/``set(..., retention=...)``; Airflow's own secrets
+masker, config and rendered-field serialization are the real ones)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Any
+
+import pytest
+import yaml
+
+from airflow_trainjob import job_record
+from airflow_trainjob.constants import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from airflow_trainjob.exceptions import (
+    JobDeletedError,
+    KubernetesAccessError,
+    TrainingJobError,
+    TrainingJobStoppedError,
+    TrainingJobTimeoutError,
+)
+from airflow_trainjob.job_record import (
+    MAX_EVENTS,
+    MAX_PODS,
+    MAX_TRIES,
+    NEVER_EXPIRE,
+    RECORD_KEY,
+    JobRecord,
+    JobRecorder,
+    chosen_pods,
+    manifest_text,
+    newest_events,
+    outcome_of,
+    read_records,
+    rendered_manifest,
+    trim_event,
+    trim_job,
+    trim_pod,
+)
+from airflow_trainjob.ownership import TaskInstanceIdentity
+
+LOG = logging.getLogger("tests.job_record")
+SECRET = "hfSECRETrecord0123456789"
+
+
+class Store:
+    """``task_state_store`` as the task sees it (Airflow 3.3's ``TaskStateStoreAccessor``): ``get`` and
+    ``set(key, value, *, retention=None)``; values go through JSON as they do to the database."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.retention: dict[str, Any] = {}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return json.loads(self.values[key]) if key in self.values else default
+
+    def set(self, key: str, value: Any, *, retention: Any = None) -> None:
+        self.values[key] = json.dumps(value)
+        self.retention[key] = retention
+
+
+def identity(try_number: int = 1) -> TaskInstanceIdentity:
+    return TaskInstanceIdentity(
+        dag_id="retrain", task_id="train", run_id="manual__1", map_index=-1, try_number=try_number
+    )
+
+
+def job(uid: str = "u-1", try_number: int = 1, **status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {
+            "name": "train-job",
+            "namespace": "ml",
+            "uid": uid,
+            "resourceVersion": "7",
+            "managedFields": [{"manager": "x"}],
+            "creationTimestamp": "2026-12-02T05:00:00Z",
+            "labels": identity(try_number).labels(),
+            "annotations": {
+                "owner": "me",
+                "kubectl.kubernetes.io/last-applied-configuration": '{"spec": "the whole manifest again"}',
+            },
+        },
+        "spec": {"pytorchReplicaSpecs": {"Master": {"template": {"spec": {"containers": [{"name": "pytorch"}]}}}}},
+        "status": status or {"conditions": [{"type": "Running", "status": "True"}]},
+    }
+
+
+def pod(name: str, replica: str = "master", index: int = 0, exit_code: int | None = None) -> dict[str, Any]:
+    state = {"terminated": {"exitCode": exit_code, "reason": "Error"}} if exit_code is not None else {"running": {}}
+    return {
+        "metadata": {
+            "name": name,
+            "uid": f"uid-{name}",
+            "creationTimestamp": "2026-12-02T05:00:01Z",
+            "labels": {LABEL_JOB_NAME: "train-job", LABEL_REPLICA_TYPE: replica, LABEL_REPLICA_INDEX: str(index)},
+            "ownerReferences": [{"uid": "u-1"}],
+        },
+        "spec": {"nodeName": "node-1", "containers": [{"name": "pytorch", "env": [{"name": "K", "value": "v"}]}]},
+        "status": {
+            "phase": "Failed" if exit_code else "Running",
+            "startTime": "2026-12-02T05:00:02Z",
+            "conditions": [{"type": "Ready"}],
+            "containerStatuses": [
+                {"name": "pytorch", "restartCount": 0, "state": state, "volumeMounts": [{"name": "a"}] * 10}
+            ],
+        },
+    }
+
+
+def event(n: int, involved: str = "train-job") -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"e{n}", "namespace": "ml", "uid": f"ev-{n}"},
+        "type": "Normal",
+        "reason": f"Reason{n}",
+        "message": f"message {n}",
+        "lastTimestamp": f"2026-12-02T05:{n // 60:02d}:{n % 60:02d}Z",
+        "count": 1,
+        "source": {"component": "kubelet"},
+        "involvedObject": {"kind": "Pod", "name": involved, "uid": "x", "namespace": "ml"},
+    }
+
+
+def recorder(store: Any, try_number: int = 1) -> JobRecorder:
+    return JobRecorder(store, identity(try_number), "kubernetes_default", LOG)
+
+
+# ---- reading -------------------------------------------------------------------------------------------------
+
+
+def test_read_records_is_tolerant_and_sorts_latest_first():
+    older = {"try_number": 1, "kind": "PyTorchJob", "namespace": "ml", "name": "n", "created_at": "t"}
+    newer = {
+        **older,
+        "try_number": 2,
+        "from_a_newer_provider": {"x": 1},
+        "final": {"ended_at": "t", "outcome": "failed", "new": 1},
+    }
+    records = read_records([older, "not a record", {"try_number": "x"}, newer])
+    assert [r.try_number for r in records] == [2, 1]
+    assert records[0].final is not None and records[0].final.outcome == "failed"
+    # Unknown keys are kept, so a write by this version does not drop what a newer one wrote.
+    dumped = records[0].model_dump(mode="json")
+    assert dumped["from_a_newer_provider"] == {"x": 1} and dumped["final"]["new"] == 1
+    assert read_records(None) == [] and read_records({"a": 1}) == []
+
+
+def test_an_unknown_outcome_is_not_a_record():
+    entry = {"try_number": 1, "kind": "K", "namespace": "n", "name": "x", "created_at": "t"}
+    assert read_records([{**entry, "final": {"ended_at": "t", "outcome": "exploded"}}]) == []
+
+
+# ---- trimming ------------------------------------------------------------------------------------------------
+
+
+def test_trim_job_keeps_identity_and_status_never_the_spec():
+    trimmed = trim_job(job())
+    assert set(trimmed) == {"kind", "metadata", "status"}
+    assert set(trimmed["metadata"]) == {"name", "namespace", "uid", "labels", "annotations", "creationTimestamp"}
+    assert trimmed["metadata"]["annotations"] == {"owner": "me"}  # kubectl's copy of the manifest is left out
+    assert trimmed["status"] == job()["status"]
+
+
+def test_trim_pod_keeps_what_the_tab_shows():
+    trimmed = trim_pod(pod("p-0", exit_code=1))
+    assert trimmed == {
+        "metadata": {
+            "name": "p-0",
+            "labels": {LABEL_JOB_NAME: "train-job", LABEL_REPLICA_TYPE: "master", LABEL_REPLICA_INDEX: "0"},
+            "creationTimestamp": "2026-12-02T05:00:01Z",
+            "uid": "uid-p-0",
+        },
+        "spec": {"nodeName": "node-1"},
+        "status": {
+            "phase": "Failed",
+            "startTime": "2026-12-02T05:00:02Z",
+            "containerStatuses": [
+                {"name": "pytorch", "restartCount": 0, "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}
+            ],
+        },
+    }
+
+
+def test_trim_event():
+    assert trim_event(event(3)) == {
+        "type": "Normal",
+        "reason": "Reason3",
+        "message": "message 3",
+        "lastTimestamp": "2026-12-02T05:00:03Z",
+        "count": 1,
+        "involvedObject": {"kind": "Pod", "name": "train-job"},
+    }
+
+
+def test_the_newest_events_oldest_first():
+    events = [event(n) for n in reversed(range(80))]
+    kept = newest_events(events)
+    assert len(kept) == MAX_EVENTS == 50
+    assert [e["reason"] for e in kept] == [f"Reason{n}" for n in range(30, 80)]
+
+
+def test_a_large_job_keeps_its_lead_and_failed_pods():
+    pods = [pod(f"w-{i:03d}", "worker", i) for i in range(100)]
+    pods += [pod("w-fail", "worker", 200, exit_code=137), pod("m-0", "master", 0)]
+    kept = chosen_pods(pods, "PyTorchJob")
+    names = [p["metadata"]["name"] for p in kept]
+    assert len(kept) == MAX_PODS == 64
+    assert "m-0" in names and "w-fail" in names and names == sorted(names)
+
+
+@pytest.mark.parametrize(
+    ("error", "stopped", "outcome"),
+    [
+        (None, False, "succeeded"),
+        (TrainingJobError("exit code 1"), False, "failed"),
+        (KubernetesAccessError("403"), False, "failed"),
+        (TrainingJobTimeoutError("timeout"), False, "timed_out"),
+        (JobDeletedError("gone"), False, "deleted"),
+        (TrainingJobStoppedError("stopped"), False, "stopped"),
+        (JobDeletedError("on_kill deleted it"), True, "stopped"),
+        (None, True, "stopped"),
+    ],
+)
+def test_outcome_of(error, stopped, outcome):
+    assert outcome_of(error, stopped=stopped) == outcome
+
+
+# ---- the manifest as text ------------------------------------------------------------------------------------
+
+
+def manifest(script: str, env_value: str = "plain") -> dict[str, Any]:
+    container = {
+        "name": "pytorch",
+        "command": ["python", "-c", script],
+        "env": [{"name": "HF_TOKEN", "value": env_value}],
+    }
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "train-job", "namespace": "ml", "labels": {"team": "ml"}},
+        "spec": {
+            "runPolicy": {"cleanPodPolicy": "None"},
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": {"spec": {"containers": [container]}}},
+                "Worker": {"replicas": 2, "template": {"spec": {"containers": [{**container, "name": "pytorch"}]}}},
+            },
+        },
+    }
+
+
+def long_script(lines: int = 300) -> str:
+    return "import torch\n" + "\n".join(f"print('epoch {i}')  # {'x' * 40}" for i in range(lines)) + "\nprint('done')\n"
+
+
+@pytest.fixture
+def masked():
+    from airflow.sdk.log import mask_secret
+
+    mask_secret(SECRET)  # what reading a sensitive Variable or Connection in a template does
+    return SECRET
+
+
+def test_manifest_text_is_the_whole_object_with_scripts_as_blocks(masked):
+    m = manifest("import os\nprint(os.environ['RANK'])\n", env_value=masked)
+    text = manifest_text(m)
+    assert masked not in text and "value: ***" in text
+    assert "- |\n              import os\n              print(os.environ['RANK'])\n" in text  # readable as the script
+    assert (
+        yaml.safe_load(manifest_text(manifest("import os\nprint(1)\n")))["spec"]
+        == manifest("import os\nprint(1)\n")["spec"]
+    )
+
+
+def test_a_short_manifest_is_rendered_whole():
+    m = manifest("print(1)")
+    assert rendered_manifest(m, 4096) == manifest_text(m)
+
+
+def test_a_long_manifest_is_rendered_whole_in_structure_with_its_script_shortened():
+    m = manifest(long_script())
+    full = manifest_text(m)
+    assert len(full) > 2 * 4096
+    text = rendered_manifest(m, 4096)
+    assert len(text) <= 4096
+    shown = yaml.safe_load(text)
+    # Every key and every short value is there: only the long strings are shortened.
+    assert shown["metadata"] == m["metadata"] and shown["spec"]["runPolicy"] == m["spec"]["runPolicy"]
+    for replica in ("Master", "Worker"):
+        container = shown["spec"]["pytorchReplicaSpecs"][replica]["template"]["spec"]["containers"][0]
+        assert container["command"][:2] == ["python", "-c"] and container["env"] == [
+            {"name": "HF_TOKEN", "value": "plain"}
+        ]
+        script = container["command"][2]
+        head, _, marker = script.rpartition("\n")
+        assert long_script().startswith(head + "\n")  # cut after a whole line
+        left_out = len(long_script()) - len(head)
+        assert marker == (
+            f"[... {left_out:,} characters left out here; the Training job tab shows the manifest in full]"
+        )
+
+
+def test_the_cut_never_leaves_part_of_a_secret(masked):
+    # One long line of the secret over and over: wherever it is cut, the cut falls inside a copy. Redacted before
+    # cutting, no prefix of it remains (a prefix is no longer a secret the masker would find afterwards).
+    script = " ".join([masked] * 600)
+    text = rendered_manifest(manifest(script), 4096)
+    assert len(text) <= 4096 and "*** *** ***" in text and "characters left out here" in text
+    assert masked[:3] not in text
+
+
+def test_the_limit_is_airflows_config(monkeypatch):
+    monkeypatch.setenv("AIRFLOW__CORE__MAX_TEMPLATED_FIELD_LENGTH", "3000")
+    assert job_record.max_rendered_length() == 3000
+    assert len(rendered_manifest(manifest(long_script()))) <= 3000
+
+
+def test_airflow_stores_the_rendered_manifest_untruncated():
+    """What Airflow's task runner stores for the rendered template view: the field as the operator set it, not
+    its "Truncated..." string cut mid-structure."""
+    from airflow.sdk.execution_time.task_runner import _serialize_rendered_fields
+
+    from airflow_trainjob.operators.training_job import TrainingJobOperator
+    from tests.support.jobs import TaskInstanceStandIn
+
+    container = {"name": "pytorch", "image": "python:3.11-slim", "command": ["python", "-c", long_script()]}
+    specs = {"Master": {"replicas": 1, "template": {"spec": {"containers": [container]}}}}
+    operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=specs, namespace="ml")
+    operator.render_template_fields({"ti": TaskInstanceStandIn()})
+    stored = _serialize_rendered_fields(operator)["manifest"]
+    assert not stored.startswith("Truncated") and len(stored) <= job_record.max_rendered_length()
+    assert yaml.safe_load(stored)["metadata"]["name"] == operator._manifest["metadata"]["name"]
+    assert "characters left out here; the Training job tab shows the manifest in full" in stored
+
+
+# ---- the writer ------------------------------------------------------------------------------------------------
+
+
+def test_a_try_is_recorded_when_it_starts_and_when_it_ends(masked):
+    store = Store()
+    rec = recorder(store)
+    rec.started(job(), manifest("print(1)", env_value=masked), attached=False)
+    (started,) = read_records(store.get(RECORD_KEY))
+    assert (started.try_number, started.kind, started.namespace, started.name, started.uid) == (
+        1,
+        "PyTorchJob",
+        "ml",
+        "train-job",
+        "u-1",
+    )
+    assert started.kubernetes_conn_id == "kubernetes_default" and started.attached is False
+    assert started.final is None and started.created_at.endswith("Z")
+    assert started.manifest_yaml and masked not in started.manifest_yaml and "value: ***" in started.manifest_yaml
+    assert store.retention[RECORD_KEY] is NEVER_EXPIRE and NEVER_EXPIRE is not None
+
+    done = job(status="x", conditions=[{"type": "Succeeded", "status": "True", "message": f"token {masked}"}])
+    rec.ended("succeeded", done, [pod("p-0"), pod("p-1", "worker")], [event(1), event(2)])
+    (ended,) = read_records(store.get(RECORD_KEY))
+    assert ended.created_at == started.created_at and ended.manifest_yaml == started.manifest_yaml
+    assert ended.final is not None and ended.final.outcome == "succeeded" and ended.final.message is None
+    assert ended.final.job == trim_job(done) and "spec" not in ended.final.job
+    assert [p["metadata"]["name"] for p in ended.final.pods] == ["p-0", "p-1"]
+    assert [e["reason"] for e in ended.final.events] == ["Reason1", "Reason2"]
+    assert masked not in store.values[RECORD_KEY]  # redacted wherever it shows up
+
+
+def test_a_retry_is_added_in_front_and_an_attached_try_keeps_the_manifest_as_sent():
+    store = Store()
+    recorder(store, 1).started(job(), manifest("print('as sent by try 1')"), attached=False)
+    recorder(store, 1).ended("failed", job(), message="exit code 137 (retryable)")
+    recorder(store, 2).started(job(), manifest("print('built by try 2')"), attached=True)
+    second, first = read_records(store.get(RECORD_KEY))
+    assert (second.try_number, second.attached, first.try_number) == (2, True, 1)
+    assert "as sent by try 1" in (second.manifest_yaml or "")
+    assert first.final is not None and first.final.message == "exit code 137 (retryable)"
+
+
+def test_at_most_twenty_tries_are_kept():
+    store = Store()
+    for n in range(1, 26):
+        recorder(store, n).started(job(uid=f"u-{n}"), None, attached=False)
+    records = read_records(store.get(RECORD_KEY))
+    assert len(records) == MAX_TRIES == 20 and [r.try_number for r in records] == list(range(25, 5, -1))
+
+
+def test_an_end_without_a_recorded_start_still_records_the_job():
+    store = Store()
+    recorder(store, 2).ended("timed_out", job(try_number=1), message="timeout of 3 s passed")
+    (record,) = read_records(store.get(RECORD_KEY))
+    assert record.attached is True and record.created_at == "2026-12-02T05:00:00Z"
+    assert record.final is not None and record.final.outcome == "timed_out"
+
+
+def test_the_record_stays_within_the_stores_limit(monkeypatch):
+    """Past ``[state_store] max_value_storage_bytes`` the worker's write only warns; the record sheds detail, the
+    oldest try's first, and says what it left out."""
+    monkeypatch.setenv("AIRFLOW__STATE_STORE__MAX_VALUE_STORAGE_BYTES", "12000")
+    store = Store()
+    for n in (1, 2):
+        recorder(store, n).started(job(uid=f"u-{n}"), manifest("print(1)"), attached=False)
+        recorder(store, n).ended(
+            "failed", job(uid=f"u-{n}"), [pod(f"p-{i}") for i in range(5)], [event(i) for i in range(40)]
+        )
+    assert len(store.values[RECORD_KEY]) <= 12000
+    latest, oldest = read_records(store.get(RECORD_KEY))
+    assert oldest.omitted and oldest.final is not None and oldest.final.events == []
+    assert latest.final is not None and latest.final.pods  # the latest try keeps most
+
+
+def test_a_store_that_fails_is_a_warning_not_the_tries_failure(caplog):
+    class Refusing(Store):
+        def set(self, key, value, *, retention=None):
+            raise RuntimeError("the API server said no")
+
+    caplog.set_level(logging.WARNING, logger=LOG.name)
+    recorder(Refusing()).started(job(), None, attached=False)
+    assert "Could not record that try 1 follows PyTorchJob train-job in task_state_store" in caplog.text
+
+
+def test_without_a_store_nothing_is_recorded():
+    rec = recorder(None)
+    assert not rec.enabled and rec.records() == []
+    rec.started(job(), None, attached=False)  # no error
+
+
+def test_a_write_from_on_kill_waits_a_bounded_time(caplog):
+    """``on_kill`` runs in a signal handler: the store may be held by the call it interrupted. The write waits at
+    most ``wait_seconds`` and then goes on without it."""
+    release = threading.Event()
+
+    class Held(Store):
+        def set(self, key, value, *, retention=None):
+            release.wait(5)
+            super().set(key, value, retention=retention)
+
+    caplog.set_level(logging.WARNING, logger=LOG.name)
+    store = Held()
+    recorder(store).ended("stopped", job(), wait_seconds=0.05)
+    assert "Could not record how try 1 ended (stopped) within 0 s" in caplog.text
+    release.set()
+
+
+def test_the_records_are_json_the_api_server_can_read():
+    store = Store()
+    recorder(store).started(job(), manifest("print(1)"), attached=False)
+    value = json.loads(store.values[RECORD_KEY])
+    assert isinstance(value, list) and JobRecord.model_validate(value[0]).name == "train-job"

@@ -1,0 +1,557 @@
+"""The UI's pure parts, without a cluster: a job, its pods and events -> the pages' JSON (:mod:`airflow_trainjob.ui.views`),
+the options (:mod:`airflow_trainjob.ui.settings`) and the record's reference resolution (:mod:`airflow_trainjob.ui.store`).
+The same view functions must say the same of a live job and of the trimmed copy a try records at its end."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+from airflow_trainjob.constants import (
+    ANNOTATION_DAG_ID,
+    ANNOTATION_MAP_INDEX,
+    ANNOTATION_RUN_ID,
+    ANNOTATION_TASK_ID,
+    ANNOTATION_TRY_NUMBER,
+    LABEL_JOB_NAME,
+    LABEL_KUEUE_QUEUE_NAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+)
+from airflow_trainjob.job_record import trim_event, trim_job, trim_pod
+from airflow_trainjob.ownership import TaskInstanceIdentity
+from airflow_trainjob.ui import settings, store, views
+
+NOW = datetime(2026, 12, 2, 5, 10, 0, tzinfo=timezone.utc)
+IDENTITY = TaskInstanceIdentity("retrain_digits", "train", "manual__2026-12-02T05:00:00+00:00", -1, 2)
+
+
+def condition(type_: str, status: str, time: str, reason: str = "", message: str = "") -> dict[str, Any]:
+    return {"type": type_, "status": status, "lastTransitionTime": time, "reason": reason, "message": message}
+
+
+def job(conditions=(), *, name="train-1", uid="uid-1", workers=2, suspend=False, labels=None, **status) -> dict:
+    """A PyTorchJob as the API returns it, of the task instance :data:`IDENTITY`."""
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {
+            "name": name,
+            "namespace": "ml",
+            "uid": uid,
+            "creationTimestamp": "2026-12-02T05:00:00Z",
+            "labels": {**IDENTITY.labels(), **(labels or {})},
+            "annotations": {
+                ANNOTATION_DAG_ID: IDENTITY.dag_id,
+                ANNOTATION_TASK_ID: IDENTITY.task_id,
+                ANNOTATION_RUN_ID: IDENTITY.run_id,
+                ANNOTATION_MAP_INDEX: "-1",
+                ANNOTATION_TRY_NUMBER: "2",
+            },
+        },
+        "spec": {
+            "runPolicy": {"suspend": suspend},
+            "pytorchReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": workers}},
+        },
+        "status": {"conditions": list(conditions), **status},
+    }
+
+
+def pod(
+    replica_type: str,
+    index: int,
+    *,
+    phase="Running",
+    created="2026-12-02T05:01:00Z",
+    state=None,
+    last_state=None,
+    restarts=0,
+    reason=None,
+    node="local-node",
+    job_name="train-1",
+) -> dict:
+    status: dict[str, Any] = {
+        "phase": phase,
+        "containerStatuses": [
+            {
+                "name": "pytorch",
+                "restartCount": restarts,
+                "state": state or {"running": {}},
+                "lastState": last_state or {},
+            }
+        ],
+    }
+    if reason:
+        status["reason"] = reason
+    return {
+        "metadata": {
+            "name": f"{job_name}-{replica_type.lower()}-{index}",
+            "uid": f"pod-{replica_type}-{index}",
+            "creationTimestamp": created,
+            "labels": {
+                LABEL_JOB_NAME: job_name,
+                LABEL_REPLICA_TYPE: replica_type.lower(),
+                LABEL_REPLICA_INDEX: str(index),
+            },
+            "ownerReferences": [{"uid": "uid-1"}],
+        },
+        "spec": {"nodeName": node, "containers": [{"name": "pytorch"}]},
+        "status": status,
+    }
+
+
+def terminated(code: int, reason: str, finished: str) -> dict:
+    return {"terminated": {"exitCode": code, "reason": reason, "finishedAt": finished}}
+
+
+def event(reason: str, message: str, time: str, kind="Pod", name="train-1-master-0", uid=None, type_="Normal") -> dict:
+    involved = {"kind": kind, "name": name, **({"uid": uid} if uid else {})}
+    return {
+        "type": type_,
+        "reason": reason,
+        "message": message,
+        "lastTimestamp": time,
+        "count": 1,
+        "involvedObject": involved,
+    }
+
+
+RUNNING = [
+    condition("Created", "True", "2026-12-02T05:00:01Z", "PyTorchJobCreated", "created"),
+    condition("Running", "True", "2026-12-02T05:01:30Z", "PyTorchJobRunning", "running"),
+]
+FAILED = [
+    condition("Created", "True", "2026-12-02T05:00:01Z"),
+    condition("Running", "False", "2026-12-02T05:05:00Z", "PyTorchJobFailed"),
+    condition("Restarting", "False", "2026-12-02T05:03:00Z", "PyTorchJobRestarting", "Worker-1 restarting"),
+    condition(
+        "Failed",
+        "True",
+        "2026-12-02T05:05:00Z",
+        "PyTorchJobFailed",
+        "PyTorchJob train-1 is failed because 1 Worker replica(s) failed.",
+    ),
+]
+
+
+# --- phase, timeline, times -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("made", "phase"),
+    [
+        (None, "Unknown"),
+        (job(), "Created"),
+        (job(RUNNING), "Running"),
+        (job([*RUNNING, condition("Restarting", "True", "2026-12-02T05:02:00Z")]), "Restarting"),
+        (job(FAILED), "Failed"),
+        (job([condition("Suspended", "True", "2026-12-02T05:00:02Z")]), "Suspended"),
+        (job(suspend=True, labels={LABEL_KUEUE_QUEUE_NAME: "team-a"}), "Queued"),
+        (job([condition("Suspended", "True", "t")], labels={LABEL_KUEUE_QUEUE_NAME: "team-a"}), "Queued"),
+        (job(FAILED, suspend=True, labels={LABEL_KUEUE_QUEUE_NAME: "team-a"}), "Failed"),  # finished waits for nothing
+    ],
+)
+def test_phase_is_what_conditions_and_admission_decide(made, phase):
+    assert views.job_phase(made) == phase
+
+
+def test_timeline_lists_every_condition_oldest_first_true_or_not():
+    line = views.timeline(job(FAILED))
+    assert [(c["type"], c["status"]) for c in line] == [
+        ("Created", "True"),
+        ("Restarting", "False"),
+        ("Running", "False"),
+        ("Failed", "True"),
+    ]
+    assert line[1] == {
+        "type": "Restarting",
+        "status": "False",
+        "reason": "PyTorchJobRestarting",
+        "message": "Worker-1 restarting",
+        "time": "2026-12-02T05:03:00Z",
+    }
+
+
+def test_duration_runs_to_now_while_running_and_to_the_end_once_finished():
+    running = job(RUNNING, startTime="2026-12-02T05:01:30Z")
+    assert views.times(running, "Running", NOW) == ("2026-12-02T05:01:30Z", None, 510.0)
+    done = job(FAILED, startTime="2026-12-02T05:01:30Z")  # no completionTime: the Failed condition's turn
+    assert views.times(done, "Failed", NOW) == ("2026-12-02T05:01:30Z", None, 210.0)
+    completed = job(FAILED, startTime="2026-12-02T05:01:30Z", completionTime="2026-12-02T05:06:30Z")
+    assert views.times(completed, "Failed", NOW)[2] == 300.0
+    assert views.times(running, "Running", None)[2] is None  # a recorded running job: no "now" to measure to
+
+
+# --- replicas and restarts --------------------------------------------------------------------------
+
+
+def failing_pods() -> list[dict]:
+    return [
+        pod("Worker", 1, restarts=1, last_state=terminated(137, "OOMKilled", "2026-12-02T05:03:00Z")),
+        pod("Worker", 0, phase="Failed", reason="Evicted", state={"waiting": {}}),
+        pod("Master", 0, phase="Failed", state=terminated(1, "Error", "2026-12-02T05:04:59Z")),
+    ]
+
+
+def test_replicas_table_lead_first_with_last_exit_and_its_class():
+    rows = views.replicas(failing_pods(), views.JOB_KINDS["PyTorchJob"])
+    assert [(r["replica_type"], r["index"]) for r in rows] == [("Master", 0), ("Worker", 0), ("Worker", 1)]
+    master, evicted, oom = rows
+    assert master == {
+        "replica_type": "Master",
+        "index": 0,
+        "pod": "train-1-master-0",
+        "container": "pytorch",
+        "phase": "Failed",
+        "restarts": 0,
+        "exit_code": 1,
+        "reason": "Error",
+        "exit_class": "Permanent",
+        "node": "local-node",
+        "created_at": "2026-12-02T05:01:00Z",
+        "lead": True,
+    }
+    assert (evicted["exit_code"], evicted["reason"], evicted["exit_class"], evicted["lead"]) == (
+        None,
+        "Evicted",
+        "Evicted",
+        False,
+    )
+    assert (oom["phase"], oom["restarts"], oom["exit_code"], oom["reason"], oom["exit_class"]) == (
+        "Running",
+        1,
+        137,
+        "OOMKilled",
+        "OOMKilled",
+    )
+
+
+def test_replica_counts_desired_from_the_spec_and_counts_from_the_status():
+    made = job(RUNNING, replicaStatuses={"Master": {"active": 1}, "Worker": {"active": 1, "failed": 1}})
+    assert views.replica_counts(made, views.JOB_KINDS["PyTorchJob"]) == {
+        "Master": {"desired": 1, "active": 1, "succeeded": 0, "failed": 0},
+        "Worker": {"desired": 2, "active": 1, "succeeded": 0, "failed": 1},
+    }
+    # recorded jobs keep no spec: the desired count is unknown, the status still counts
+    assert views.replica_counts(trim_job(made), views.JOB_KINDS["PyTorchJob"])["Worker"]["desired"] is None
+
+
+def test_restart_marks_from_last_state_and_from_exits_before_the_pod_was_made_again():
+    found = [
+        pod("Worker", 1, restarts=1, last_state=terminated(137, "OOMKilled", "2026-12-02T05:03:00Z")),
+        pod("Master", 0, created="2026-12-02T05:04:00Z", state=terminated(0, "Completed", "2026-12-02T05:06:00Z")),
+    ]
+    seen = [
+        # the operator recreated master-0 after this exit (ExitCode policy): a restart
+        event(
+            "ExitedWithCode",
+            "Pod: ml.train-1-master-0 exited with code 143",
+            "2026-12-02T05:03:30Z",
+            kind="PyTorchJob",
+            name="train-1",
+        ),
+        # the current master-0's own end: not a restart
+        event(
+            "ExitedWithCode",
+            "Pod: ml.train-1-master-0 exited with code 0",
+            "2026-12-02T05:06:00Z",
+            kind="PyTorchJob",
+            name="train-1",
+        ),
+        # a pod that is gone altogether (cleaned up): not a restart either
+        event(
+            "ExitedWithCode",
+            "Pod: ml.train-1-worker-0 exited with code 1",
+            "2026-12-02T05:02:00Z",
+            kind="PyTorchJob",
+            name="train-1",
+        ),
+    ]
+    marks = views.restart_marks(found, seen, "train-1", views.JOB_KINDS["PyTorchJob"])
+    assert marks == [
+        {"replica": "Worker-1", "time": "2026-12-02T05:03:00Z", "exit_code": 137, "reason": "OOMKilled"},
+        {"replica": "Master-0", "time": "2026-12-02T05:03:30Z", "exit_code": 143, "reason": None},
+    ]
+
+
+# --- events -----------------------------------------------------------------------------------------
+
+
+def test_events_of_the_job_and_its_pods_newest_first_without_a_predecessors_or_strangers():
+    made = job(RUNNING)
+    found = [
+        event("Scheduled", "assigned", "2026-12-02T05:01:00Z"),
+        event("PyTorchJobCreated", "created", "2026-12-02T05:00:01Z", kind="PyTorchJob", name="train-1", uid="uid-1"),
+        event(
+            "PyTorchJobFailed", "the predecessor", "2026-12-02T05:00:30Z", kind="PyTorchJob", name="train-1", uid="old"
+        ),
+        event("Pulled", "an hour before this job existed", "2026-12-02T04:00:00Z"),
+        event("Scheduled", "another job's pod", "2026-12-02T05:02:00Z", name="other-master-0"),
+        event(
+            "OOMKilling", "node event", "2026-12-02T05:03:00Z", kind="Node", name="train-1-master-0", type_="Warning"
+        ),
+    ]
+    kept = views.events(views.about_job(found, made, [pod("Master", 0)]))
+    assert [(e["reason"], e["object"]) for e in kept] == [
+        ("Scheduled", "Pod/train-1-master-0"),
+        ("PyTorchJobCreated", "PyTorchJob/train-1"),
+    ]
+    assert kept[0] == {
+        "time": "2026-12-02T05:01:00Z",
+        "type": "Normal",
+        "reason": "Scheduled",
+        "message": "assigned",
+        "object": "Pod/train-1-master-0",
+        "count": 1,
+    }
+
+
+def test_times_in_either_clients_spelling_compare_as_times_and_show_as_utc_z():
+    """The official clients' serialisation writes ``+00:00`` where custom objects say ``Z``: an event of the job's
+    own creation second is the job's, and every time leaves in one spelling."""
+    made = job(RUNNING)  # created 2026-12-02T05:00:00Z
+    same_second = event("Scheduled", "assigned", "2026-12-02T05:00:00+00:00")
+    a_second_before = event("Scheduled", "a predecessor's", "2026-12-02T04:59:59.500000+00:00")
+    kept = views.events(views.about_job([same_second, a_second_before], made, [pod("Master", 0)]))
+    assert [(e["message"], e["time"]) for e in kept] == [("assigned", "2026-12-02T05:00:00Z")]
+    row = views.replicas([pod("Master", 0, created="2026-12-02T05:01:00+00:00")], views.JOB_KINDS["PyTorchJob"])[0]
+    assert row["created_at"] == "2026-12-02T05:01:00Z"
+    assert views.stamp("2026-12-02T05:01:00.250000+00:00") == "2026-12-02T05:01:00.250000Z"
+    assert views.stamp("not a time") == "not a time" and views.stamp(None) is None
+
+
+def test_events_keep_the_newest_fifty():
+    many = [event("Tick", str(i), f"2026-12-02T05:{i // 60:02d}:{i % 60:02d}Z") for i in range(80)]
+    kept = views.events(many)
+    assert len(kept) == 50 and kept[0]["message"] == "79" and kept[-1]["message"] == "30"
+
+
+# --- one try: live and recorded ---------------------------------------------------------------------
+
+
+def record(**final: Any) -> dict:
+    return {
+        "try_number": 2,
+        "kubernetes_conn_id": "kubernetes_default",
+        "kind": "PyTorchJob",
+        "namespace": "ml",
+        "name": "train-1",
+        "uid": "uid-1",
+        "created_at": "2026-12-02T05:00:00Z",
+        "attached": False,
+        "manifest_yaml": "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\n",
+        "final": final or None,
+    }
+
+
+def test_a_running_live_try_refreshes_and_shows_everything():
+    made = job(RUNNING, startTime="2026-12-02T05:01:30Z", replicaStatuses={"Master": {"active": 1}})
+    view = views.try_view(
+        record(),
+        job=made,
+        found_pods=[pod("Master", 0)],
+        found_events=[event("Scheduled", "assigned", "2026-12-02T05:01:00Z")],
+        source="live",
+        exists=True,
+        now=NOW,
+        link="https://kubeflow.example/ml/train-1",
+    )
+    assert (view["phase"], view["reason"], view["message"]) == ("Running", "PyTorchJobRunning", "running")
+    assert (view["exists"], view["source"], view["refresh_seconds"], view["duration_seconds"]) == (
+        True,
+        "live",
+        5,
+        510.0,
+    )
+    assert view["replicas"][0]["lead"] and view["events"][0]["reason"] == "Scheduled"
+    assert view["link"] == "https://kubeflow.example/ml/train-1"
+    assert view["manifest_yaml"].startswith("apiVersion")
+    assert view["summary"] == "Running (PyTorchJobRunning: running) — Master 1/1 active, Worker 0/2 active"
+    assert set(view) >= {
+        "try_number", "kubernetes_conn_id", "kind", "namespace", "name", "uid", "created_at", "attached",
+        "start_time", "completion_time", "timeline", "restarts", "replica_counts",
+    }  # fmt: skip
+
+
+def test_a_finished_live_try_stops_refreshing():
+    view = views.try_view(
+        record(), job=job(FAILED), found_pods=[], found_events=[], source="live", exists=True, now=NOW
+    )
+    assert (view["phase"], view["refresh_seconds"]) == ("Failed", None)
+
+
+def test_the_recorded_copy_says_what_the_live_job_said():
+    """The record keeps trimmed copies (no spec, fewer fields): phase, reason, timeline, replicas, restarts and
+    events read the same from them."""
+    made, found = job(FAILED, startTime="2026-12-02T05:01:30Z"), failing_pods()
+    seen = [
+        event("Scheduled", "assigned", "2026-12-02T05:01:00Z"),
+        event("Killing", "oom", "2026-12-02T05:03:00Z", name="train-1-worker-1"),
+    ]
+    live = views.try_view(record(), job=made, found_pods=found, found_events=seen, source="live", exists=True, now=NOW)
+    kept = record(
+        ended_at="2026-12-02T05:05:10Z",
+        outcome="failed",
+        message="PyTorchJob ml/train-1 failed",
+        job=trim_job(made),
+        pods=[trim_pod(p) for p in found],
+        events=[trim_event(e) for e in seen],
+    )
+    recorded_job, recorded_pods, recorded_events = views.recorded_parts(kept)
+    recorded = views.try_view(
+        kept,
+        job=recorded_job,
+        found_pods=recorded_pods,
+        found_events=recorded_events,
+        source="recorded",
+        exists=False,
+        now=None,
+    )
+    for key in ("phase", "reason", "message", "timeline", "restarts", "events", "start_time", "duration_seconds"):
+        assert recorded[key] == live[key], key
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "container"} for r in rows]  # no spec: no containers
+    assert strip(recorded["replicas"]) == strip(live["replicas"])
+    assert (recorded["source"], recorded["exists"], recorded["refresh_seconds"]) == ("recorded", False, None)
+    assert (recorded["outcome"], recorded["ended_at"], recorded["outcome_message"]) == (
+        "failed",
+        "2026-12-02T05:05:10Z",
+        "PyTorchJob ml/train-1 failed",
+    )
+
+
+def test_a_try_whose_job_is_not_seen_yet_keeps_polling_and_an_ended_one_does_not():
+    args = dict(job=None, found_pods=[], found_events=[], source="live", exists=False, now=None)
+    waiting = views.try_view(record(), **args, may_appear=True)
+    assert (waiting["phase"], waiting["refresh_seconds"]) == ("Unknown", 5)
+    assert views.try_view(record(), **args, may_appear=False)["refresh_seconds"] is None
+
+
+# --- the jobs page ----------------------------------------------------------------------------------
+
+
+def test_identity_from_annotations_only_when_the_labels_agree():
+    assert views.job_identity(job()) == IDENTITY
+    forged = job()
+    forged["metadata"]["annotations"][ANNOTATION_DAG_ID] = "someone_elses_dag"
+    assert views.job_identity(forged) is None
+    unannotated = job()
+    unannotated["metadata"]["annotations"] = {}
+    assert views.job_identity(unannotated) is None
+    stranger = job()
+    stranger["metadata"]["labels"] = {}
+    assert views.job_identity(stranger) is None
+
+
+def test_links_into_airflow_are_percent_encoded_and_know_mapped_instances():
+    urls = views.ui_urls("", "d", "manual__2026-12-02T05:00:00+00:00", "t", -1)
+    assert urls == {
+        "dag_url": "/dags/d",
+        "run_url": "/dags/d/runs/manual__2026-12-02T05%3A00%3A00%2B00%3A00",
+        "task_instance_url": "/dags/d/runs/manual__2026-12-02T05%3A00%3A00%2B00%3A00/tasks/t",
+        "training_job_url": "/dags/d/runs/manual__2026-12-02T05%3A00%3A00%2B00%3A00/tasks/t/plugin/training-job",
+    }
+    assert (
+        views.ui_urls("/airflow/", "d", "r", "t", 3)["task_instance_url"] == "/airflow/dags/d/runs/r/tasks/t/mapped/3"
+    )
+
+
+def test_job_row():
+    made = job(
+        FAILED, startTime="2026-12-02T05:01:30Z", replicaStatuses={"Master": {"failed": 1}, "Worker": {"active": 1}}
+    )
+    row = views.job_row(made, IDENTITY, NOW)
+    assert {k: row[k] for k in ("kind", "namespace", "name", "uid", "phase", "reason", "dag_id", "try_number")} == {
+        "kind": "PyTorchJob",
+        "namespace": "ml",
+        "name": "train-1",
+        "uid": "uid-1",
+        "phase": "Failed",
+        "reason": "PyTorchJobFailed",
+        "dag_id": "retrain_digits",
+        "try_number": 2,
+    }
+    assert (row["replicas_active"], row["replicas_desired"], row["duration_seconds"]) == (1, 3, 210.0)
+    assert (
+        row["last_failure_reason"]
+        == "PyTorchJobFailed: PyTorchJob train-1 is failed because 1 Worker replica(s) failed."
+    )
+    assert row["dag_url"] == "/dags/retrain_digits"
+
+
+def test_last_failure_reason_of_a_running_job_is_its_last_restart():
+    restarted = job(
+        [
+            *RUNNING,
+            condition("Restarting", "False", "2026-12-02T05:03:00Z", "PyTorchJobRestarting", "Worker-1 OOMKilled"),
+        ]
+    )
+    assert views.last_failure_reason(restarted) == "PyTorchJobRestarting: Worker-1 OOMKilled"
+    assert views.last_failure_reason(job(RUNNING)) is None
+
+
+def test_jobs_page_counts_before_filters_newest_first():
+    rows = [
+        {"phase": "Running", "dag_id": "a", "created_at": "2026-12-02T05:00:00Z", "name": "x"},
+        {"phase": "Failed", "dag_id": "b", "created_at": "2026-12-02T06:00:00Z", "name": "y"},
+        {"phase": "Running", "dag_id": "b", "created_at": "2026-12-02T07:00:00Z", "name": "z"},
+    ]
+    page = views.jobs_page(rows, sources=[{"connection": "kubernetes_default", "namespace": "ml", "error": None}])
+    assert page["counts"] == {"Running": 2, "Failed": 1}
+    assert [r["name"] for r in page["jobs"]] == ["z", "y", "x"]
+    assert [r["name"] for r in views.jobs_page(rows, phase="Running")["jobs"]] == ["z", "x"]
+    assert [r["name"] for r in views.jobs_page(rows, phase="Running", dag_id="b")["jobs"]] == ["z"]
+    assert views.jobs_page(rows, dag_id="b")["counts"] == {"Running": 2, "Failed": 1}
+
+
+def test_iso():
+    assert views.iso(datetime(2026, 12, 2, 5, 0, tzinfo=timezone.utc)) == "2026-12-02T05:00:00Z"
+    assert views.iso(datetime(2026, 12, 2, 5, 0)) == "2026-12-02T05:00:00Z"
+    assert views.iso("2026-12-02T05:00:00Z") == "2026-12-02T05:00:00Z" and views.iso(None) is None
+
+
+# --- settings ---------------------------------------------------------------------------------------
+
+
+def test_ui_connections_parse():
+    assert settings.parse_ui_connections(None) == [settings.UiSource("kubernetes_default")]
+    assert settings.parse_ui_connections(" ") == [settings.UiSource("kubernetes_default")]
+    assert settings.parse_ui_connections("kubernetes_default, gpu/ml-team,gpu/ml-team , other") == [
+        settings.UiSource("kubernetes_default"),
+        settings.UiSource("gpu", "ml-team"),
+        settings.UiSource("other"),
+    ]
+
+
+@pytest.mark.parametrize("bad", ["gpu/", "gpu/ML", "gpu/a/b", "bad id", "/ns", "x/" + "a" * 64])
+def test_ui_connections_refuse_what_is_no_conn_id_or_namespace(bad):
+    with pytest.raises(ValueError, match=r"\[trainjob\] ui_connections: .* is not 'conn_id' or 'conn_id/namespace'"):
+        settings.parse_ui_connections(bad)
+
+
+def test_ui_connections_from_the_config(monkeypatch):
+    monkeypatch.setenv("AIRFLOW__TRAINJOB__UI_CONNECTIONS", "a/ns1,b")
+    assert settings.ui_connections() == [settings.UiSource("a", "ns1"), settings.UiSource("b")]
+
+
+# --- the record's value through a custom state store backend -----------------------------------------
+
+
+class _Backend:
+    def deserialize_task_state_store_from_ref(self, stored: str) -> Any:
+        return [{"ref": stored}]
+
+
+def test_record_value_as_it_is_or_through_the_configured_backend(monkeypatch):
+    assert store.resolve([{"try_number": 1}]) == [{"try_number": 1}]
+    store._backend.cache_clear()
+    monkeypatch.setenv("AIRFLOW__WORKERS__STATE_STORE_BACKEND", "")
+    with pytest.raises(store.RecordUnavailableError, match=r"configure the same \[workers\] state_store_backend"):
+        store.resolve({"__airflow_state_ref__": "s3://bucket/key"})
+    store._backend.cache_clear()
+    monkeypatch.setenv("AIRFLOW__WORKERS__STATE_STORE_BACKEND", f"{__name__}._Backend")
+    try:
+        assert store.resolve({"__airflow_state_ref__": "s3://bucket/key"}) == [{"ref": "s3://bucket/key"}]
+    finally:
+        store._backend.cache_clear()
