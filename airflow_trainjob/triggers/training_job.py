@@ -56,9 +56,9 @@ from airflow_trainjob.triggers.job_stream import (
 FINISHED, DELETED, TIMED_OUT, ERROR = "finished", "deleted", "timeout", "error"
 
 #: Characters of JSON an event may take: Airflow stores it with the task instance and prints it in the task log
-#: (kept under 2 KB in each form: JSON, the stored ``next_kwargs``, and the whole "Trigger fired event" log record,
-#: to which Airflow adds about 450 bytes of its own: the task instance's ids and the trigger's name).
-EVENT_BUDGET = 1500
+#: (kept under 2 KB in each form: JSON, the stored ``next_kwargs``, the repr the log prints; the log record around
+#: it adds about 430 bytes of Airflow's own: the task instance's ids and the trigger's name).
+EVENT_BUDGET = 2000
 #: Characters kept of a condition's message, or of the event's message, when the event would exceed its budget.
 SHORT_MESSAGE = 200
 

@@ -259,7 +259,12 @@ def _sorted_pods(found: Iterable[Mapping[str, Any]], kind: JobKind) -> list[Mapp
     return sorted(found, key=lambda p: (order.get(pods.replica_of(p, kind)[0], len(order)), pods.replica_of(p, kind)))
 
 
-def replicas(found: Sequence[Mapping[str, Any]], kind: JobKind | None) -> list[Json]:
+#: The phase shown for a pod recorded as Pending or Running whose job is gone: it went with the job (the record was
+#: written as the try ended, before the cleanup stopped it).
+STOPPED_WITH_JOB = "Stopped"
+
+
+def replicas(found: Sequence[Mapping[str, Any]], kind: JobKind | None, *, job_gone: bool = False) -> list[Json]:
     """The replicas table: one row per pod, lead replica types first, by index: ``replica_type``, ``index``,
     ``pod``, ``container`` (whose log speaks for it), ``phase``, ``restarts``, the last ``exit_code`` with its
     ``reason`` (``OOMKilled``, ``Evicted``, ``Error``...) and ``exit_class`` (:class:`failures.ExitClass`),
@@ -267,6 +272,7 @@ def replicas(found: Sequence[Mapping[str, Any]], kind: JobKind | None) -> list[J
 
     :param found: the job's pods (API JSON dicts, or recorded trimmed pods).
     :param kind: the job's kind (None: unknown, gives no rows).
+    :param job_gone: the job no longer exists: a pod recorded as active shows :data:`STOPPED_WITH_JOB`.
     """
     if kind is None:
         return []
@@ -278,16 +284,19 @@ def replicas(found: Sequence[Mapping[str, Any]], kind: JobKind | None) -> list[J
         ends = pods.container_ends([pod], kind)
         last = ends[-1] if ends else None
         status = pod.get("status") or {}
+        stopped = job_gone and pods.is_active(pod)
         rows.append(
             {
                 "replica_type": replica_type,
                 "index": index,
                 "pod": pods.pod_name(pod),
                 "container": pods.log_container(pod, kind) or None,
-                "phase": pods.phase_of(pod),
+                "phase": STOPPED_WITH_JOB if stopped else pods.phase_of(pod),
                 "restarts": restarts.get(pods.pod_name(pod), 0),
                 "exit_code": last.exit_code if last else None,
-                "reason": (last.reason if last else None) or status.get("reason") or None,
+                "reason": (last.reason if last else None)
+                or status.get("reason")
+                or ("removed with its job" if stopped else None),
                 "exit_class": last.exit_class.value if last else None,
                 "node": (pod.get("spec") or {}).get("nodeName") or None,
                 "created_at": stamp(_meta(pod).get("creationTimestamp")),
@@ -456,7 +465,7 @@ def try_view(
         "timeline": timeline(job),
         "restarts": restart_marks(found_pods, relevant, str(record.get("name") or ""), kind),
         "replica_counts": replica_counts(specced, kind),
-        "replicas": replicas(found_pods, kind),
+        "replicas": replicas(found_pods, kind, job_gone=not exists),
         "events": events(relevant),
         "link": link,
         "manifest_yaml": record.get("manifest_yaml") or None,

@@ -228,6 +228,20 @@ def test_replicas_table_lead_first_with_last_exit_and_its_class():
     )
 
 
+def test_a_pod_recorded_active_shows_stopped_once_its_job_is_gone():
+    done = pod("Master", 0, phase="Succeeded", state={"terminated": {"exitCode": 0, "reason": "Completed"}})
+    found = [done, pod("Worker", 0, phase="Running"), pod("Worker", 1, phase="Pending")]
+    kind = views.JOB_KINDS["PyTorchJob"]
+    live = views.replicas(found, kind)
+    gone = views.replicas(found, kind, job_gone=True)
+    assert [r["phase"] for r in live] == ["Succeeded", "Running", "Pending"]
+    assert [(r["phase"], r["reason"]) for r in gone] == [
+        ("Succeeded", "Completed"),  # finished pods keep what they recorded
+        ("Stopped", "removed with its job"),
+        ("Stopped", "removed with its job"),
+    ]
+
+
 def test_replica_counts_desired_from_the_spec_and_counts_from_the_status():
     made = job(RUNNING, replicaStatuses={"Master": {"active": 1}, "Worker": {"active": 1, "failed": 1}})
     assert views.replica_counts(made, views.JOB_KINDS["PyTorchJob"]) == {
@@ -411,8 +425,11 @@ def test_the_recorded_copy_says_what_the_live_job_said():
     )
     for key in ("phase", "reason", "message", "timeline", "restarts", "events", "start_time", "duration_seconds"):
         assert recorded[key] == live[key], key
-    strip = lambda rows: [{k: v for k, v in r.items() if k != "container"} for r in rows]  # no spec: no containers
+    # No spec: no containers; a pod still running when the try recorded it went with the job since.
+    strip = lambda rows: [{k: v for k, v in r.items() if k not in ("container", "phase")} for r in rows]
     assert strip(recorded["replicas"]) == strip(live["replicas"])
+    assert [r["phase"] for r in live["replicas"]] == ["Failed", "Failed", "Running"]
+    assert [r["phase"] for r in recorded["replicas"]] == ["Failed", "Failed", "Stopped"]
     assert (recorded["source"], recorded["exists"], recorded["refresh_seconds"]) == ("recorded", False, None)
     assert (recorded["outcome"], recorded["ended_at"], recorded["outcome_message"]) == (
         "failed",

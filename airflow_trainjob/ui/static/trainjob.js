@@ -338,6 +338,7 @@
     Pending: ["queued", "clock"],
     Created: ["scheduled", "circle"],
     Suspended: ["reschedule", "pause"],
+    Stopped: ["removed", "x"],
     Unknown: ["none", "help"],
   };
 
