@@ -228,10 +228,9 @@ def controller_has_acted(status: Any) -> bool:
     return bool(status.get("conditions") or status.get("replicaStatuses"))
 
 
-def replica_counts(status: Any, desired: Mapping[str, int] | None = None) -> str:
-    """Pod counts per replica type, e.g. ``Master 1/1 active, Worker 1/2 active (1 failed)``; once the job is
-    terminal only what finished, e.g. ``Master 1 failed, Worker 1 succeeded`` — the controller may leave an
-    ``active`` count behind for pods it (or the provider) is stopping or has deleted.
+def replica_count_parts(status: Any, desired: Mapping[str, int] | None = None) -> list[tuple[str, str]]:
+    """:func:`replica_counts` per replica type: ``[("Master", "1/1 active"), ("Worker", "1/2 active (1 failed)")]``;
+    once the job is terminal only what finished, ``[("Master", "1 failed"), ("Worker", "none finished")]``.
 
     :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
     :param desired: replica type -> ``replicas`` from the spec; shows ``active/desired`` when given.
@@ -248,11 +247,22 @@ def replica_counts(status: Any, desired: Mapping[str, int] | None = None) -> str
         wanted = f"/{desired[replica_type]}" if desired and replica_type in desired else ""
         finished = [f"{counts[k]} {k}" for k in ("succeeded", "failed") if counts.get(k)]
         if terminal:
-            parts.append(f"{replica_type} {', '.join(finished) or 'none finished'}")
+            parts.append((replica_type, ", ".join(finished) or "none finished"))
             continue
-        text = f"{replica_type} {active}{wanted} active"
-        parts.append(f"{text} ({', '.join(finished)})" if finished else text)
-    return ", ".join(parts)
+        text = f"{active}{wanted} active"
+        parts.append((replica_type, f"{text} ({', '.join(finished)})" if finished else text))
+    return parts
+
+
+def replica_counts(status: Any, desired: Mapping[str, int] | None = None) -> str:
+    """Pod counts per replica type, e.g. ``Master 1/1 active, Worker 1/2 active (1 failed)``; once the job is
+    terminal only what finished, e.g. ``Master 1 failed, Worker 1 succeeded`` — the controller may leave an
+    ``active`` count behind for pods it (or the provider) is stopping or has deleted.
+
+    :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
+    :param desired: replica type -> ``replicas`` from the spec; shows ``active/desired`` when given.
+    """
+    return ", ".join(f"{replica_type} {text}" for replica_type, text in replica_count_parts(status, desired))
 
 
 def summary(status: Any, desired: Mapping[str, int] | None = None) -> str:

@@ -1,40 +1,63 @@
-"""Follows one job by a watch, for the synchronous wait: every state it passes through, its deletion included.
+"""Follows one job, and its pods, by watches, for the synchronous wait: every state they pass through.
 
 A poll sees a job only at the moments it looks: a job that turns ``Succeeded`` and is deleted between two looks
 (a short ``ttlSecondsAfterFinished``, garbage collection, a person) looked lost. A watch from the job's
 resourceVersion delivers each change in order, and the ``DELETED`` event carries the job's final object, so
 the wait judges the last state the job really had.
 
-The watch selects the job by name (``fieldSelector=metadata.name=<name>``) and is re-opened from the last
-resourceVersion it saw, so a dropped or ended watch misses nothing (the server replays what happened since).
-410 Gone (that version was compacted away) reads the job again and watches from there. Failed watches (429,
-5xx, resets) back off; after :data:`WATCH_FAILURES_BEFORE_POLLING` in a row, or a watch the server refuses
-(e.g. a Role without ``watch``), the job is read every ``poll_interval`` seconds instead, with a watch tried
-again every :data:`WATCH_RETRY_POLLS` reads. While the API does not answer at all, the wait rides it out for
+One loop (:class:`ListThenWatch`) serves both collections the wait follows:
+
+* :class:`JobWatch`: the job, by name (``fieldSelector=metadata.name=<name>``), watched from the resourceVersion
+  of the job as created or attached to;
+* :class:`PodWatch`: its pods, by the training operator's label (``training.kubeflow.org/job-name=<name>``),
+  listed once and watched from the list's resourceVersion; :class:`PodFeed` runs it in a thread and keeps the
+  pods as last seen, so the wait and the lead replica's log follower learn of a started, restarted or finished
+  pod without a request of their own. While that watch does not work (refused: a Role without ``watch`` on pods;
+  failing), each look of the wait LISTs the pods, as before the pod watch, and the feed LISTs them every
+  ``poll_interval``.
+
+Each watch is re-opened from the last resourceVersion it saw (bookmarks included), so a dropped or ended watch
+misses nothing (the server replays what happened since). 410 Gone (that version was compacted away) reads the
+collection again and watches from there. Failed watches (429, 5xx, resets) back off; after
+:data:`WATCH_FAILURES_BEFORE_POLLING` in a row, or a watch the server refuses (e.g. a Role without ``watch``), the
+collection is read every ``poll_interval`` seconds instead, with a watch tried again every
+:data:`WATCH_RETRY_POLLS` reads. While the API does not answer at all, the wait rides it out for
 ``outage_tolerance`` seconds before the last error is raised.
+
+A watch asks the server to end it after :data:`WATCH_SECONDS` (``timeoutSeconds``, which kube-apiserver honours
+as given; without one it picks 1-2x its ``--min-request-timeout``, 30-60 min by default). On a quiet job the two
+watches are then re-opened 3600 / 900 = 4 times an hour each: 8 requests per job-hour, against 60 pod LISTs an
+hour for a look every minute. An apiserver that sends no bookmarks on a quiet watch (1.20 sends none) may answer
+a re-open from a resourceVersion that old with 410 Gone on a busy cluster: one more read each time, 16 requests
+per job-hour at worst. Longer would save little and make a connection that died without a word (no reset, no
+FIN) take longer to notice: the client gives up reading :data:`~airflow_trainjob.hooks.training_job.
+WATCH_GRACE_SECONDS` after the watch should have ended.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kubernetes import watch as kube_watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from airflow_trainjob.api_errors import ApiCall, exception_for, one_line
-from airflow_trainjob.hooks.addressing import JobAddress, name_field_selector
+from airflow_trainjob.hooks.addressing import JobAddress, job_pod_selector, name_field_selector
 from airflow_trainjob.hooks.retries import is_transient
 from airflow_trainjob.hooks.training_job import watch_timeout
 
-#: Longest single watch request (seconds); the caller's next deadline makes it shorter.
-WATCH_SECONDS = 300
-#: Failed watches in a row after which the job is polled instead.
+#: Longest single watch request (seconds, its ``timeoutSeconds``); the caller's next deadline makes it shorter.
+WATCH_SECONDS = 900
+#: Failed watches in a row after which the collection is polled instead.
 WATCH_FAILURES_BEFORE_POLLING = 3
 #: While polling, a watch is tried again after this many reads.
 WATCH_RETRY_POLLS = 6
@@ -42,6 +65,233 @@ WATCH_RETRY_POLLS = 6
 SHORTEST_HEALTHY_WATCH = 1.0
 #: Backoff bounds between failed watches (seconds).
 BACKOFF_MIN, BACKOFF_MAX = 0.5, 10.0
+#: Seconds the wait's first look at the pods waits for their watch to answer (or fail) before it LISTs them itself.
+SETTLE_SECONDS = 10.0
+
+T = TypeVar("T")
+
+
+class ListThenWatch(Generic[T]):
+    """The list-then-watch loop of the synchronous wait; a subclass says what it reads, watches and yields.
+
+    :param hook: a :class:`~airflow_trainjob.hooks.training_job.TrainingJobHook`.
+    :param call: the watch request, as error messages name it (verb ``watch``).
+    :param what: what is followed, in log lines (``PyTorchJob ns/name``).
+    :param poll_interval: seconds between reads while watches keep failing.
+    :param outage_tolerance: seconds the API may keep failing transiently before the last error is raised.
+    :param log: where outages and recoveries are reported.
+    """
+
+    #: Outages and recoveries are logged (the pods' watch leaves them to the job's: one line per outage).
+    reports_outages = True
+
+    def __init__(
+        self,
+        hook: Any,
+        call: ApiCall,
+        what: str,
+        *,
+        poll_interval: float,
+        outage_tolerance: float,
+        log: logging.Logger,
+    ) -> None:
+        self._hook = hook
+        self._call = call
+        self._what = what
+        self._poll_interval = poll_interval
+        self._outage_tolerance = outage_tolerance
+        self._log = log
+        self._resource_version: str | None = None
+        self._outage_since: float | None = None
+        self._watch_refused = False
+        self._stopped = threading.Event()
+        self._watcher: kube_watch.Watch | None = None
+        #: A watch request was answered and none failed since: what it delivers is all there is to know.
+        self.watching = False
+        #: Set once the first watch request was answered or failed.
+        self.settled = threading.Event()
+        #: What the loop did: ``watches``, ``reads`` (GETs or LISTs), ``expired`` (410), ``failures``.
+        self.stats: dict[str, int] = {"watches": 0, "reads": 0, "expired": 0, "failures": 0}
+
+    # ---- what a subclass says -----------------------------------------------------------------------
+
+    def _watched(self) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+        """The client's list call to watch, its positional arguments and its selector."""
+        raise NotImplementedError
+
+    def _read(self) -> T | None:
+        """One GET or LIST (setting the resourceVersion to watch from), or None during a tolerated outage."""
+        raise NotImplementedError
+
+    def _event(self, event_type: str, obj: dict[str, Any]) -> T | None:
+        """What a watch event (``ADDED``, ``MODIFIED``, ``DELETED``) shows; None: nothing to yield."""
+        raise NotImplementedError
+
+    def _idle(self) -> T | None:
+        """What a watch that ended without news yields (a look for the caller's deadlines); None: nothing."""
+        return None
+
+    def _is_last(self, item: T) -> bool:
+        """Whether ``item`` ends the follow (e.g. the job's deletion)."""
+        return False
+
+    # ---- the loop -----------------------------------------------------------------------------------
+
+    def _loop(self, look_within: Callable[[], float | None]) -> Iterator[T]:
+        failures = polls = 0
+        while not self._stopped.is_set():
+            window = look_within()
+            window = WATCH_SECONDS if window is None else min(float(WATCH_SECONDS), max(1.0, window))
+            if failures >= WATCH_FAILURES_BEFORE_POLLING and polls < WATCH_RETRY_POLLS:
+                if self._stopped.wait(min(self._poll_interval, window)):
+                    return
+                polls += 1
+                item = self._read()
+                if item is None:
+                    continue
+                yield item
+                if self._is_last(item):
+                    return
+                continue
+            polls = 0
+            started = time.monotonic()
+            delivered = False
+            try:
+                for item in self._watch(window):
+                    delivered = True
+                    self._answered()
+                    yield item
+                    if self._is_last(item):
+                        return
+                self._answered()
+                if delivered or time.monotonic() - started >= SHORTEST_HEALTHY_WATCH:
+                    failures = 0
+                else:
+                    failures += 1
+                    self._not_watching()
+                    self._stopped.wait(_backoff(failures))
+                idle = self._idle()
+                if idle is not None:
+                    yield idle
+            except ApiException as e:
+                if e.status == 410:
+                    self.stats["expired"] += 1
+                    item = self._read()  # compacted away: read again, watch from that version
+                    if item is not None:
+                        yield item
+                        if self._is_last(item):
+                            return
+                    continue
+                self.stats["failures"] += 1
+                self._not_watching()
+                if not is_transient(e):
+                    # Refused: the reads below raise the hook's clear error if reads are refused too; if only
+                    # watching is (a Role without "watch"), the collection is polled, with a watch tried now and then.
+                    if not self._watch_refused:
+                        self._watch_refused = True
+                        self._log.info(
+                            "Watching %s was refused (%s); reading it every %g s instead",
+                            self._what,
+                            one_line(e),
+                            self._poll_interval,
+                        )
+                    failures = WATCH_FAILURES_BEFORE_POLLING
+                    continue
+                failures += 1
+                self._outage(e)
+                self._stopped.wait(_backoff(failures))
+            except (HTTPError, OSError, AttributeError) as e:
+                # AttributeError: urllib3 reading a response whose connection stop() shut down under it.
+                if self._stopped.is_set():
+                    return
+                self.stats["failures"] += 1
+                self._not_watching()
+                failures += 1
+                self._outage(e)
+                self._stopped.wait(_backoff(failures))
+
+    def _not_watching(self) -> None:
+        self.watching = False
+        self.settled.set()
+
+    def _watch(self, window: float) -> Iterator[T]:
+        self.stats["watches"] += 1
+        watcher = self._watcher = kube_watch.Watch()
+        seconds = max(1, math.ceil(window))
+        func, args, selector = self._watched()
+
+        @functools.wraps(func)  # the client's Watch reads the list call's docstring for the type it returns
+        def answered(*call_args: Any, **call_kwargs: Any) -> Any:
+            response = func(*call_args, **call_kwargs)  # returns once the server answered 200 (else it raises)
+            self.watching = True
+            self.settled.set()
+            return response
+
+        try:
+            for event in watcher.stream(
+                answered,
+                *args,
+                **selector,
+                resource_version=self._resource_version,
+                timeout_seconds=seconds,
+                allow_watch_bookmarks=True,
+                _request_timeout=watch_timeout(seconds),
+            ):
+                obj = event.get("raw_object") or {}
+                meta = obj.get("metadata") or {}
+                self._resource_version = meta.get("resourceVersion") or self._resource_version
+                if event.get("type") == "BOOKMARK":
+                    continue
+                meta.pop("managedFields", None)
+                item = self._event(event.get("type") or "", obj)
+                if item is not None:
+                    yield item
+                    if self._is_last(item):
+                        return
+        finally:
+            watcher.stop()
+            self._watcher = None
+
+    def stop(self) -> None:
+        """End the loop from another thread: its sleep ends, and the watch in flight is shut down."""
+        self._stopped.set()
+        watcher = self._watcher
+        response = getattr(watcher, "_resp", None)  # the client's Watch keeps its open response there
+        sock = getattr(getattr(response, "connection", None), "sock", None)
+        if sock is not None:
+            # Shut the socket down rather than close the response (see LeadLogFollower.stop): the read wakes at once.
+            try:
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    # ---- outages ------------------------------------------------------------------------------------
+
+    def _outage(self, error: Exception) -> None:
+        """Re-raise ``error`` unless it is transient and the API has failed for less than the tolerance."""
+        if not is_transient(error):
+            raise exception_for(error, self._call) from None
+        now = time.monotonic()
+        if self._outage_since is None:
+            self._outage_since = now
+            if self.reports_outages:
+                self._log.warning(
+                    "%s: the Kubernetes API is not answering as expected (%s); still waiting",
+                    self._what,
+                    one_line(error),
+                )
+        elif now - self._outage_since > self._outage_tolerance:
+            raise exception_for(error, self._call) from None
+
+    def _answered(self) -> None:
+        if self._outage_since is not None:
+            if self.reports_outages:
+                self._log.info(
+                    "%s: the Kubernetes API answers again after %.0f s",
+                    self._what,
+                    time.monotonic() - self._outage_since,
+                )
+            self._outage_since = None
 
 
 @dataclass(frozen=True)
@@ -61,7 +311,7 @@ class Seen:
     changed: bool = True
 
 
-class JobWatch:
+class JobWatch(ListThenWatch[Seen]):
     """The states of one job, from a watch.
 
     :param hook: a :class:`~airflow_trainjob.hooks.training_job.TrainingJobHook`.
@@ -74,18 +324,18 @@ class JobWatch:
     def __init__(
         self, hook: Any, job: dict[str, Any], *, poll_interval: float, outage_tolerance: float, log: logging.Logger
     ):
-        self._hook = hook
-        self._job = job
         meta = job["metadata"]
+        self._job = job
         self._name, self._namespace, self._uid = meta["name"], meta["namespace"], meta.get("uid")
         self._address = JobAddress(job["kind"], self._namespace, self._name)
-        self._poll_interval = poll_interval
-        self._outage_tolerance = outage_tolerance
-        self._log = log
-        self._outage_since: float | None = None
-        self._watch_refused = False
-        #: What the watch did: ``watches``, ``reads`` (GETs), ``expired`` (410), ``failures``.
-        self.stats: dict[str, int] = {"watches": 0, "reads": 0, "expired": 0, "failures": 0}
+        super().__init__(
+            hook,
+            ApiCall.for_job("watch", job["kind"], self._namespace, self._name),
+            f"{job['kind']} {self._namespace}/{self._name}",
+            poll_interval=poll_interval,
+            outage_tolerance=outage_tolerance,
+            log=log,
+        )
 
     def follow(self, look_within: Callable[[], float | None]) -> Iterator[Seen]:
         """Yield the job as first given, then at each change, and at least every ``look_within()`` seconds
@@ -96,105 +346,25 @@ class JobWatch:
             lasts at most that long (at least 1 s, at most :data:`WATCH_SECONDS`).
         """
         yield Seen(self._job)
-        resource_version = self._job["metadata"].get("resourceVersion")
-        failures = polls = 0
-        while True:
-            window = look_within()
-            window = WATCH_SECONDS if window is None else min(float(WATCH_SECONDS), max(1.0, window))
-            if failures >= WATCH_FAILURES_BEFORE_POLLING and polls < WATCH_RETRY_POLLS:
-                time.sleep(min(self._poll_interval, window))
-                polls += 1
-                seen = self._read()
-                if seen is None:
-                    continue
-                yield seen
-                if seen.deleted:
-                    return
-                resource_version = seen.job["metadata"].get("resourceVersion")
-                continue
-            polls = 0
-            started = time.monotonic()
-            delivered = False
-            try:
-                for seen, resource_version in self._watch(resource_version, window):  # noqa: B007, B020 - kept for the next watch
-                    delivered = True
-                    self._answered()
-                    yield seen
-                    if seen.deleted:
-                        return
-                self._answered()
-                if delivered or time.monotonic() - started >= SHORTEST_HEALTHY_WATCH:
-                    failures = 0
-                else:
-                    failures += 1
-                    time.sleep(_backoff(failures))
-                yield Seen(self._job, changed=False)
-            except ApiException as e:
-                if e.status == 410:
-                    self.stats["expired"] += 1
-                    seen = self._read()  # compacted away: read the job again, watch from its version
-                    if seen is not None:
-                        yield seen
-                        if seen.deleted:
-                            return
-                        resource_version = seen.job["metadata"].get("resourceVersion")
-                    continue
-                self.stats["failures"] += 1
-                if not is_transient(e):
-                    # Refused: the reads below raise the hook's clear error if reads are refused too; if only
-                    # watching is (a Role without "watch"), the job is polled, with a watch tried now and then.
-                    if not self._watch_refused:
-                        self._watch_refused = True
-                        self._log.info(
-                            "Watching %s %s/%s was refused (%s); reading it every %g s instead",
-                            self._job["kind"],
-                            self._namespace,
-                            self._name,
-                            one_line(e),
-                            self._poll_interval,
-                        )
-                    failures = WATCH_FAILURES_BEFORE_POLLING
-                    continue
-                failures += 1
-                self._outage(e)
-                time.sleep(_backoff(failures))
-            except (HTTPError, OSError) as e:
-                self.stats["failures"] += 1
-                failures += 1
-                self._outage(e)
-                time.sleep(_backoff(failures))
+        self._resource_version = self._job["metadata"].get("resourceVersion")
+        yield from self._loop(look_within)
 
-    def _watch(self, resource_version: str | None, window: float) -> Iterator[tuple[Seen, str | None]]:
-        self.stats["watches"] += 1
-        watcher = kube_watch.Watch()
-        seconds = max(1, math.ceil(window))
-        try:
-            for event in watcher.stream(
-                self._hook.custom_object_client.list_namespaced_custom_object,
-                *self._address.collection(),
-                field_selector=name_field_selector(self._name),
-                resource_version=resource_version,
-                timeout_seconds=seconds,
-                allow_watch_bookmarks=True,
-                _request_timeout=watch_timeout(seconds),
-            ):
-                obj = event.get("raw_object") or {}
-                resource_version = (obj.get("metadata") or {}).get("resourceVersion") or resource_version
-                if event.get("type") == "BOOKMARK":
-                    continue
-                obj.get("metadata", {}).pop("managedFields", None)
-                if self._uid and obj["metadata"].get("uid") != self._uid:
-                    # A same-named successor: ours is gone (its DELETED event, if any, came first).
-                    yield Seen(self._job, deleted=True, replaced=True), resource_version
-                    return
-                if event.get("type") == "DELETED":
-                    self._job = obj
-                    yield Seen(obj, deleted=True), resource_version
-                    return
-                self._job = obj
-                yield Seen(obj), resource_version
-        finally:
-            watcher.stop()
+    def _watched(self) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+        func = self._hook.custom_object_client.list_namespaced_custom_object
+        return func, self._address.collection(), {"field_selector": name_field_selector(self._name)}
+
+    def _event(self, event_type: str, obj: dict[str, Any]) -> Seen:
+        if self._uid and obj["metadata"].get("uid") != self._uid:
+            # A same-named successor: ours is gone (its DELETED event, if any, came first).
+            return Seen(self._job, deleted=True, replaced=True)
+        self._job = obj
+        return Seen(obj, deleted=event_type == "DELETED")
+
+    def _idle(self) -> Seen:
+        return Seen(self._job, changed=False)
+
+    def _is_last(self, item: Seen) -> bool:
+        return item.deleted
 
     def _read(self) -> Seen | None:
         """GET the job: a look, a deletion (404 or another uid), or None during a tolerated outage."""
@@ -214,39 +384,155 @@ class JobWatch:
             return Seen(self._job, deleted=True, replaced=True)
         changed = job["metadata"].get("resourceVersion") != self._job["metadata"].get("resourceVersion")
         self._job = job
+        self._resource_version = job["metadata"].get("resourceVersion")
         return Seen(job, changed=changed)
 
-    def _outage(self, error: Exception) -> None:
-        """Re-raise ``error`` unless it is transient and the API has failed for less than the tolerance."""
-        if not is_transient(error):
-            raise self._classified(error) from None
-        now = time.monotonic()
-        if self._outage_since is None:
-            self._outage_since = now
-            self._log.warning(
-                "%s %s/%s: the Kubernetes API is not answering as expected (%s); still waiting",
-                self._job["kind"],
-                self._namespace,
-                self._name,
-                one_line(error),
-            )
-        elif now - self._outage_since > self._outage_tolerance:
-            raise self._classified(error) from None
 
-    def _classified(self, error: Exception) -> Exception:
-        """``error`` as the hook would raise it (one line, no response headers: see :mod:`api_errors`)."""
-        return exception_for(error, ApiCall.for_job("watch", self._job["kind"], self._namespace, self._name))
+class PodWatch(ListThenWatch[list[dict[str, Any]]]):
+    """The pods of one job (by the training operator's job-name label): listed, then watched; yields them all,
+    as API JSON dicts, after the list and after each change (each read, while polling).
 
-    def _answered(self) -> None:
-        if self._outage_since is not None:
-            self._log.info(
-                "%s %s/%s: the Kubernetes API answers again after %.0f s",
-                self._job["kind"],
-                self._namespace,
-                self._name,
-                time.monotonic() - self._outage_since,
-            )
-            self._outage_since = None
+    :param hook: a :class:`~airflow_trainjob.hooks.training_job.TrainingJobHook`.
+    :param job: the job (its ``metadata.name`` and ``namespace``).
+    :param poll_interval: seconds between LISTs while watches keep failing.
+    :param log: where a refused watch is reported.
+    """
+
+    reports_outages = False
+
+    def __init__(self, hook: Any, job: dict[str, Any], *, poll_interval: float, log: logging.Logger):
+        meta = job["metadata"]
+        self._name, self._namespace = meta["name"], meta["namespace"]
+        self._pods: dict[str, dict[str, Any]] = {}
+        call = ApiCall("watch", "pods", namespace=self._namespace, purpose=f"follow the pods of {job['kind']}")
+        # The pods are best effort (the job's watch decides the wait): an outage is ridden out however long.
+        what = f"the pods of {job['kind']} {self._namespace}/{self._name}"
+        super().__init__(hook, call, what, poll_interval=poll_interval, outage_tolerance=math.inf, log=log)
+
+    def follow(self) -> Iterator[list[dict[str, Any]]]:
+        """Yield the pods after the first LIST that answers, then after each change, until :meth:`stop`.
+        Raises the hook's error when the API refuses the LIST."""
+        while not self._stopped.is_set():
+            pods = self._read()
+            if pods is not None:
+                yield pods
+                break
+            self._stopped.wait(BACKOFF_MAX)
+        yield from self._loop(lambda: None)
+
+    def _watched(self) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+        return (
+            self._hook.core_v1_client.list_namespaced_pod,
+            (self._namespace,),
+            {"label_selector": job_pod_selector(self._name)},
+        )
+
+    def _event(self, event_type: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
+        if event_type == "DELETED":
+            self._pods.pop(obj["metadata"]["name"], None)
+        else:
+            self._pods[obj["metadata"]["name"]] = obj
+        return list(self._pods.values())
+
+    def _read(self) -> list[dict[str, Any]] | None:
+        self.stats["reads"] += 1
+        try:
+            pods, self._resource_version = self._hook.list_job_pods_and_version(self._name, self._namespace)
+        except ApiException as e:  # what the hook's retries left of a transient failure
+            self._outage(e)
+            return None
+        except (HTTPError, OSError) as e:
+            self._outage(e)
+            return None
+        self._answered()
+        self._pods = {p["metadata"]["name"]: p for p in pods}
+        return list(self._pods.values())
+
+
+class PodFeed(threading.Thread):
+    """A job's pods as last seen, kept by a :class:`PodWatch` in a daemon thread; ``on_change`` is called (one call
+    at a time) with all of them after the first LIST, after each change, and after each LIST of :meth:`look`.
+
+    :param hook: a :class:`~airflow_trainjob.hooks.training_job.TrainingJobHook`.
+    :param job: the job (its ``metadata.name``, ``namespace`` and ``kind``).
+    :param on_change: called with the pods (API JSON dicts) in the feed's thread; what it raises is logged.
+    :param poll_interval: seconds between LISTs while watching the pods keeps failing.
+    :param log: where a refused watch and a failing ``on_change`` are reported.
+    """
+
+    def __init__(
+        self,
+        hook: Any,
+        job: dict[str, Any],
+        *,
+        on_change: Callable[[list[dict[str, Any]]], None],
+        poll_interval: float,
+        log: logging.Logger,
+    ) -> None:
+        super().__init__(name=f"pods-{job['metadata']['name']}", daemon=True)
+        self.watch = PodWatch(hook, job, poll_interval=poll_interval, log=log)
+        self._on_change = on_change
+        self._log = log
+        self._hook, self._name, self._namespace = hook, job["metadata"]["name"], job["metadata"]["namespace"]
+        self._pods: list[dict[str, Any]] | None = None
+        self._error: BaseException | None = None
+        self._changes = threading.Lock()  # on_change runs in one thread at a time (this one, or a look's)
+        self._looked = False
+
+    def run(self) -> None:
+        try:
+            for pods in self.watch.follow():
+                self._changed(pods)
+        except Exception as e:  # the LIST refused: the wait raises it at its next look
+            self._error = e
+        finally:
+            self.watch.settled.set()
+
+    def _changed(self, pods: list[dict[str, Any]]) -> None:
+        with self._changes:
+            self._pods = pods
+            try:
+                self._on_change(pods)
+            except Exception:
+                self._log.exception("Handling a change of the pods failed")
+
+    def pods(self) -> list[dict[str, Any]] | None:
+        """The pods as last seen (API JSON dicts); None before the first LIST has answered."""
+        return self._pods
+
+    def look(self) -> list[dict[str, Any]] | None:
+        """The pods now, for a look of the wait: as the watch has them while it works; else (refused, failing, not
+        answering yet) LISTed now, as at every look before the pod watch. None when the API cannot say right now
+        (the job's watch decides the wait). The first look waits up to :data:`SETTLE_SECONDS` for the watch.
+
+        :raises Exception: the hook's error when the API refused the LIST (e.g. RBAC).
+        """
+        if not self._looked:
+            self._looked = True
+            self.watch.settled.wait(SETTLE_SECONDS)
+        if self._error is not None:
+            raise self._error
+        if self.watch.watching:
+            return self._pods
+        try:
+            pods = self._hook.list_job_pods(self._name, self._namespace)
+        except ApiException as e:
+            if is_transient(e):
+                return None
+            raise
+        except (HTTPError, OSError):
+            return None
+        self._changed(pods)
+        return pods
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop following (the watch in flight is shut down) and wait up to ``timeout`` seconds.
+
+        :param timeout: seconds to wait for the thread to end.
+        """
+        self.watch.stop()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout)
 
 
 def _backoff(failures: int) -> float:

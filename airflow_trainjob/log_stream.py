@@ -4,6 +4,14 @@ A background thread waits for the lead pod (Master, Chief, Launcher or worker 0)
 its container's log line by line, and follows again when the container is restarted. Reading a
 log of a pod that has been deleted is a warning, never an error: the job's verdict does not
 depend on its logs.
+
+The pods come from the synchronous wait's pod watch (``pods``, woken by :meth:`LeadLogFollower.pods_changed`):
+while the job is queued, its lead pod pending or its log followed to the end, the follower sends nothing. One
+follow stream stays open while the container runs, however quiet (kube-apiserver gives long-running requests
+such as a log follow no timeout; it lasts as long as the kubelet streams). A stream that ends while the pod still
+shows the same container run is opened again after :data:`LOOK_INTERVAL` seconds, doubling up to
+:data:`REOPEN_MAX` while that repeats, so a server that keeps closing it costs a few requests an hour, not one
+every few seconds.
 """
 
 from __future__ import annotations
@@ -11,6 +19,8 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -20,8 +30,11 @@ from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.constants import JobKind, PodPhase
 from airflow_trainjob.pods import is_finished, lead_pod, log_container, phase_of, pod_name, replica_of
 
-#: Seconds between looks for the lead pod (or its next container run).
+#: Seconds between looks for the lead pod without a pod watch (``pods`` None); the first wait before a stream that
+#: ended (or failed) while its container still runs is opened again.
 LOOK_INTERVAL = 2.0
+#: Longest wait (seconds) before a stream that keeps ending (or failing) while its container runs is opened again.
+REOPEN_MAX = 300.0
 #: Attempts to read the rest of the log once the job has ended, when reading fails (429/5xx, a broken stream).
 DRAIN_ATTEMPTS = 4
 
@@ -37,11 +50,26 @@ class LeadLogFollower(threading.Thread):
     :param name: the job's ``metadata.name``.
     :param namespace: the job's namespace.
     :param log: the task's logger, which gets the lines.
+    :param pods: returns the job's pods as last seen (API JSON dicts; None: not known yet), e.g.
+        :meth:`~airflow_trainjob.job_watch.PodFeed.pods`; the follower looks again when :meth:`pods_changed` is
+        called. None: the follower LISTs the pods itself every :data:`LOOK_INTERVAL` seconds.
     """
 
-    def __init__(self, hook: Any, kind: JobKind, name: str, namespace: str, log: logging.Logger):
+    def __init__(
+        self,
+        hook: Any,
+        kind: JobKind,
+        name: str,
+        namespace: str,
+        log: logging.Logger,
+        pods: Callable[[], list[dict[str, Any]] | None] | None = None,
+    ):
         super().__init__(name=f"log-{name}", daemon=True)
         self._hook, self._kind, self._name, self._namespace, self._log = hook, kind, name, namespace, log
+        self._pods = pods
+        #: Streams in a row that ended or failed while their container still ran, and when to open the next one.
+        self._reopens = 0
+        self._reopen_at = 0.0
         self._stopped = threading.Event()
         self._draining = False
         self._wake = threading.Event()
@@ -51,6 +79,10 @@ class LeadLogFollower(threading.Thread):
         self._lines_seen: dict[tuple[str, int], int] = {}
         #: Runs whose log stream ended normally (the container's log was read to its end).
         self._complete: set[tuple[str, int]] = set()
+
+    def pods_changed(self) -> None:
+        """The job's pods changed (a pod started, restarted, finished...): look at them again."""
+        self._wake.set()
 
     def finish(self, timeout: float = 10.0) -> None:
         """The job has ended: read what is left of the lead replica's log (up to ``timeout``
@@ -90,9 +122,11 @@ class LeadLogFollower(threading.Thread):
     def run(self) -> None:
         drain_failures = 0
         while not self._stopped.is_set():
+            self._wake.clear()  # before the look: a change after it wakes the wait below
             try:
                 self._follow_once()
             except (ApiException, HTTPError, OSError, AttributeError) as e:
+                self._reopen_later()
                 # AttributeError: urllib3 reading a response whose connection was shut down under it (stop()).
                 status = getattr(e, "status", None)
                 if status == 404:
@@ -109,11 +143,32 @@ class LeadLogFollower(threading.Thread):
                         continue
             if self._draining:
                 return
-            self._wake.wait(LOOK_INTERVAL)
-            self._wake.clear()
+            self._wake.wait(self._next_look())
+
+    def _next_look(self) -> float | None:
+        """Seconds until the next look without a pod change (None: only at one)."""
+        if self._pods is None:
+            return LOOK_INTERVAL
+        left = self._reopen_at - time.monotonic()
+        return left if left > 0 else None
+
+    def _reopen_later(self) -> None:
+        """The stream ended or failed while its container still runs: open it again later, later each time."""
+        self._reopens += 1
+        self._reopen_at = time.monotonic() + reopen_delay(self._reopens)
+
+    def _pods_now(self) -> list[dict[str, Any]]:
+        """The pods as the wait last saw them (none yet: the first LIST's answer wakes the follower); a LIST of its
+        own without a pod watch, or once the job has ended (drain: its last pods, however fast it was)."""
+        if self._pods is None or self._draining:
+            return self._hook.list_job_pods(self._name, self._namespace)
+        try:
+            return self._pods() or []
+        except Exception:  # the wait's LIST was refused: the wait raises it, the follower has nothing to follow
+            return []
 
     def _follow_once(self) -> None:
-        pod = lead_pod(self._hook.list_job_pods(self._name, self._namespace), self._kind)
+        pod = lead_pod(self._pods_now(), self._kind)
         if pod is None or phase_of(pod) == PodPhase.PENDING:
             return
         container = log_container(pod, self._kind)
@@ -124,6 +179,8 @@ class LeadLogFollower(threading.Thread):
         finished = is_finished(pod)
         if finished and run in self._complete:
             return  # this run's log was already followed to its end
+        if run in self._complete and not self._draining and time.monotonic() < self._reopen_at:
+            return  # its stream ended while it runs: not again before the time _reopen_later set
         skip = self._lines_seen.get(run, 0)
         self._response = self._hook.open_pod_log_stream(pod_name(pod), self._namespace, container)
         count = 0
@@ -144,8 +201,21 @@ class LeadLogFollower(threading.Thread):
                     self._log.info("[%s-%d] %s", replica_type, index, pending.decode(errors="replace"))
             if not self._stopped.is_set():
                 self._complete.add(run)
+                if count > skip:
+                    self._reopens = 0  # it delivered: a stream that ends now is news, not a server closing it
+                if not finished:
+                    self._reopen_later()  # a pod change (the container's end or restart) wakes the look sooner
         finally:
             # Also when the stream broke off: the lines copied so far are not copied again after a reconnect.
             self._lines_seen[run] = max(count, skip)
             self._response.release_conn()
             self._response = None
+
+
+def reopen_delay(reopens: int) -> float:
+    """Seconds before a follow stream is opened again after ``reopens`` in a row ended or failed while its container
+    still ran: :data:`LOOK_INTERVAL`, doubling, at most :data:`REOPEN_MAX`.
+
+    :param reopens: such streams in a row (count, at least 1).
+    """
+    return min(REOPEN_MAX, LOOK_INTERVAL * 2 ** max(0, reopens - 1))

@@ -26,10 +26,8 @@ import asyncio
 import json
 import os
 import random
-import re
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,11 +36,19 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from _common import GROUP, KIND, PLURAL, VERSION, job, pct, request_counts, status
+
 NAMESPACE = "bench"
 CONN_ID = "trainjob_bench"
-GROUP, VERSION, PLURAL, KIND = "kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"
 POLL_INTERVAL = 10.0
 PORT_BASE = 56443
+
+# The helpers under the names other benchmarks (triggerers.py, loop_stalls.py) import them by.
+_request_counts, _status, _pct = request_counts, status, pct
+
+
+def _job(name: str) -> dict:
+    return job(name, NAMESPACE)
 
 
 # --- tracker processes -------------------------------------------------------------------------------------------
@@ -168,25 +174,6 @@ def tracker_main(args: argparse.Namespace) -> None:
 
 # --- main process: cluster, jobs, writer, metrics, table ---------------------------------------------------------
 
-_SAMPLE = re.compile(r"^apiserver_request_total\{(.*)\}\s+(\S+)$")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
-def _request_counts(api_client) -> Counter:
-    """apiserver_request_total by (verb, resource, subresource, scope), from the apiserver's /metrics."""
-    resp = api_client.call_api(
-        "/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True
-    )
-    counts: Counter[tuple[str | None, ...]] = Counter()
-    for line in resp.data.decode().splitlines():
-        m = _SAMPLE.match(line)
-        if m:
-            lab = dict(_LABEL.findall(m.group(1)))
-            counts[(lab.get("verb"), lab.get("resource"), lab.get("subresource", ""), lab.get("scope"))] += int(
-                float(m.group(2))
-            )  # a counter: a whole number, printed as a float
-    return counts
-
 
 def _attribute(diff: Counter) -> dict[str, Counter]:
     """Split request counts between the trackers by their labels (see the module docstring)."""
@@ -205,52 +192,6 @@ def _attribute(diff: Counter) -> dict[str, Counter]:
     return by
 
 
-def _job(name: str) -> dict:
-    container = {"name": "pytorch", "image": "bench/none:0", "command": ["true"]}
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": KIND,
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "pytorchReplicaSpecs": {
-                "Master": {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [container]}}}
-            },
-            "runPolicy": {"cleanPodPolicy": "None"},
-        },
-    }
-
-
-def _status(phase: str) -> dict:
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    cond = lambda t, s: {
-        "type": t,
-        "status": s,
-        "reason": f"PyTorchJob{t}",
-        "message": f"bench {t}",
-        "lastUpdateTime": now,
-        "lastTransitionTime": now,
-    }
-    if phase == "Running":
-        return {
-            "status": {
-                "conditions": [cond("Created", "True"), cond("Running", "True")],
-                "replicaStatuses": {"Master": {"active": 1}},
-                "startTime": now,
-            }
-        }
-    return {
-        "status": {
-            "conditions": [cond("Created", "True"), cond("Running", "False"), cond("Succeeded", "True")],
-            "replicaStatuses": {"Master": {"succeeded": 1}},
-            "completionTime": now,
-        }
-    }
-
-
-def _pct(values: list[float], q: int) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
-
-
 def _table(n: int, window: float, res: dict, written: dict, by: dict) -> str:
     rows = []
     col: dict[str, dict] = {}
@@ -261,8 +202,8 @@ def _table(n: int, window: float, res: dict, written: dict, by: dict) -> str:
         reqs = sum(by[role].values())
         col[role] = {
             "seen": f"{len(r['seen'])}/{n}",
-            "p50": f"{_pct(lat, 50):.3f} s" if lat else "-",
-            "p99": f"{_pct(lat, 99):.3f} s" if lat else "-",
+            "p50": f"{pct(lat, 50):.3f} s" if lat else "-",
+            "p99": f"{pct(lat, 99):.3f} s" if lat else "-",
             "max": f"{max(lat):.3f} s" if lat else "-",
             "reqs": f"{reqs:.0f} ({', '.join(f'{k} {v:.0f}' for k, v in sorted(by[role].items()))})",
             "rph": reqs / job_h if job_h else float("nan"),  # printed with 2 decimals: ours is near zero
@@ -319,13 +260,15 @@ def main_run(args: argparse.Namespace) -> int:
         with ThreadPoolExecutor(8) as pool:  # creation is setup, not measured: parallel to keep it short
             list(
                 pool.map(
-                    lambda nm: custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, _job(nm)),
+                    lambda nm: custom.create_namespaced_custom_object(
+                        GROUP, VERSION, NAMESPACE, PLURAL, job(nm, NAMESPACE)
+                    ),
                     names,
                 )
             )
         _say(f"created {n} jobs in {time.time() - t:.1f} s")
 
-        before = _request_counts(api_client)
+        before = request_counts(api_client)
         env = {
             **os.environ,
             f"AIRFLOW_CONN_{CONN_ID.upper()}": cluster.airflow_connection(NAMESPACE),
@@ -367,7 +310,7 @@ def main_run(args: argparse.Namespace) -> int:
         # The writer: Running for every job, then Succeeded at scheduled times over the window.
         t = time.time()
         for nm in names:
-            custom.patch_namespaced_custom_object_status(GROUP, VERSION, NAMESPACE, PLURAL, nm, _status("Running"))
+            custom.patch_namespaced_custom_object_status(GROUP, VERSION, NAMESPACE, PLURAL, nm, status("Running"))
         _say(f"all Running in {time.time() - t:.1f} s; finishing over {args.window:.0f} s")
         order = names[:]
         random.Random(0).shuffle(order)
@@ -377,7 +320,7 @@ def main_run(args: argparse.Namespace) -> int:
             delay = t0 + args.window * i / max(1, n - 1) - time.time()
             if delay > 0:
                 time.sleep(delay)
-            custom.patch_namespaced_custom_object_status(GROUP, VERSION, NAMESPACE, PLURAL, nm, _status("Succeeded"))
+            custom.patch_namespaced_custom_object_status(GROUP, VERSION, NAMESPACE, PLURAL, nm, status("Succeeded"))
             written[nm] = time.time()  # the write is committed once the PATCH has returned
         lag = max(written[nm] - (t0 + args.window * i / max(1, n - 1)) for i, nm in enumerate(order))
         _say(f"all Succeeded written (max writer lag behind schedule {lag:.2f} s); waiting for the trackers")
@@ -390,7 +333,7 @@ def main_run(args: argparse.Namespace) -> int:
         for p in procs:
             p.wait(timeout=60)
         time.sleep(2)  # the apiserver counts a WATCH when it ends
-        diff = _request_counts(api_client)
+        diff = request_counts(api_client)
         diff.subtract(before)
         for key, v in sorted(diff.items(), key=str):  # the raw figures the attribution below is made from
             if v > 0 and key[1] in (PLURAL, "pods"):

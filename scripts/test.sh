@@ -8,9 +8,9 @@
 #                  Under a minute.
 #   --integration  -m "cluster and not faults": against the real local apiserver, controller and kubelet.
 #   --faults       -m faults: the fault matrices (fault proxy, stopped apiserver/controller, SIGKILL).
-#   (no tier)      the whole suite, what CI runs. Without test paths it runs as 3 pytest processes (shards, by
+#   (no tier)      the whole suite, what CI runs. Without test paths it runs as 4 pytest processes (shards, by
 #                  file) side by side on the one test cluster -- the tests mostly wait on the cluster, so 2 cores
-#                  keep up: ~8.3 min instead of ~17.6 on 2 cores -- then the tests marked alone; each process
+#                  keep up -- then the tests marked alone; each process
 #                  prints its 25 slowest tests. AIRFLOW_TRAINJOB_TEST_PARALLEL=0: one process, in turn.
 #                  With test paths (or a tier): one pytest process over what was asked.
 # Steps:
@@ -29,18 +29,22 @@ case "${1:-}" in
   --faults) tier=(-m faults); shift ;;
 esac
 
-# The shards of a whole-suite run, by file (balanced from --durations). Every file with a test that starts a
-# private cluster (ports base+10..13 and base+40..43: spare_cluster, private_cluster, kubernetes_only_cluster) is
-# in SHARD_2, so no two processes start one at once; a file named in neither runs in the third shard. tests/ui (the
-# real Airflow deployments, ports base+60 and up, one module at a time) is in SHARD_1. Tests
-# marked `alone` (they restart the session cluster's kubelet, or count its watches) run afterwards, by themselves.
-SHARD_1=(tests/ui tests/operators/test_faults.py tests/hooks/test_faults.py tests/test_fault_proxy.py
+# The shards of a whole-suite run, by file (balanced from --durations: each about a quarter of the tests' time). Every
+# file with a test that starts a private cluster (ports base+10..13 and base+40..43: spare_cluster,
+# private_cluster, kubernetes_only_cluster) is in SHARD_2, so no two processes start one at once; tests/ui (the
+# real Airflow deployments, ports base+60 and up, one module at a time) is in SHARD_1; a file named in no shard runs
+# in the fourth. Tests marked `alone` (they restart the session cluster's kubelet, or count its watches) run
+# afterwards, by themselves.
+SHARD_1=(tests/ui tests/operators/test_recorded_in_airflow.py tests/hooks/test_faults.py tests/test_fault_proxy.py
          local-cluster/tests/test_kubelet.py local-cluster/tests/test_training_jobs.py
          local-cluster/tests/test_controller_env.py local-cluster/tests/test_pod_events.py
-         local-cluster/tests/test_crd_schema.py)
+         local-cluster/tests/test_crd_schema.py tests/security/test_rbac.py)
 SHARD_2=(tests/operators/test_process_faults.py tests/hooks/test_refusals.py tests/operators/test_no_controller.py
          tests/triggers/test_job_stream.py local-cluster/tests/test_cluster.py local-cluster/tests/test_controller.py
          local-cluster/tests/test_suspension.py)
+SHARD_3=(tests/operators/test_faults.py tests/example_dags/test_retrain_digits.py
+         tests/example_dags/test_queued_training.py tests/test_provider_info.py)
+SHARDS=4
 
 export AIRFLOW_TRAINJOB_TEST_STATE_DIR=${AIRFLOW_TRAINJOB_TEST_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/airflow-trainjob/test-cluster}
 export AIRFLOW_TRAINJOB_TEST_PORT_BASE=${AIRFLOW_TRAINJOB_TEST_PORT_BASE:-27443}
@@ -81,20 +85,23 @@ if [ "$whole_suite" = no ] || [ "$PARALLEL" = 0 ]; then
   exit 0
 fi
 
-echo "==> running the whole suite as 3 shards side by side, then the tests marked alone"
+echo "==> running the whole suite as $SHARDS shards side by side, then the tests marked alone"
 logs=$(mktemp -d -t trainjob-tests.XXXXXX)
 # Every process appends its report rows (tests/support/report.py) to one file, summed at the end.
 export AIRFLOW_TRAINJOB_REPORT=${AIRFLOW_TRAINJOB_REPORT:-$logs/report.jsonl}
 ignore=()
-for path in "${SHARD_1[@]}" "${SHARD_2[@]}"; do ignore+=(--ignore="$path"); done
+for path in "${SHARD_1[@]}" "${SHARD_2[@]}" "${SHARD_3[@]}"; do ignore+=(--ignore="$path"); done
 suite_start=$(date +%s)
-"${pytest_cmd[@]}" -m "not alone" "$@" "${SHARD_1[@]}" >"$logs/1.log" 2>&1 & pids=($!)
-"${pytest_cmd[@]}" -m "not alone" "$@" "${SHARD_2[@]}" >"$logs/2.log" 2>&1 & pids+=($!)
-"${pytest_cmd[@]}" -m "not alone" "$@" tests local-cluster/tests "${ignore[@]}" >"$logs/3.log" 2>&1 & pids+=($!)
-status=0
+pids=()
 for i in 1 2 3; do
+  declare -n shard="SHARD_$i"
+  "${pytest_cmd[@]}" -m "not alone" "$@" "${shard[@]}" >"$logs/$i.log" 2>&1 & pids+=($!)
+done
+"${pytest_cmd[@]}" -m "not alone" "$@" tests local-cluster/tests "${ignore[@]}" >"$logs/4.log" 2>&1 & pids+=($!)
+status=0
+for i in $(seq 1 "$SHARDS"); do
   rc=0; wait "${pids[$((i - 1))]}" || rc=$?
-  echo "==> shard $i of 3 (exit $rc, $(( $(date +%s) - suite_start )) s after the start)"
+  echo "==> shard $i of $SHARDS (exit $rc, $(( $(date +%s) - suite_start )) s after the start)"
   cat "$logs/$i.log"
   [ "$rc" -eq 0 ] || status=1
 done

@@ -5,13 +5,18 @@ Retried: 429 (waiting as long as ``Retry-After`` says), 500, 502, 503, 504, and 
 errors (reset, refused, read timeout). Everything else — above all 401/403, 404 and 409, which are
 answers, not accidents — is raised at once. :func:`retry_transient` decorates plain and ``async`` functions alike
 (tenacity sleeps with ``asyncio.sleep`` for a coroutine function: the event loop is never blocked).
+
+A caller that must answer at once (a page of the UI, whose user is waiting) makes its calls inside
+:func:`no_retries`: each is tried once and its first failure raised.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import ParamSpec, TypeVar
 
 import aiohttp
@@ -36,6 +41,27 @@ ATTEMPTS = 6
 WAIT_MIN, WAIT_MAX = 0.5, 16.0
 #: The longest Retry-After we honour, seconds (a larger one is capped, not obeyed blindly).
 RETRY_AFTER_CAP = 60.0
+
+#: Set by :func:`no_retries`: the calls made in this context (and the asyncio tasks it starts) get one attempt.
+_NO_RETRIES: contextvars.ContextVar[bool] = contextvars.ContextVar("airflow_trainjob_no_retries", default=False)
+
+
+@contextlib.contextmanager
+def no_retries() -> Iterator[None]:
+    """Within the block, a call decorated by :func:`retry_transient` makes one attempt and raises its failure: for a
+    reader that answers a person now (the UI) rather than a task that may wait. A context variable: it holds for the
+    coroutines awaited in the block and the asyncio tasks started there, not for other tasks of the loop.
+    """
+    token = _NO_RETRIES.set(True)
+    try:
+        yield
+    finally:
+        _NO_RETRIES.reset(token)
+
+
+class _StopWhenNoRetries(tenacity.stop.stop_base):
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        return _NO_RETRIES.get()
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -93,12 +119,12 @@ def _log_retry(retry_state: tenacity.RetryCallState) -> None:
 
 def retry_transient(func: Callable[P, R]) -> Callable[P, R]:
     """Decorate a Kubernetes API call (a function or a coroutine function) to retry transient failures, then
-    re-raise the last one.
+    re-raise the last one (at once, without a retry, inside :func:`no_retries`).
 
     :param func: the call to decorate: a function or a coroutine function; the wrapper keeps its signature.
     """
     return tenacity.retry(
-        stop=tenacity.stop_after_attempt(ATTEMPTS),
+        stop=tenacity.stop_after_attempt(ATTEMPTS) | _StopWhenNoRetries(),
         wait=_WaitRetryAfterOrBackoff(),
         retry=tenacity.retry_if_exception(is_transient),
         reraise=True,

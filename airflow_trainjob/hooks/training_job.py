@@ -10,15 +10,18 @@ spent retries) as a :class:`~airflow_trainjob.api_errors.QuietApiException`.
 
 ``AsyncTrainingJobHook`` is the same hook for the triggerer: a subclass that builds the same requests
 (:mod:`airflow_trainjob.hooks.addressing`), with the same timeouts, retries and error classification, sent with
-``kubernetes_asyncio`` on a client the cncf.kubernetes ``AsyncKubernetesHook`` authenticates (its connection and
-kubeconfig loading is asynchronous: nothing blocks the event loop).
+``kubernetes_asyncio`` on a client configured by the cncf.kubernetes ``AsyncKubernetesHook``. Nothing it does blocks
+the triggerer's event loop for long: the connection is read with Airflow's asynchronous lookup, the kubeconfig is
+loaded in a worker thread, and a watch reads its events on the client it was given (see :class:`AsyncTrainingJobHook`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import inspect
+import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from functools import cached_property
 from pathlib import Path
@@ -28,7 +31,6 @@ from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHo
 from airflow.providers.common.compat.sdk import AirflowNotFoundException
 from kubernetes.client import ApiClient, rest
 from kubernetes_asyncio import client as async_client
-from kubernetes_asyncio import watch as async_watch
 from urllib3.util.retry import Retry
 
 from airflow_trainjob.api_errors import ApiCall, exception_for
@@ -283,6 +285,19 @@ class TrainingJobHook(KubernetesHook):
         ).items
         return [self.api_client.sanitize_for_serialization(p) for p in pods]
 
+    @_api_call("list", "list a training job's pods", "pods", names_object=False)
+    def list_job_pods_and_version(self, name: str, namespace: str) -> tuple[list[dict[str, Any]], str | None]:
+        """:meth:`list_job_pods`, with the list's ``metadata.resourceVersion``: where a watch of them starts.
+
+        :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
+        :param namespace: the job's ``metadata.namespace``.
+        """
+        listed = self.core_v1_client.list_namespaced_pod(
+            namespace, label_selector=job_pod_selector(name), _request_timeout=REQUEST_TIMEOUT
+        )
+        pods = [self.api_client.sanitize_for_serialization(p) for p in listed.items]
+        return pods, listed.metadata.resource_version
+
     @_api_call("delete", "delete a pod", "pods")
     def delete_pod(self, name: str, namespace: str, uid: str | None = None) -> bool:
         """Delete a pod; 404 counts as done.
@@ -395,12 +410,16 @@ class AsyncTrainingJobHook(TrainingJobHook):
     sent with ``kubernetes_asyncio``.
 
     The same connection arguments as the sync hook (``kubernetes_conn_id``, ``cluster_context``, ``config_file``,
-    ``in_cluster``). The client is opened by :meth:`connect`, authenticated by the cncf.kubernetes
-    ``AsyncKubernetesHook`` (which reads the connection and the kubeconfig asynchronously, and re-reads exec-plugin
-    credentials on each connect); the ``*_async`` calls and :meth:`watch_jobs` use the client of the
-    :meth:`connect` they run within — one client for every trigger of a shared stream — or, outside any, one of
-    their own for the call. The sync methods inherited from :class:`TrainingJobHook` block: never call them on
-    the event loop.
+    ``in_cluster``). The client is opened by :meth:`connect`, configured by the cncf.kubernetes
+    ``AsyncKubernetesHook`` (which re-reads exec-plugin credentials on each connect); the ``*_async`` calls and
+    :meth:`watch_jobs` use the client of the :meth:`connect` they run within — one client for every trigger of a
+    shared stream — or, outside any, one of their own for the call. The sync methods inherited from
+    :class:`TrainingJobHook` block: never call them on the event loop.
+
+    What would block the triggerer's event loop is kept off it: the connection is read with Airflow's asynchronous
+    lookup (in the triggerer, a request to its supervisor); the kubeconfig is read, parsed and its certificates
+    written to files in a worker thread (:func:`_load_configuration`: ``kubernetes_asyncio`` does that synchronously);
+    a watch reads its events on the connected client instead of building one of its own (:func:`_watch_event`).
 
     Error answers: the one-shot calls (get, pods, log, events, deletes) retry transient failures and raise what is
     left as the sync hook does (:func:`~airflow_trainjob.api_errors.exception_for`, ``from None``: a refusal as this
@@ -431,7 +450,12 @@ class AsyncTrainingJobHook(TrainingJobHook):
 
         :raises Exception: what loading the connection or kubeconfig raises (an unknown connection, a bad kubeconfig).
         """
-        async with self._auth.get_conn() as api:
+        auth = self._auth
+        await auth.get_conn_extras()  # the connection: Airflow's asynchronous lookup, on this loop
+        await asyncio.to_thread(_load_configuration, auth)
+        # Loaded: get_conn() only builds the client (its TLS context from the cluster's CA file, a millisecond or
+        # two) -- except with an exec plugin, whose short-lived credentials the cncf hook loads again at every connect.
+        async with auth.get_conn() as api:
             outer, self._async_api = self._async_api, api
             try:
                 yield api
@@ -516,10 +540,11 @@ class AsyncTrainingJobHook(TrainingJobHook):
 
     async def watch_jobs(
         self, kind: str, namespace: str, resource_version: str | None, *, timeout_seconds: int, name: str | None = None
-    ) -> AsyncGenerator[dict[str, Any], None]:
+    ) -> AsyncGenerator[dict[str, Any] | str, None]:
         """The watch events (``{"type", "object", "raw_object"}``, bookmarks included) of the jobs of ``kind`` in
         ``namespace`` (of job ``name`` only, if given) from ``resource_version``, until the server ends the watch
-        after ``timeout_seconds``. Not retried; the watch is closed however the iteration ends.
+        after ``timeout_seconds``; a line that is not JSON (the connection dropped mid-event) comes as its text. Not
+        retried; the watch is closed however the iteration ends.
 
         :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
         :param namespace: the namespace.
@@ -533,20 +558,24 @@ class AsyncTrainingJobHook(TrainingJobHook):
         address = self.address(kind, namespace, name)
         selector = {"field_selector": name_field_selector(name)} if name else {}
         async with self._client() as api:
-            watcher = async_watch.Watch()
+            # The watch request itself, read line by line as kubernetes_asyncio's ``Watch`` reads it: a ``Watch``
+            # builds an ApiClient of its own to deserialize events, whose default TLS context loads the system's CA
+            # bundle on the loop (50 ms and more) at every watch; custom objects need no deserializing.
+            response = await async_client.CustomObjectsApi(api).list_namespaced_custom_object(
+                *address.collection(),
+                watch=True,
+                resource_version=resource_version,
+                timeout_seconds=timeout_seconds,
+                allow_watch_bookmarks=True,
+                _preload_content=False,
+                _request_timeout=watch_timeout(timeout_seconds),
+                **selector,
+            )
             try:
-                async for event in watcher.stream(
-                    async_client.CustomObjectsApi(api).list_namespaced_custom_object,
-                    *address.collection(),
-                    resource_version=resource_version,
-                    timeout_seconds=timeout_seconds,
-                    allow_watch_bookmarks=True,
-                    _request_timeout=watch_timeout(timeout_seconds),
-                    **selector,
-                ):
-                    yield event
+                while line := await response.content.readline():
+                    yield _watch_event(line)
             finally:
-                await watcher.close()
+                response.release()
 
     # --- the pods and events of a job ---------------------------------------------------------------
 
@@ -623,3 +652,52 @@ class AsyncTrainingJobHook(TrainingJobHook):
                 namespace, _request_timeout=REQUEST_TIMEOUT, **selector
             )
             return _events_about([self._to_dict(api, e) for e in events.items], names)
+
+
+def _load_configuration(auth: AsyncKubernetesHook) -> None:
+    """Load ``auth.client_configuration`` (kubeconfig file or content, context, in-cluster credentials, exec plugins)
+    in the calling worker thread, in an event loop of its own: ``kubernetes_asyncio`` reads and parses the kubeconfig
+    and writes its certificates to temporary files synchronously, tens to hundreds of milliseconds that must not
+    stall the triggerer's loop. The cncf.kubernetes hook's ``get_conn()`` does the loading (it builds a client here
+    and closes it at once) and keeps static credentials loaded for its next ``get_conn()``, on the loop; its
+    connection extras must have been read already (``await auth.get_conn_extras()``, on the triggerer's loop: the
+    lookup talks to the triggerer's supervisor from there).
+
+    :param auth: the cncf.kubernetes async hook of the connection.
+    """
+
+    async def load() -> None:
+        async with auth.get_conn():
+            pass
+
+    asyncio.run(load())
+
+
+def _watch_event(line: bytes) -> dict[str, Any] | str:
+    """One line of a watch answer as kubernetes_asyncio's ``Watch`` gives it: ``{"type", "object", "raw_object"}``
+    (``object`` is the JSON dict: custom objects have no model); the line as text when it is not JSON (cut short).
+
+    :param line: one line of the answer (one JSON object).
+    :raises ApiException: ``kubernetes_asyncio``'s, with the ``status`` of an ``ERROR`` event (410 Gone: the
+        resourceVersion was compacted away) or of an error answer (403, 404, ...).
+    :raises ValueError: a JSON object that is neither (as ``Watch`` raises a plain exception for it).
+    """
+    text = line.decode("utf8")
+    try:
+        event = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(event, dict):
+        return text
+    if "type" not in event or "object" not in event:
+        if "code" not in event:
+            raise ValueError(f"a watch answer that is neither an event nor a Status (keys {sorted(event)})")
+        # An error answer (a Status, not an event): the watch request was refused.
+        raise async_client.ApiException(status=event["code"], reason=f"{event.get('reason')}: {event.get('message')}")
+    event["raw_object"] = event["object"]
+    if event["type"] == "ERROR":
+        status = event["object"]
+        raise async_client.ApiException(
+            status=status.get("code", 0), reason=f"{status.get('reason')}: {status.get('message')}"
+        )
+    return event

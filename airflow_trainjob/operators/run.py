@@ -13,8 +13,9 @@ Synchronous (``execute`` -> Airflow's ``ResumableJobMixin.execute_resumable``):
    *Or*, when ``task_state_store`` holds an earlier try's job, ``get_job_status`` ->
    :meth:`TrainingJobRun.reconnect` (its phase, or :data:`JOB_GONE`); Airflow then reconnects (step 2), takes
    the result (step 3), or, for a failed or gone job, submits (step 1) after all.
-2. ``poll_until_complete`` -> :meth:`TrainingJobRun.wait`: record on the job that this try follows it, follow the
-   lead replica's log, wait by :class:`~airflow_trainjob.job_watch.JobWatch` (the deadlines of
+2. ``poll_until_complete`` -> :meth:`TrainingJobRun.wait`: record on the job that this try follows it, follow its
+   pods (:class:`~airflow_trainjob.job_watch.PodFeed`) and the lead replica's log, wait by
+   :class:`~airflow_trainjob.job_watch.JobWatch` (the deadlines of
    :mod:`~airflow_trainjob.admission`, API outages ridden out for :data:`API_OUTAGE_TOLERANCE`), stop the pods the
    user's ``cleanPodPolicy`` stops at the end, give the verdict (:mod:`~airflow_trainjob.verdict`,
    :mod:`~airflow_trainjob.conditions`), clean up; returns the summary.
@@ -54,7 +55,14 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from airflow_trainjob import conditions
-from airflow_trainjob.admission import QUEUE_TIMEOUT, Deadlines, QueueState, queue_line, queue_state
+from airflow_trainjob.admission import (
+    QUEUE_LINE_SECONDS,
+    QUEUE_TIMEOUT,
+    Deadlines,
+    QueueState,
+    queue_line,
+    queue_state,
+)
 from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.cleanup_hold import pods_to_stop, release_patch, user_run_policy
 from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_TRY_NUMBER
@@ -67,7 +75,7 @@ from airflow_trainjob.exceptions import (
 )
 from airflow_trainjob.hooks.retries import is_transient
 from airflow_trainjob.job_record import KILL_WRITE_SECONDS, JobRecorder, outcome_of
-from airflow_trainjob.job_watch import JobWatch
+from airflow_trainjob.job_watch import JobWatch, PodFeed
 from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
 from airflow_trainjob.pods import (
@@ -100,7 +108,8 @@ JOB_GONE = "Gone"
 REPLACE_TIMEOUT = 120.0
 #: Seconds between two reads of a replaced job while it is being deleted.
 REPLACE_POLL_SECONDS = 1.0
-#: Longest time between two looks at a waiting job's pods (seconds): the job's watch wakes the wait at least this often.
+#: Seconds between two LISTs of a waiting job's pods while watching them fails (refused, e.g. a Role without ``watch``
+#: on pods, or failing again and again); while the watch works, every change of a pod is seen as it happens.
 POD_LOOK_SECONDS = 60.0
 #: Seconds the status polling rides out an API that keeps failing transiently (an apiserver restart, a long
 #: run of 5xx/resets) after each call's own retries are spent, before the task fails with the last error.
@@ -189,8 +198,12 @@ class TrainingJobRun:
     :param watch: builds the watch of the synchronous wait: called as
         ``watch(hook, job, poll_interval=..., outage_tolerance=..., log=...)``, returns an object whose
         ``follow(look_within)`` yields :class:`~airflow_trainjob.job_watch.Seen`; default :class:`JobWatch`.
-    :param follower: builds the lead replica's log follower: ``follower(hook, kind, name, namespace, log)``, a
-        thread with ``start``, ``finish`` and ``stop``; default :class:`LeadLogFollower`.
+    :param follower: builds the lead replica's log follower: ``follower(hook, kind, name, namespace, log, pods=...)``
+        (``pods``: a callable returning the pods as the wait last saw them), a thread with ``start``, ``finish``,
+        ``stop`` and ``pods_changed``; default :class:`LeadLogFollower`.
+    :param pod_feed: builds what follows the job's pods while the synchronous wait runs:
+        ``pod_feed(hook, job, on_change=..., poll_interval=..., log=...)``, a thread with ``start``, ``stop``,
+        ``pods`` and ``look``; default :class:`~airflow_trainjob.job_watch.PodFeed` (a watch).
     :param recorder: writes the try's record (:class:`~airflow_trainjob.job_record.JobRecorder`); None: none.
     """
 
@@ -204,6 +217,7 @@ class TrainingJobRun:
         log: Any,
         watch: Callable[..., Any] = JobWatch,
         follower: Callable[..., Any] = LeadLogFollower,
+        pod_feed: Callable[..., Any] = PodFeed,
         recorder: JobRecorder | None = None,
     ) -> None:
         self.hook = hook
@@ -214,6 +228,9 @@ class TrainingJobRun:
         self._manifest: dict[str, Any] | None = None
         self._watch = watch
         self._follower_factory = follower
+        self._pod_feed_factory = pod_feed
+        self._pod_feed: Any = None
+        self._last_restarts: dict[str, int] = {}  # pod name -> restartCount last seen (the pod feed's thread)
         self._kind: str | None = None
         self._job: dict[str, Any] | None = None
         #: The summary, once the job succeeded (the XCom ``return_value``).
@@ -423,14 +440,10 @@ class TrainingJobRun:
         outcome = "killed"
         try:
             job = self._job = self._follow(job)  # reconnected through task_state_store: this try follows it now
-            if self.settings.get_logs:
-                self._follower = self._follower_factory(
-                    self.hook, JOB_KINDS[self.kind], meta["name"], meta["namespace"], self.log
-                )
-                self._follower.start()
-            final = self._last_seen = self._wait(ref, manifest, job)
+            final = self._last_seen = self._follow_to_end(ref, manifest, job)
             self._stop_pods_at_terminal(final)
             self._stop_follower(drain=True)
+            self._stop_pod_feed()
             if not conditions.is_succeeded(final.get("status")):
                 outcome = "failed"
                 raise failure_exception(self.hook, final, self.settings.log_tail_lines, self._seen_pods.values())
@@ -438,12 +451,30 @@ class TrainingJobRun:
             self.summary = job_summary(final)
         except BaseException as e:
             self._stop_follower()
+            self._stop_pod_feed()
             self._record_end(e)
             self._cleanup_keeping_verdict(outcome)
             raise
         self._record_end(None)
         self._cleanup("succeeded")
         return self.summary
+
+    def _follow_to_end(self, ref: str, manifest: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+        """Start following the job's pods (:class:`~airflow_trainjob.job_watch.PodFeed`) and, with ``get_logs``,
+        the lead replica's log, then wait by the job's watch (:meth:`_wait`); the caller stops both.
+
+        :returns: the job's last state (see :meth:`_wait`)."""
+        meta = job["metadata"]
+        self._pod_feed = self._pod_feed_factory(
+            self.hook, job, on_change=self._pods_changed, poll_interval=POD_LOOK_SECONDS, log=self.log
+        )
+        self._pod_feed.start()
+        if self.settings.get_logs:
+            self._follower = self._follower_factory(
+                self.hook, JOB_KINDS[self.kind], meta["name"], meta["namespace"], self.log, pods=self._pods_seen
+            )
+            self._follower.start()
+        return self._wait(ref, manifest, job)
 
     def _wait(self, ref: str, manifest: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
         """Follow the job by a watch until it is terminal; log each change; enforce the timeouts.
@@ -461,13 +492,17 @@ class TrainingJobRun:
             queue_timeout=settings.queue_timeout,
         )
         last_line: str | None = None
-        last_restarts: dict[str, int] = {}
+        queue_line_at = time.time()
 
-        def look_within() -> float:
-            # The next deadline, and at least every POD_LOOK_SECONDS a look at the pods: a container restarted in
-            # place (OnFailure) changes nothing in the job's status.
-            left = deadlines.seconds_left(time.time())
-            return min(POD_LOOK_SECONDS, left + 0.05) if left is not None else POD_LOOK_SECONDS
+        def look_within() -> float | None:
+            # The next deadline, and the next "still queued" line while the job waits in its queue; the pods (a
+            # container restarted in place changes nothing in the job's status) have their own watch.
+            now = time.time()
+            left = deadlines.seconds_left(now)
+            if deadlines.state is not None and deadlines.state.queued:
+                line_in = QUEUE_LINE_SECONDS - (now - queue_line_at)
+                left = line_in if left is None else min(left, line_in)
+            return left + 0.05 if left is not None else None
 
         watch = self._watch(
             self.hook, job, poll_interval=settings.poll_interval, outage_tolerance=API_OUTAGE_TOLERANCE, log=self.log
@@ -490,11 +525,9 @@ class TrainingJobRun:
                 self.log.info("%s", line)
                 last_line = line
             if deadlines.due(turn, now):
+                queue_line_at = now
                 (self.log.warning if turn == "requeued" else self.log.info)("%s", queue_line(ref, deadlines, turn, now))
-            pods = self._look_at_pods(manifest)
-            if pods is not None:
-                self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
-                last_restarts = self._warn_on_restarts(pods, last_restarts)
+            pods = self._look_at_pods()
             if conditions.is_terminal(status):
                 return job
             passed = deadlines.passed(now)
@@ -530,17 +563,30 @@ class TrainingJobRun:
             f"{conditions.summary(seen.job.get('status'))})"
         )
 
-    def _look_at_pods(self, manifest: dict[str, Any]) -> list[dict[str, Any]] | None:
-        """The job's pods now, or None when the API cannot say right now (the job's watch decides the wait)."""
-        meta = manifest["metadata"]
-        try:
-            return self.hook.list_job_pods(meta["name"], meta["namespace"])
-        except ApiException as e:
-            if is_transient(e):
-                return None
-            raise
-        except (HTTPError, OSError):
-            return None
+    def _look_at_pods(self) -> list[dict[str, Any]] | None:
+        """The job's pods now (see :meth:`PodFeed.look`: from their watch, else a LIST), or None when the API cannot
+        say right now (the job's watch decides the wait)."""
+        feed = self._pod_feed
+        return None if feed is None else feed.look()
+
+    def _pods_seen(self) -> list[dict[str, Any]] | None:
+        """The job's pods as the pod feed last saw them, for the log follower; None before its first LIST."""
+        feed = self._pod_feed
+        return None if feed is None else feed.pods()
+
+    def _pods_changed(self, pods: list[dict[str, Any]]) -> None:
+        """The pod feed saw the pods (in its thread, or a look's; one call at a time): keep them for the verdict, warn
+        of restarts, and tell the lead replica's log follower."""
+        self._seen_pods = {**self._seen_pods, **{p["metadata"]["name"]: p for p in pods}}  # one rebinding: no lock
+        self._last_restarts = self._warn_on_restarts(pods, self._last_restarts)
+        follower = self._follower
+        if follower is not None:
+            follower.pods_changed()
+
+    def _stop_pod_feed(self) -> None:
+        feed, self._pod_feed = self._pod_feed, None
+        if feed is not None:
+            feed.stop()
 
     def _warn_on_restarts(self, pods: list[dict[str, Any]], before: dict[str, int]) -> dict[str, int]:
         kind = JOB_KINDS[self.kind]
@@ -784,6 +830,7 @@ class TrainingJobRun:
         stopped, stop following the log, delete the job (unless a later try follows it now)."""
         self._stopped_by_airflow = True
         self._stop_follower()
+        self._stop_pod_feed()
         self._record_end(None, wait_seconds=KILL_WRITE_SECONDS)
         self._cleanup("killed")
 

@@ -2,8 +2,9 @@
 
 :class:`JobStream` lists the jobs of one kind in one namespace, then watches them from the list's
 resourceVersion and keeps the latest object of each job in memory, the way a client-go informer does.
-The triggerer runs one stream per :class:`StreamSource` (Airflow 3.3's shared streams) and hands every
-:class:`~airflow_trainjob.triggers.training_job.TrainingJobTrigger` of that source the same
+The triggerer runs one stream per :class:`~airflow_trainjob.triggers.stream_source.StreamSource` (Airflow 3.3's
+shared streams; the key and :data:`WATCH_SECONDS` live in that light module, and are importable from here too) and
+hands every :class:`~airflow_trainjob.triggers.training_job.TrainingJobTrigger` of that source the same
 :class:`JobChanges` events; each trigger reads its own job from the cache. The API server therefore sees
 one LIST and one open WATCH per namespace and kind, however many jobs are waited on.
 
@@ -18,6 +19,8 @@ the stream keeps retrying with a fresh client, slowly.
 Every request goes through the source's :class:`~airflow_trainjob.hooks.training_job.AsyncTrainingJobHook`
 (:meth:`JobStream.hook`, connected while the stream runs): the stream builds no client of its own, and the
 triggers make their other reads (a job the cache has not seen, its pods, events, logs) on the same connection.
+This module is the heavy side of the trigger: the triggerer imports it in a worker thread
+(:mod:`~airflow_trainjob.triggers.kubernetes_side`), never on its event loop.
 """
 
 from __future__ import annotations
@@ -26,15 +29,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_trainjob.api_errors import ApiCall, one_line
-from airflow_trainjob.hooks.addressing import JobAddress
+from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.hooks.retries import API_EXCEPTIONS, CONNECTION_ERRORS, TRANSIENT_STATUS_CODES
-from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
+from airflow_trainjob.triggers.stream_source import TRIGGER_PURPOSE, WATCH_SECONDS, StreamSource
 
 log = logging.getLogger(__name__)
 
@@ -42,86 +44,27 @@ log = logging.getLogger(__name__)
 BATCH_SECONDS = 0.1
 #: ...per 1,000 jobs in the cache, up to this many seconds: every event wakes every trigger of the stream.
 BATCH_SECONDS_MAX = 0.5
-#: Longest single watch request (seconds); the server ends it and the stream re-opens it.
-WATCH_SECONDS = 300
 #: Consecutive failed watches after which the stream lists every ``poll_interval`` seconds instead.
 WATCH_FAILURES_BEFORE_POLLING = 3
 #: Backoff bounds between failed attempts (seconds).
 BACKOFF_MIN, BACKOFF_MAX = 1.0, 30.0
 #: A watch that ends sooner than this without delivering anything counts as a failed one (no hot loop).
 SHORTEST_HEALTHY_WATCH = 1.0
-#: Page size of the list (items per request).
+#: Page size of the list (items per request). It also bounds the event loop's longest stall while a list is read:
+#: each page's JSON is decoded on the loop (about 10 ms for 500 jobs; 10,000 jobs in one answer would take 0.3 s),
+#: and decoding it in a worker thread would not help, as ``json.loads`` holds the GIL until it returns.
 LIST_PAGE_SIZE = 500
+
+#: Readers let through per pass of the event loop by :meth:`JobStream.take_turn` (count).
+READERS_PER_TURN = 50
 
 #: Seconds a deleted job's final object is kept (:meth:`JobStream.final_state`), for the triggers still to judge it.
 DELETED_KEPT_SECONDS = 600.0
 #: At most this many deleted jobs are kept (the oldest go first).
 DELETED_KEPT_MAX = 20_000
 
-#: Why a trigger's stream lists and watches (said when RBAC forbids it).
-TRIGGER_PURPOSE = "wait for a training job in the triggerer"
-
 #: Errors that never end a wait: the stream backs off and tries again (the hooks' connection errors, and any OSError).
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (OSError, *CONNECTION_ERRORS)
-
-
-@dataclass(frozen=True)
-class StreamSource:
-    """Where a stream's jobs come from: the shared-stream key of the triggers that share it.
-
-    The connection fields are resolved by :class:`AsyncTrainingJobHook` (through the cncf.kubernetes
-    ``AsyncKubernetesHook``) exactly as the synchronous hook resolves them.
-
-    :param kubernetes_conn_id: the cncf.kubernetes connection; None: no connection (in-cluster or default
-        kubeconfig).
-    :param cluster_context: the kubeconfig context to use; None: the connection's (or the kubeconfig's current).
-    :param config_file: path of a kubeconfig file; None: the connection's.
-    :param in_cluster: use the pod's service account; None: the connection's setting.
-    :param namespace: the namespace of the jobs.
-    :param kind: the jobs' kind, a key of ``JOB_KINDS`` (``PyTorchJob``).
-    """
-
-    kubernetes_conn_id: str | None
-    cluster_context: str | None
-    config_file: str | None
-    in_cluster: bool | None
-    namespace: str
-    kind: str
-
-    @classmethod
-    def from_trigger_kwargs(cls, kwargs: dict[str, Any]) -> StreamSource:
-        """The source of a trigger's stream.
-
-        :param kwargs: the trigger's serialized kwargs (:meth:`TrainingJobTrigger.serialize`); other keys are
-            ignored, a missing one is None.
-        """
-        values: dict[str, Any] = {name: kwargs.get(name) for name in cls.__dataclass_fields__}
-        return cls(**values)
-
-    def hook(self) -> AsyncTrainingJobHook:
-        """The async hook for this source's connection (a new one; its client is opened by ``connect()``).
-        Constructing it reads nothing: the connection is read, asynchronously, when it connects."""
-        return AsyncTrainingJobHook(
-            conn_id=self.kubernetes_conn_id,
-            cluster_context=self.cluster_context,
-            config_file=self.config_file,
-            in_cluster=self.in_cluster,
-        )
-
-    @property
-    def address(self) -> JobAddress:
-        """The jobs of the source's kind in its namespace."""
-        return JobAddress(self.kind, self.namespace)
-
-    def call(self, purpose: str = TRIGGER_PURPOSE) -> ApiCall:
-        """The stream's request, as its errors name it.
-
-        :param purpose: why the stream lists and watches (said when RBAC forbids it).
-        """
-        return ApiCall.for_job("list or watch", self.kind, self.namespace, purpose=purpose)
-
-    def __str__(self) -> str:
-        return str(self.address)
 
 
 @dataclass(frozen=True)
@@ -148,7 +91,8 @@ class JobStream:
     Readers use :attr:`jobs` (name -> job as an API JSON dict, ``metadata.managedFields`` dropped),
     :attr:`synced` (``jobs`` reflects a successful list, and nothing has failed since), :attr:`error`
     (why the API refuses this stream, or None), and :attr:`hook` with :attr:`connected` (the stream's hook, whose
-    client is open while the stream runs: other reads on the same connection).
+    client is open while the stream runs: other reads on the same connection). Readers woken by a change that
+    concerns every job await :meth:`take_turn` first, so thousands of them do not hold the event loop at once.
     """
 
     def __init__(self, source: StreamSource, poll_interval: float = 10.0, purpose: str = TRIGGER_PURPOSE):
@@ -165,6 +109,8 @@ class JobStream:
         self._changed = asyncio.Event()
         self._dirty: set[str] | None = set()  # None: everything
         self._refusals = 0  # refusals in a row, each with a fresh client
+        self._turns: deque[asyncio.Future[None]] = deque()  # readers waiting in take_turn, first come first
+        self._releasing: asyncio.AbstractEventLoop | None = None  # the loop that lets the next readers through
         #: What the stream did: ``lists``, ``watches``, ``expired`` (410), ``failures`` (transient).
         self.stats: Counter[str] = Counter()
 
@@ -182,6 +128,29 @@ class JobStream:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keeper
+
+    async def take_turn(self) -> None:
+        """Wait until this reader may read the cache: :data:`READERS_PER_TURN` readers per pass of the event loop,
+        first come first. A list (or an error) wakes every trigger of the stream at once; all of them judging their
+        jobs in one pass would hold the loop for the whole of it (about 60 ms per 1,000 triggers, more with the log
+        lines they write), where a few at a time let everything else run in between."""
+        loop = asyncio.get_running_loop()
+        turn = loop.create_future()
+        self._turns.append(turn)
+        if self._releasing is not loop:
+            self._releasing = loop
+            loop.call_soon(self._release_turns)
+        await turn
+
+    def _release_turns(self) -> None:
+        for _ in range(min(READERS_PER_TURN, len(self._turns))):
+            turn = self._turns.popleft()
+            if not turn.done():  # (its reader was cancelled meanwhile)
+                turn.set_result(None)
+        if self._turns:
+            asyncio.get_running_loop().call_soon(self._release_turns)  # the next ones, after the loop's other work
+        else:
+            self._releasing = None
 
     # --- keeping the cache current -------------------------------------------------------------------
 

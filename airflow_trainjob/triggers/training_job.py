@@ -13,6 +13,10 @@ only on a cache that is in sync with the server. What the status means
 is decided by :mod:`airflow_trainjob.conditions`, as on the synchronous path; whether a job is still this task's
 by :mod:`airflow_trainjob.ownership`. Every request goes through the stream's
 :class:`~airflow_trainjob.hooks.training_job.AsyncTrainingJobHook`: the trigger builds no client.
+
+The triggerer imports this module on its event loop, so it imports only light modules: the stream, the hook and the
+API's errors are reached through :mod:`~airflow_trainjob.triggers.kubernetes_side`, which each entry point
+(``open_shared_stream``, ``run``, ``filter_shared_stream``, ``on_kill``) first loads in a worker thread.
 """
 
 from __future__ import annotations
@@ -23,13 +27,12 @@ import copy
 import json
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_trainjob import conditions
 from airflow_trainjob.admission import QUEUE_LINE_SECONDS, Deadlines, queue_line
-from airflow_trainjob.api_errors import RAISED_ERRORS, ApiCall, QuietApiException, one_line
 from airflow_trainjob.cleanup_hold import pods_to_stop, user_run_policy
 from airflow_trainjob.constants import (
     CONDITION_SUCCEEDED,
@@ -39,18 +42,14 @@ from airflow_trainjob.constants import (
     LABEL_REPLICA_TYPE,
 )
 from airflow_trainjob.hooks.addressing import JobAddress
-from airflow_trainjob.hooks.retries import TRANSIENT_STATUS_CODES
 from airflow_trainjob.ownership import why_not_followed
 from airflow_trainjob.pods import container_ends, lead_pod, log_container, owned_by, pod_name, replica_of
-from airflow_trainjob.triggers.job_stream import (
-    TRANSIENT_ERRORS,
-    WATCH_SECONDS,
-    JobChanges,
-    JobStream,
-    StreamSource,
-    live_stream,
-    registered,
-)
+from airflow_trainjob.triggers import kubernetes_side
+from airflow_trainjob.triggers.stream_source import WATCH_SECONDS, StreamSource
+
+if TYPE_CHECKING:
+    from airflow_trainjob.api_errors import ApiCall
+    from airflow_trainjob.triggers.job_stream import JobChanges, JobStream
 
 # Event outcomes.
 FINISHED, DELETED, TIMED_OUT, ERROR = "finished", "deleted", "timeout", "error"
@@ -211,7 +210,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         return JobAddress(self.kind, self.namespace, self.name)
 
     def _call(self, verb: str) -> ApiCall:
-        return ApiCall.for_job(verb, self.kind, self.namespace, self.name)
+        return kubernetes_side.ApiCall.for_job(verb, self.kind, self.namespace, self.name)
 
     @property
     def _ref(self) -> str:
@@ -237,14 +236,18 @@ class TrainingJobTrigger(BaseEventTrigger):
     @classmethod
     async def open_shared_stream(cls, kwargs: dict[str, Any]) -> AsyncIterator[JobChanges]:
         """Run the one :class:`JobStream` of these kwargs' source; the triggerer calls it once per source."""
-        stream = JobStream(StreamSource.from_trigger_kwargs(kwargs), kwargs.get("poll_interval") or 10.0)
-        with registered(stream):
+        await kubernetes_side.load()
+        stream = kubernetes_side.JobStream(
+            StreamSource.from_trigger_kwargs(kwargs), kwargs.get("poll_interval") or 10.0
+        )
+        with kubernetes_side.registered(stream):
             async for changes in stream.changes():
                 yield changes
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Wait on a stream of its own: the triggerer does so when ``shared_stream_key()`` fails; tests do."""
-        stream = JobStream(self.shared_stream_key(), self.poll_interval)
+        await kubernetes_side.load()
+        stream = kubernetes_side.JobStream(self.shared_stream_key(), self.poll_interval)
         changes = stream.changes()
         try:
             async for event in self.filter_shared_stream(changes):
@@ -255,7 +258,10 @@ class TrainingJobTrigger(BaseEventTrigger):
 
     async def filter_shared_stream(self, shared_stream: AsyncIterator[JobChanges]) -> AsyncIterator[TriggerEvent]:
         """Fire one event when this trigger's job ends, disappears, passes a deadline, or cannot be read."""
-        stream = live_stream(self.shared_stream_key())  # a running stream's cache may already know the job
+        await kubernetes_side.load()  # (first, and outside the try below: what turns errors into events is loaded here)
+        stream = kubernetes_side.live_stream(
+            self.shared_stream_key()
+        )  # a running stream's cache may already know the job
         woken = asyncio.Event()
 
         async def sift() -> None:
@@ -278,9 +284,12 @@ class TrainingJobTrigger(BaseEventTrigger):
                     sifter.result()  # raises why the shared stream ended
                     raise RuntimeError("the shared stream ended")
                 if _readable(stream):
+                    await stream.take_turn()  # a list wakes every trigger of the stream: a few judge at a time
                     event = await self._judge(stream)
         except Exception as e:
-            event = self._event(ERROR, f"waiting for {self._ref} failed: {one_line(e, self._call('get'))}")
+            event = self._event(
+                ERROR, f"waiting for {self._ref} failed: {kubernetes_side.one_line(e, self._call('get'))}"
+            )
         finally:
             sifter.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -306,12 +315,12 @@ class TrainingJobTrigger(BaseEventTrigger):
             # The cache may not have seen the job's creation yet (or its predecessor's deletion): ask.
             try:
                 job = await self._read(stream)
-            except TRANSIENT_ERRORS:
+            except kubernetes_side.TRANSIENT_ERRORS:
                 return (
                     None  # cannot tell now (the hook's retries are spent): judged again at the next change or deadline
                 )
-            except QuietApiException as e:
-                if e.status in TRANSIENT_STATUS_CODES:
+            except kubernetes_side.QuietApiException as e:
+                if e.status in kubernetes_side.TRANSIENT_STATUS_CODES:
                     return None
                 raise
             if job is None:
@@ -398,11 +407,13 @@ class TrainingJobTrigger(BaseEventTrigger):
                 tail = {"pod": name, "container": container, "quoted": True}
             for pod in stopping:
                 # 404 counts as done; 409: a successor's (the uid precondition); a refusal: the task's cleanup's.
-                with contextlib.suppress(*RAISED_ERRORS):
+                with contextlib.suppress(*kubernetes_side.RAISED_ERRORS):
                     await hook.delete_pod_async(pod["metadata"]["name"], self.namespace, uid=pod["metadata"]["uid"])
-        except (*RAISED_ERRORS, *TRANSIENT_ERRORS) as e:
+        except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS) as e:
             self.log.warning(
-                "Could not stop the running pods of %s now (%s); the task's cleanup will", self._ref, one_line(e)
+                "Could not stop the running pods of %s now (%s); the task's cleanup will",
+                self._ref,
+                kubernetes_side.one_line(e),
             )
             return tail
         if stopping:
@@ -423,7 +434,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             return None
         try:
             events = await stream.hook.list_events_async(self.namespace, {self.name})
-        except (*RAISED_ERRORS, *TRANSIENT_ERRORS):
+        except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
             return None
         status = conditions.status_from_events(events, self.kind, uid)
         if status is None:
@@ -441,7 +452,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             raise ConnectionError(f"the stream has no connection to read {self._ref} with right now")
         try:
             return await stream.hook.get_job_async(self.kind, self.name, self.namespace)
-        except QuietApiException as e:
+        except kubernetes_side.QuietApiException as e:
             if e.status == 404:
                 return None
             raise
@@ -452,7 +463,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             return []
         try:
             return await stream.hook.list_job_pods_async(self.name, self.namespace)
-        except (*RAISED_ERRORS, *TRANSIENT_ERRORS):
+        except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
             return []  # the verdict still has the job's status and its events
 
     def _observe(self, job: dict[str, Any]) -> None:
@@ -492,11 +503,12 @@ class TrainingJobTrigger(BaseEventTrigger):
         if not self.owner_labels:
             self.log.info("Not deleting %s/%s: this wait does not own the job", self.namespace, self.name)
             return
+        await kubernetes_side.load()
         hook = self.shared_stream_key().hook()
         async with hook.connect():
             try:
                 job = await hook.get_job_async(self.kind, self.name, self.namespace)
-            except QuietApiException as e:
+            except kubernetes_side.QuietApiException as e:
                 if e.status == 404:
                     return
                 raise

@@ -36,7 +36,7 @@ from airflow_trainjob.ownership import TaskInstanceIdentity
 from airflow_trainjob.triggers.job_stream import JobStream
 from airflow_trainjob.ui import settings, views
 from airflow_trainjob.ui.access import GetUserDep, readable_dag_ids, requires_task_instance_read
-from airflow_trainjob.ui.cache import UiCache
+from airflow_trainjob.ui.cache import UiCache, ui_source
 from airflow_trainjob.ui.plugin import URL_PREFIX
 from airflow_trainjob.ui.store import RecordUnavailableError, load_tries
 
@@ -47,6 +47,8 @@ PAGES = {"task-instance": "task_instance.html", "jobs": "jobs.html"}
 TAIL_LINES_DEFAULT, TAIL_LINES_MAX = 200, 5000
 #: Longest log line returned (characters; longer ones are cut).
 MAX_LOG_LINE = 10_000
+#: Bounds of the integer query parameters: Airflow's ``map_index`` and ``try_number`` columns are 32-bit INTEGERs.
+INT_MAX = 2**31 - 1
 
 Json = dict[str, Any]
 
@@ -95,6 +97,7 @@ class _Try:
         self.stream: JobStream | None = None
         self.job: Mapping[str, Any] | None = None  # the live job, when it exists and is this try's
         self.errors: list[str] = []
+        self.unreadable = False  # the cluster could not be read just now (the stream, or a one-off read)
 
     async def look(self, cache: UiCache) -> None:
         """Find the job in its shared stream (never by a request to the cluster of its own)."""
@@ -103,6 +106,7 @@ class _Try:
             return
         self.stream = await _read(lambda: cache.stream(self.conn_id, self.namespace, self.kind), self.errors)
         if self.stream is None:
+            self.unreadable = True
             return
         job = self.stream.jobs.get(self.name)
         if job is not None and _owns(job, self.identity, self.uid):
@@ -111,6 +115,15 @@ class _Try:
             self.errors.append(self.stream.error)
         elif not self.stream.synced:
             self.errors.append(f"the jobs of {self.stream.source} are being read again; showing the last state seen")
+        self.unreadable = bool(self.stream.error) or not self.stream.synced
+
+    def unreadable_since(self, cache: UiCache, now: datetime) -> str | None:
+        """Since when the cluster cannot be read for this try's job (RFC 3339), as the pages have seen it; None
+        while it can."""
+        if self.kind not in JOB_KINDS:
+            return None
+        key = (ui_source(self.conn_id, self.namespace, self.kind), self.name, self.uid)
+        return views.iso(cache.unreadable_since(key, self.unreadable, now))
 
     def gone_job(self) -> Mapping[str, Any] | None:
         """The job's last state before it was deleted, if the stream saw the deletion."""
@@ -137,19 +150,22 @@ async def _try_view(cache: UiCache, t: _Try, *, latest: bool, now: datetime) -> 
     if t.job is not None and t.stream is not None:
         stream, job = t.stream, t.job
         uid = (job.get("metadata") or {}).get("uid")
-        found_pods = await _read(lambda: cache.job_pods(stream, t.name, uid), t.errors) or []
-        names = [pods.pod_name(p) for p in found_pods]
-        found_events = await _read(lambda: cache.job_events(stream, t.name, uid, names), t.errors) or []
+        found_pods = await _read(lambda: cache.job_pods(stream, t.name, uid), t.errors)
+        names = [pods.pod_name(p) for p in found_pods or []]
+        found_events = await _read(lambda: cache.job_events(stream, t.name, uid, names), t.errors)
+        t.unreadable = t.unreadable or found_pods is None or found_events is None
         return views.try_view(
             t.record,
             job=job,
-            found_pods=found_pods,
-            found_events=found_events,
+            found_pods=found_pods or [],
+            found_events=found_events or [],
             source="live",
             exists=True,
             now=now,
             link=link,
             error="; ".join(t.errors) or None,
+            unreadable_since=t.unreadable_since(cache, now),
+            pods_read=found_pods is not None,
         )
     recorded_job, recorded_pods, recorded_events = views.recorded_parts(t.record)
     gone = t.gone_job()
@@ -166,6 +182,7 @@ async def _try_view(cache: UiCache, t: _Try, *, latest: bool, now: datetime) -> 
         link=link,
         error="; ".join(t.errors) or None,
         may_appear=latest and not t.record.get("final") and gone is None,
+        unreadable_since=t.unreadable_since(cache, now),
     )
 
 
@@ -191,11 +208,11 @@ async def _read_source(
     found: dict[str, tuple[Mapping[str, Any], TaskInstanceIdentity]] = {}
     errors: list[str] = []
     namespace = source.namespace or await _read(lambda: cache.namespace_of(source.conn_id), errors)
+    entry["namespace"] = namespace  # the connection's, when the source names none (None: it could not be read)
     kinds = await _read(lambda: cache.served_kinds(source.conn_id), errors) if namespace else None
     if not namespace or kinds is None:
         entry["error"] = "; ".join(errors)
         return entry, found
-    entry["namespace"] = namespace
     entry["skipped_kinds"] = [{"kind": k, "reason": why} for k, why in kinds.items() if why]
     served = [k for k, why in kinds.items() if why is None]
     for stream in await asyncio.gather(*(cache.stream(source.conn_id, namespace, k) for k in served)):
@@ -213,7 +230,8 @@ async def _read_source(
 
 
 def _log_lines(text: str) -> list[str]:
-    return [line if len(line) <= MAX_LOG_LINE else line[:MAX_LOG_LINE] + " [...]" for line in text.splitlines()]
+    plain = views.without_terminal_codes(text)
+    return [line if len(line) <= MAX_LOG_LINE else line[:MAX_LOG_LINE] + " [...]" for line in plain.splitlines()]
 
 
 def create_app(cache: UiCache | None = None) -> FastAPI:
@@ -247,7 +265,7 @@ def create_app(cache: UiCache | None = None) -> FastAPI:
         dag_id: str,
         run_id: str,
         task_id: str,
-        map_index: Annotated[int, Query(ge=-1)] = -1,
+        map_index: Annotated[int, Query(ge=-1, le=INT_MAX)] = -1,
     ) -> Json:
         """Every try's training job of the task instance, latest first (the contract's ``tries``)."""
         identity = TaskInstanceIdentity(dag_id, task_id, run_id, map_index, 1)
@@ -261,8 +279,8 @@ def create_app(cache: UiCache | None = None) -> FastAPI:
         dag_id: str,
         run_id: str,
         task_id: str,
-        map_index: Annotated[int, Query(ge=-1)] = -1,
-        try_number: Annotated[int | None, Query(ge=1)] = None,
+        map_index: Annotated[int, Query(ge=-1, le=INT_MAX)] = -1,
+        try_number: Annotated[int | None, Query(ge=1, le=INT_MAX)] = None,
         pod: str | None = None,
         tail_lines: Annotated[int, Query(ge=1, le=TAIL_LINES_MAX)] = TAIL_LINES_DEFAULT,
     ) -> Json:
@@ -271,9 +289,12 @@ def create_app(cache: UiCache | None = None) -> FastAPI:
         records = await _load_tries(dag_id, run_id, task_id, map_index)
         record = next((r for r in records if try_number is None or r.get("try_number") == try_number), None)
         if record is None:
-            raise HTTPException(
-                status_code=404, detail=f"try {try_number} of this task instance launched no training job"
+            detail = (
+                "no try of this task instance launched a training job"
+                if try_number is None
+                else f"try {try_number} of this task instance launched no training job"
             )
+            raise HTTPException(status_code=404, detail=detail)
         identity = TaskInstanceIdentity(dag_id, task_id, run_id, map_index, int(record.get("try_number") or 1))
         t = _Try(record, identity)
         cache = _cache(request)

@@ -13,7 +13,10 @@ by itself:
   once per :data:`LOOKUP_TTL_SECONDS`.
 
 Every request goes through the provider's :class:`~airflow_trainjob.hooks.training_job.AsyncTrainingJobHook` (a
-stream's own, whose client is open while the stream runs), with its timeouts, retries and one-line errors.
+stream's own, whose client is open while the stream runs), with its one-line errors. A page's user is waiting: its
+one-off reads make one attempt (:func:`~airflow_trainjob.hooks.retries.no_retries`, not the tasks' backoff) and give
+up after :data:`UI_READ_TIMEOUT_SECONDS`, so an unreachable cluster is said at once, with its cause; the streams keep
+retrying by themselves, and the page recovers with them.
 Everything here lives on the api-server's event loop: one :class:`UiCache` per app.
 """
 
@@ -26,6 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from kubernetes_asyncio import client as async_client
@@ -33,7 +37,7 @@ from kubernetes_asyncio import client as async_client
 from airflow_trainjob import pods
 from airflow_trainjob.api_errors import kind_not_served_message
 from airflow_trainjob.constants import GROUP, JOB_KINDS, VERSION
-from airflow_trainjob.hooks.retries import API_EXCEPTIONS
+from airflow_trainjob.hooks.retries import API_EXCEPTIONS, no_retries
 from airflow_trainjob.hooks.training_job import REQUEST_TIMEOUT, AsyncTrainingJobHook
 from airflow_trainjob.triggers.job_stream import JobStream, StreamSource
 from airflow_trainjob.ui import settings
@@ -43,17 +47,37 @@ log = logging.getLogger(__name__)
 #: Seconds a stream runs on without a reader before it stops (its watch closed).
 STREAM_IDLE_SECONDS = 300.0
 #: Longest wait (seconds) of the first readers of a new stream for its first list (or its refusal).
-SYNC_WAIT_SECONDS = 10.0
+SYNC_WAIT_SECONDS = 5.0
 #: Seconds one read of a job's pods or events, or of a log tail, serves every reader.
 DETAIL_TTL_SECONDS = 4.0
 #: Seconds a connection's served kinds, namespace and dashboard template are reused.
 LOOKUP_TTL_SECONDS = 60.0
 #: Longest wait (seconds) of a reader for a read in flight; the read itself goes on for the next reader.
 READ_WAIT_SECONDS = 20.0
+#: Longest one-off read of the UI (pods, events, a log tail, discovery), seconds: one attempt, no retries.
+UI_READ_TIMEOUT_SECONDS = 5.0
 #: Why the UI's streams list and watch (said when RBAC forbids it).
 UI_PURPOSE = "show training jobs in the Airflow UI"
 
 T = TypeVar("T")
+
+
+async def quick_read(what: str, read: Callable[[], Awaitable[T]], seconds: float = UI_READ_TIMEOUT_SECONDS) -> T:
+    """``await read()`` as a page needs it: one attempt (:func:`no_retries`), at most ``seconds``.
+
+    :param what: the read, as the timeout's message names it (``list the pods of PyTorchJob ns/name``).
+    :param read: makes the request (through the hook, whose errors are already one line).
+    :param seconds: the longest wait for the answer (seconds).
+    :raises TimeoutError: no answer within ``seconds`` (its message says so and what was read).
+    :raises Exception: what the request raised, at its first failure.
+    """
+    with no_retries():
+        try:
+            return await asyncio.wait_for(read(), seconds)
+        except asyncio.TimeoutError as e:
+            if str(e):
+                raise  # the client's own timeout, which says what timed out
+            raise TimeoutError(f"no answer from the cluster within {seconds:g} s (to {what})") from None
 
 
 @dataclass
@@ -70,13 +94,21 @@ class Coalescer(Generic[T]):
     :param ttl: seconds an answer is reused.
     :param max_entries: answers kept at most (the expired ones go first, then the oldest).
     :param wait_seconds: longest wait of one reader for a load in flight (:data:`READ_WAIT_SECONDS`).
+    :param error_ttl: seconds an error is reused (None: ``ttl``); shorter, so that a page sees a recovery soon.
 
     :attr:`stats`: ``loads`` (requests made), ``joined`` (readers that shared a load in flight), ``hits`` (readers
     served a fresh answer).
     """
 
-    def __init__(self, ttl: float, max_entries: int = 2048, wait_seconds: float = READ_WAIT_SECONDS):
+    def __init__(
+        self,
+        ttl: float,
+        max_entries: int = 2048,
+        wait_seconds: float = READ_WAIT_SECONDS,
+        error_ttl: float | None = None,
+    ):
         self.ttl = ttl
+        self.error_ttl = ttl if error_ttl is None else error_ttl
         self.max_entries = max_entries
         self.wait_seconds = wait_seconds
         self._answers: dict[Hashable, _Answer] = {}
@@ -106,15 +138,20 @@ class Coalescer(Generic[T]):
         else:
             self.stats["joined"] += 1
         # shield: a reader that goes away (a closed tab) does not cancel the load the others wait for.
-        return await asyncio.wait_for(asyncio.shield(flight), self.wait_seconds)
+        try:
+            return await asyncio.wait_for(asyncio.shield(flight), self.wait_seconds)
+        except asyncio.TimeoutError:
+            if flight.done():
+                raise  # the load's own timeout, with its message
+            raise TimeoutError(f"the read is still waiting for the cluster after {self.wait_seconds:g} s") from None
 
     def _settle(self, key: Hashable, done: asyncio.Future[T]) -> None:
         if self._flights.get(key) is done:
             del self._flights[key]
         if done.cancelled():
             return
-        expires = time.monotonic() + self.ttl
         error = done.exception()
+        expires = time.monotonic() + (self.error_ttl if error is not None else self.ttl)
         self._answers[key] = _Answer(expires, None if error else done.result(), error)
         if len(self._answers) > self.max_entries:
             now = time.monotonic()
@@ -252,7 +289,22 @@ class UiCache:
         self.streams = registry or StreamRegistry()
         self.details: Coalescer[list[dict[str, Any]]] = Coalescer(detail_ttl)
         self.logs: Coalescer[str] = Coalescer(detail_ttl)
-        self.lookups: Coalescer[Any] = Coalescer(lookup_ttl)
+        # a failed lookup (the cluster unreachable) is tried again as soon as a detail would be
+        self.lookups: Coalescer[Any] = Coalescer(lookup_ttl, error_ttl=min(detail_ttl, lookup_ttl))
+        self._unreadable: dict[Hashable, datetime] = {}
+
+    def unreadable_since(self, key: Hashable, failing: bool, now: datetime) -> datetime | None:
+        """Since when what a page reads for ``key`` cannot be read: the first of the failures in a row that pages
+        have seen (``now`` for the first one), None once a page reads it again.
+
+        :param key: what the page reads, e.g. a try's job (its stream's source, name and uid).
+        :param failing: the page's reads of it failed just now (its stream's list or watch, or a one-off read).
+        :param now: the time of the page's reads.
+        """
+        if not failing:
+            self._unreadable.pop(key, None)
+            return None
+        return self._unreadable.setdefault(key, now)
 
     async def stream(self, conn_id: str | None, namespace: str, kind: str) -> JobStream:
         """The shared stream of ``kind`` in ``namespace`` through ``conn_id`` (see :meth:`StreamRegistry.stream`).
@@ -274,7 +326,10 @@ class UiCache:
         source = stream.source
 
         async def load() -> list[dict[str, Any]]:
-            found = await stream.hook.list_job_pods_async(name, source.namespace)
+            found = await quick_read(
+                f"list the pods of {source.kind} {source.namespace}/{name}",
+                lambda: stream.hook.list_job_pods_async(name, source.namespace),
+            )
             return [p for p in found if not uid or pods.owned_by(p, uid)]
 
         return await self.details.get(("pods", source, name, uid), load)
@@ -294,7 +349,10 @@ class UiCache:
         names = tuple(sorted({name, *pod_names}))
 
         async def load() -> list[dict[str, Any]]:
-            return await stream.hook.list_events_async(source.namespace, set(names))
+            return await quick_read(
+                f"list the events of {source.kind} {source.namespace}/{name}",
+                lambda: stream.hook.list_events_async(source.namespace, set(names)),
+            )
 
         return await self.details.get(("events", source, name, uid, names), load)
 
@@ -310,7 +368,10 @@ class UiCache:
         source = stream.source
 
         async def load() -> str:
-            return await stream.hook.read_pod_log_async(pod, source.namespace, container, tail_lines=tail_lines)
+            return await quick_read(
+                f"read the log of pod {source.namespace}/{pod}",
+                lambda: stream.hook.read_pod_log_async(pod, source.namespace, container, tail_lines=tail_lines),
+            )
 
         return await self.logs.get(
             ("log", source.kubernetes_conn_id, source.namespace, pod, container, tail_lines), load
@@ -325,18 +386,21 @@ class UiCache:
             of the hook's connection, or the client's own.
         """
 
-        async def load() -> dict[str, str | None]:
+        async def discover() -> set[str]:
             hook = AsyncTrainingJobHook(conn_id=conn_id)
             async with hook.connect() as api:
                 try:
                     found = await async_client.CustomObjectsApi(api).get_api_resources(
                         GROUP, VERSION, _request_timeout=REQUEST_TIMEOUT
                     )
-                    served = {r.name for r in found.resources or []}
+                    return {r.name for r in found.resources or []}
                 except API_EXCEPTIONS as e:
                     if e.status != 404:  # 404: the whole group is missing
                         raise
-                    served = set()
+                    return set()
+
+        async def load() -> dict[str, str | None]:
+            served = await quick_read(f"discover {GROUP}/{VERSION} through connection {conn_id}", discover)
             return {
                 kind: None if k.plural in served else kind_not_served_message(f"{k.plural}.{GROUP}/{VERSION}")
                 for kind, k in JOB_KINDS.items()

@@ -10,6 +10,7 @@ how its containers ended and which pod leads, by :mod:`airflow_trainjob.pods`; w
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -207,13 +208,19 @@ def with_sent_spec(job: Mapping[str, Any] | None, manifest_yaml: Any) -> Mapping
 
 def replica_counts(job: Mapping[str, Any] | None, kind: JobKind | None) -> dict[str, Json]:
     """Replica type -> ``desired`` (from the spec; None when unknown), ``active``, ``succeeded``, ``failed``
-    (``status.replicaStatuses``), for every type of the spec or the status.
+    (``status.replicaStatuses``) and ``text``, the task log's wording of them (:func:`conditions.replica_count_parts`:
+    ``1/2 active (1 failed)``), for every type of the spec or the status. Once the job is terminal ``active`` is None
+    and ``text`` says only what finished (``1 failed``, ``none finished``): the training operator leaves its last
+    ``active`` count behind when a job stops, which is no count of pods running now.
 
     :param job: the job as an API JSON dict, or None.
     :param kind: the job's kind (None: unknown).
     """
     desired = desired_replicas(job, kind)
-    statuses = _status(job).get("replicaStatuses")
+    status = _status(job)
+    terminal = conditions.is_terminal(status)
+    texts = dict(conditions.replica_count_parts(status, desired or None))
+    statuses = status.get("replicaStatuses")
     statuses = statuses if isinstance(statuses, Mapping) else {}
     counts: dict[str, Json] = {}
     for replica_type in [*desired, *(t for t in statuses if t not in desired)]:
@@ -222,7 +229,10 @@ def replica_counts(job: Mapping[str, Any] | None, kind: JobKind | None) -> dict[
         counts[replica_type] = {
             "desired": desired.get(replica_type),
             **{k: int(got.get(k) or 0) for k in ("active", "succeeded", "failed")},
+            "text": texts.get(replica_type),
         }
+        if terminal:
+            counts[replica_type]["active"] = None
     return counts
 
 
@@ -262,17 +272,29 @@ def _sorted_pods(found: Iterable[Mapping[str, Any]], kind: JobKind) -> list[Mapp
 #: The phase shown for a pod recorded as Pending or Running whose job is gone: it went with the job (the record was
 #: written as the try ended, before the cleanup stopped it).
 STOPPED_WITH_JOB = "Stopped"
+#: The phase shown for a replica of a finished job whose pod is gone (``cleanPodPolicy``, or the controller, removed
+#: it), known from the training operator's ``ExitedWithCode`` events.
+POD_GONE = "Gone"
 
 
-def replicas(found: Sequence[Mapping[str, Any]], kind: JobKind | None, *, job_gone: bool = False) -> list[Json]:
+def replicas(
+    found: Sequence[Mapping[str, Any]],
+    kind: JobKind | None,
+    *,
+    job_gone: bool = False,
+    ended_at: Any = None,
+) -> list[Json]:
     """The replicas table: one row per pod, lead replica types first, by index: ``replica_type``, ``index``,
     ``pod``, ``container`` (whose log speaks for it), ``phase``, ``restarts``, the last ``exit_code`` with its
     ``reason`` (``OOMKilled``, ``Evicted``, ``Error``...) and ``exit_class`` (:class:`failures.ExitClass`),
-    ``node``, ``created_at``, ``lead``.
+    ``node``, ``created_at``, ``age_seconds`` (the pod's age when the try recorded it; None for a live pod, whose
+    age the page counts), ``lead``, ``gone`` (False: the pod is there, or was when recorded).
 
     :param found: the job's pods (API JSON dicts, or recorded trimmed pods).
     :param kind: the job's kind (None: unknown, gives no rows).
     :param job_gone: the job no longer exists: a pod recorded as active shows :data:`STOPPED_WITH_JOB`.
+    :param ended_at: when the try recorded the pods (RFC 3339; the record's ``final.ended_at``), for a gone job's
+        ``age_seconds``; None: unknown.
     """
     if kind is None:
         return []
@@ -300,9 +322,54 @@ def replicas(found: Sequence[Mapping[str, Any]], kind: JobKind | None, *, job_go
                 "exit_class": last.exit_class.value if last else None,
                 "node": (pod.get("spec") or {}).get("nodeName") or None,
                 "created_at": stamp(_meta(pod).get("creationTimestamp")),
+                "age_seconds": _seconds(parse_time(_meta(pod).get("creationTimestamp")), parse_time(ended_at))
+                if job_gone
+                else None,
                 "lead": pod is lead,
+                "gone": False,
             }
         )
+    return rows
+
+
+def gone_replicas(job_events: Sequence[Mapping[str, Any]], job_name: str, kind: JobKind | None) -> list[Json]:
+    """The replicas table of a finished job whose pods are gone: one row per replica the training operator's
+    ``ExitedWithCode`` events name (:func:`pods.ends_from_events`), with its last exit, ``restarts`` (its earlier
+    exits), phase :data:`POD_GONE` and ``gone`` True (no log to read); the columns of :func:`replicas`.
+
+    :param job_events: events about the job and its pods (:func:`about_job`).
+    :param job_name: the job's ``metadata.name`` (its pods are named after it).
+    :param kind: the job's kind (None: unknown, gives no rows).
+    """
+    if kind is None:
+        return []
+    ends: dict[str, list[pods.ContainerEnd]] = {}
+    for end in pods.ends_from_events(job_events, job_name, kind):
+        ends.setdefault(end.replica, []).append(end)
+    order = {t: i for i, t in enumerate(kind.lead_order)}
+    rows = []
+    for replica, runs in ends.items():
+        replica_type, _, index = replica.rpartition("-")
+        last = runs[-1]
+        rows.append(
+            {
+                "replica_type": replica_type,
+                "index": int(index) if index.isdigit() else index,
+                "pod": last.pod,
+                "container": None,
+                "phase": POD_GONE,
+                "restarts": len(runs) - 1,
+                "exit_code": last.exit_code,
+                "reason": last.reason or None,
+                "exit_class": last.exit_class.value,
+                "node": None,
+                "created_at": None,
+                "age_seconds": None,
+                "lead": False,
+                "gone": True,
+            }
+        )
+    rows.sort(key=lambda r: (order.get(str(r["replica_type"]), len(order)), str(r["replica_type"]), str(r["index"])))
     return rows
 
 
@@ -323,11 +390,15 @@ def restart_marks(
         return []
     marks = [e for e in pods.container_ends(found, kind) if e.restarted]
     created = {pods.pod_name(p): parse_time(_meta(p).get("creationTimestamp")) for p in found}
+    from_events = pods.ends_from_events(job_events, job_name, kind)
     marks += [
         e
-        for e in pods.ends_from_events(job_events, job_name, kind)
+        for e in from_events
         if (made := created.get(e.pod)) is not None and (ended := parse_time(e.finished_at)) and ended < made
     ]
+    if not found:  # the pods are gone: every exit of a replica but its last was followed by a restart
+        last = {e.replica: e for e in from_events}
+        marks += [e for e in from_events if e is not last[e.replica]]
     seen: set[tuple[str, str]] = set()
     out = []
     for end in sorted(marks, key=lambda e: _when(e.finished_at)):
@@ -343,6 +414,21 @@ def restart_marks(
             }
         )
     return out
+
+
+# --- the log ----------------------------------------------------------------------------------------
+
+#: Terminal control sequences (ANSI colours, cursor moves: CSI ``ESC [ ... letter``; OSC ``ESC ] ... BEL``) and other
+#: two-character escapes, which a log viewer in a page would show as garbage.
+_TERMINAL_CODES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def without_terminal_codes(text: str) -> str:
+    """``text`` without ANSI escape sequences (colours, cursor moves, window titles): what a terminal would show.
+
+    :param text: log text as the kubelet returns it.
+    """
+    return _TERMINAL_CODES.sub("", text)
 
 
 # --- the events -------------------------------------------------------------------------------------
@@ -415,6 +501,8 @@ def try_view(
     link: str | None = None,
     error: str | None = None,
     may_appear: bool = False,
+    unreadable_since: str | None = None,
+    pods_read: bool = True,
 ) -> Json:
     """One entry of ``tries`` in ``GET /trainjob/api/task-instance``.
 
@@ -432,6 +520,9 @@ def try_view(
     :param error: why the cluster could not be read (one line), if it could not.
     :param may_appear: the job may still appear or change (the try has not recorded its end): keep polling even
         though it is not in the cluster.
+    :param unreadable_since: since when the cluster cannot be read (RFC 3339; None: it was read just now): the page
+        shows the last state seen, says since when, and polls until the cluster answers again.
+    :param pods_read: the job's pods were read (False: the read failed, and ``found_pods`` says nothing).
     """
     kind = _kind_of(record.get("kind"))
     final = record.get("final") or None
@@ -440,10 +531,18 @@ def try_view(
     start, completion, duration = times(job, phase, now if source == "live" and exists else None)
     relevant = about_job(found_events, job, found_pods)
     meta = _meta(job)
-    still_changing = (exists and not is_finished(phase)) or (not exists and may_appear)
+    still_changing = (exists and not is_finished(phase)) or (not exists and may_appear) or bool(unreadable_since)
     # A recorded job has no spec: the desired replica counts come from the manifest the try sent.
     specced = with_sent_spec(job, record.get("manifest_yaml"))
     desired = desired_replicas(specced, kind) or None
+    # A finished job that is still there without pods: cleanPodPolicy (or the controller) removed them.
+    pods_gone = exists and is_finished(phase) and pods_read and not found_pods
+    name = str(record.get("name") or "")
+    rows = (
+        gone_replicas(relevant, name, kind)
+        if pods_gone
+        else replicas(found_pods, kind, job_gone=not exists, ended_at=(final or {}).get("ended_at"))
+    )
     return {
         "try_number": record.get("try_number"),
         "kubernetes_conn_id": record.get("kubernetes_conn_id"),
@@ -463,9 +562,10 @@ def try_view(
         "completion_time": completion,
         "duration_seconds": duration,
         "timeline": timeline(job),
-        "restarts": restart_marks(found_pods, relevant, str(record.get("name") or ""), kind),
+        "restarts": restart_marks(found_pods, relevant, name, kind),
         "replica_counts": replica_counts(specced, kind),
-        "replicas": replicas(found_pods, kind, job_gone=not exists),
+        "replicas": rows,
+        "pods_gone": pods_gone,
         "events": events(relevant),
         "link": link,
         "manifest_yaml": record.get("manifest_yaml") or None,
@@ -473,6 +573,7 @@ def try_view(
         "outcome_message": (final or {}).get("message"),
         "ended_at": stamp((final or {}).get("ended_at")),
         "error": error,
+        "cluster_unreadable_since": stamp(unreadable_since),
         "refresh_seconds": REFRESH_SECONDS if still_changing else None,
     }
 
@@ -593,8 +694,11 @@ def job_row(job: Mapping[str, Any], identity: TaskInstanceIdentity, now: datetim
         "created_at": stamp(meta.get("creationTimestamp")),
         "start_time": start,
         "duration_seconds": duration,
-        "replicas_active": sum(c["active"] for c in counts.values()),
+        # None once the job is terminal: the controller's last active count is no count of running pods
+        "replicas_active": None if is_finished(phase) else sum(c["active"] or 0 for c in counts.values()),
         "replicas_desired": sum(desired) if desired else None,
+        "replicas_succeeded": sum(c["succeeded"] for c in counts.values()),
+        "replicas_failed": sum(c["failed"] for c in counts.values()),
         "last_failure_reason": last_failure_reason(job),
         **ui_urls(base, identity.dag_id, identity.run_id, identity.task_id, identity.map_index),
     }

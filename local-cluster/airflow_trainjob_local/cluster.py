@@ -41,11 +41,13 @@ from pathlib import Path
 
 import yaml
 
-from airflow_trainjob_local import build, crds, pki
+from airflow_trainjob_local import build, crds, pki, port_reservation
 
 #: Default ports: apiserver = base, etcd client = base + 1, etcd peer = base + 2, kubelet = base + 3. Chosen
 #: away from every Kubernetes and etcd default (6443, 2379/2380, 10250) and below Linux's ephemeral range.
 DEFAULT_PORT_BASE = 26443
+#: How many consecutive ports :meth:`Ports.from_base` uses (base .. base + 3).
+PORT_BLOCK = 4
 DEFAULT_NODE_NAME = "airflow-trainjob-local"
 CLUSTER_NAME = "airflow-trainjob-local"
 #: ClusterIP range of Services (only allocated, never routed: there is no kube-proxy).
@@ -56,6 +58,8 @@ READY_TIMEOUT = 90.0
 WORKLOAD_GRACE = 1.5
 #: Seconds ``down`` waits after SIGTERM before SIGKILL, per component.
 STOP_TIMEOUT = 15.0
+#: Seconds ``down`` gives kube-apiserver after SIGTERM (see its entry in :meth:`LocalCluster.components`).
+APISERVER_STOP_TIMEOUT = 5.0
 
 
 class ClusterError(RuntimeError):
@@ -83,7 +87,7 @@ class Component:
 
     :param name: also the name of its log and pid files.
     :param argv: the command line.
-    :param ports: ports it binds, checked to be free before start.
+    :param ports: ports it listens on; ``up`` reserves them before it starts any component.
     :param module: for a Python component, the module ``argv`` runs; the component is skipped while the module
         does not exist.
     :param workload: part of the training workload (controller, kubelet) rather than Kubernetes itself;
@@ -91,6 +95,8 @@ class Component:
     :param ready: returns True once the component serves; ``None``: started once it is alive
         :data:`WORKLOAD_GRACE` seconds after start.
     :param after_ready: run once the component is ready, whether just started or already running.
+    :param stop_timeout: seconds to wait after SIGTERM before SIGKILL when that is shorter than the caller's
+        (``down``'s ``timeout``); ``None``: the caller's.
     """
 
     name: str
@@ -100,6 +106,7 @@ class Component:
     workload: bool = False
     ready: Callable[[], bool] | None = field(default=None, compare=False)
     after_ready: Callable[[], None] | None = field(default=None, compare=False)
+    stop_timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -257,6 +264,10 @@ class LocalCluster:
                 ports=(p.apiserver,),
                 ready=self.apiserver_ready,
                 after_ready=self.install_crds,
+                # On SIGTERM it stops listening at once, then 1.20 waits up to --request-timeout (60 s) for open
+                # watches (e.g. a triggerer's), which it never ends itself. It keeps no state of its own (etcd
+                # does), so a SIGKILL soon after loses nothing.
+                stop_timeout=APISERVER_STOP_TIMEOUT,
             ),
             Component(
                 # Started after the CRDs exist, so the garbage collector watches the job kinds from its start
@@ -299,6 +310,8 @@ class LocalCluster:
                 ports=(p.kubelet,),
                 module="airflow_trainjob_local.kubelet",
                 workload=True,
+                # Ready once its log server listens: up holds the port until then.
+                ready=lambda: _accepts_connections(p.kubelet),
             ),
         ]
 
@@ -308,11 +321,16 @@ class LocalCluster:
         """Start what is not running; install or update the CRDs; write the kubeconfig.
 
         Idempotent: when every component is running and the apiserver is ready, it starts nothing.
-        May build the binaries first (see :func:`build.ensure_binaries`; minutes, once per machine).
+        Before it starts anything it reserves every port the components it will start listen on
+        (:func:`port_reservation.reserved`), and holds them until every component is up, so that no outgoing
+        connection, the cluster's own included, takes one as its source port meanwhile. Warns (stderr) when
+        those ports lie in the kernel's ephemeral range. May build the binaries first (see
+        :func:`build.ensure_binaries`; minutes, once per machine).
 
         :returns: the names of the components it started, in start order; empty when all were running.
-        :raises ClusterError: a port is taken, a process exited or did not become ready in time, or the cluster
-            in this state dir runs with other ports.
+        :raises ClusterError: a port is taken (raised before anything starts, naming every taken port and what
+            holds it), a process exited or did not become ready in time, or the cluster in this state dir runs
+            with other ports.
         :raises build.BuildError: the binaries were missing and could not be built.
         """
         with self._lock():
@@ -321,40 +339,45 @@ class LocalCluster:
             if all(self._running(c.name) for c in wanted) and self.apiserver_ready() and self.kubeconfig.exists():
                 _say(f"already running in {self.state_dir} ({self.server}); started nothing")
                 return []
-            binaries = build.ensure_binaries()
-            creds = pki.ensure_credentials(self.state_dir / "pki")
-            for sub in ("logs", "run", "etcd", "kubelet"):
-                (self.state_dir / sub).mkdir(parents=True, exist_ok=True)
-            os.chmod(self.state_dir / "etcd", 0o700)  # etcd refuses a data dir others can read
-            self._write_kubeconfigs(creds)
-            self._save()
-            started: list[str] = []
-            try:
-                for component in self._wanted(self.components(binaries), warn=False):
-                    if self._running(component.name):
-                        _say(f"{component.name}: already running (pid {self._pid(component.name)})")
-                    else:
-                        self._start(component)
-                        started.append(component.name)
-                    if component.ready is not None:
-                        self._wait_ready(component)
-                    if component.after_ready:
-                        component.after_ready()
-                # Components without a readiness check count as started once they survive a short grace
-                # period; one grace for all of them rather than one each.
-                unchecked = [c.name for c in self.components() if c.ready is None and c.name in started]
-                if unchecked:
-                    time.sleep(WORKLOAD_GRACE)
-                    for name in unchecked:
-                        self._ensure_alive(name, self._pid(name))
-            except BaseException:
-                # Leave nothing half-started behind (e.g. etcd when the apiserver failed); what was already
-                # running before this call stays.
-                for name in reversed(started):
-                    self._stop(name, STOP_TIMEOUT)
-                raise
-            _say(f"cluster up in {self.state_dir}; kubeconfig: {self.kubeconfig}")
-            return started
+            with self._ports_reserved([c for c in wanted if not self._running(c.name)]):
+                return self._start_missing()
+
+    def _start_missing(self) -> list[str]:
+        """The body of :meth:`up` once the ports are held: start each wanted component that is not running."""
+        binaries = build.ensure_binaries()
+        creds = pki.ensure_credentials(self.state_dir / "pki")
+        for sub in ("logs", "run", "etcd", "kubelet"):
+            (self.state_dir / sub).mkdir(parents=True, exist_ok=True)
+        os.chmod(self.state_dir / "etcd", 0o700)  # etcd refuses a data dir others can read
+        self._write_kubeconfigs(creds)
+        self._save()
+        started: list[str] = []
+        try:
+            for component in self._wanted(self.components(binaries), warn=False):
+                if self._running(component.name):
+                    _say(f"{component.name}: already running (pid {self._pid(component.name)})")
+                else:
+                    self._start(component)
+                    started.append(component.name)
+                if component.ready is not None:
+                    self._wait_ready(component)
+                if component.after_ready:
+                    component.after_ready()
+            # Components without a readiness check count as started once they survive a short grace
+            # period; one grace for all of them rather than one each.
+            unchecked = [c.name for c in self.components() if c.ready is None and c.name in started]
+            if unchecked:
+                time.sleep(WORKLOAD_GRACE)
+                for name in unchecked:
+                    self._ensure_alive(name, self._pid(name))
+        except BaseException:
+            # Leave nothing half-started behind (e.g. etcd when the apiserver failed); what was already
+            # running before this call stays.
+            for name in reversed(started):
+                self._stop(name, STOP_TIMEOUT)
+            raise
+        _say(f"cluster up in {self.state_dir}; kubeconfig: {self.kubeconfig}")
+        return started
 
     def down(self, *, purge: bool = False, timeout: float = STOP_TIMEOUT) -> None:
         """Stop every component (SIGTERM, wait up to ``timeout`` seconds each, then SIGKILL its process group).
@@ -557,13 +580,43 @@ class LocalCluster:
                 f"run `down` first or use the same ports"
             )
 
+    @contextmanager
+    def _ports_reserved(self, components: list[Component]) -> Iterator[None]:
+        """Hold every port of ``components`` (see :func:`port_reservation.reserved`); warn when they lie in the
+        kernel's ephemeral range.
+
+        :raises ClusterError: some are taken, before anything started: each port, its component, what holds it.
+        """
+        owners = {port: c.name for c in components for port in c.ports}
+        port_range = port_reservation.ephemeral_range()
+        below = ""
+        if port_range is not None:
+            below = (
+                f" (at most {port_range[0] - PORT_BLOCK} keeps them below the kernel's ephemeral port range "
+                f"{port_range[0]}-{port_range[1]}, where outgoing connections cannot take them)"
+            )
+        exposed = port_reservation.ephemeral_overlap(owners, port_range, port_reservation.reserved_ports())
+        if exposed and port_range is not None:
+            _say(
+                f"warning: port(s) {_port_list(exposed)} lie in the kernel's ephemeral port range "
+                f"{port_range[0]}-{port_range[1]} ({port_reservation.EPHEMERAL_RANGE_FILE}): it gives such ports "
+                f"to outgoing connections, the cluster's own included. up holds them until every component "
+                f"listens, but a component started again later may find its port taken. Use a --port-base of "
+                f"at most {port_range[0] - PORT_BLOCK}, or add the ports to net.ipv4.ip_local_reserved_ports"
+            )
+        try:
+            with port_reservation.reserved(owners):
+                yield
+        except port_reservation.PortsInUse as e:
+            taken = "; ".join(
+                f"{port} ({owners[port]})" + (f": {who}" if who else "") for port, who in sorted(e.users.items())
+            )
+            raise ClusterError(
+                f"port(s) on 127.0.0.1 in use, so nothing was started: {taken}. "
+                f"Choose another --port-base{below}, or stop what holds them"
+            ) from e
+
     def _start(self, component: Component) -> None:
-        for port in component.ports:
-            if not _port_free(port):
-                raise ClusterError(
-                    f"{component.name}: port {port} on 127.0.0.1 is in use by another process; "
-                    f"choose other ports (--port-base) or stop that process"
-                )
         log_path = self.log_path(component.name)
         env = dict(os.environ)
         # The Python components import this package even when it is used from a checkout without install.
@@ -655,6 +708,8 @@ class LocalCluster:
         pid = self._pid(name)
         if pid is None:
             return
+        own = [c.stop_timeout for c in self.components() if c.name == name and c.stop_timeout is not None]
+        timeout = min([timeout, *own])
         started = self._started_ticks(name)
         if self._alive(pid, started):
             _say(f"{name}: stopping (pid {pid})")
@@ -699,15 +754,24 @@ def _module_exists(module: str) -> bool:
     return True
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        # Like the servers themselves: a port with connections in TIME_WAIT counts as free.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+def _accepts_connections(port: int) -> bool:
+    """Something listens on 127.0.0.1:``port`` (a TCP connect succeeds; closed at once)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _port_list(ports: list[int]) -> str:
+    """``[1, 2, 3, 7]`` -> ``"1-3, 7"``."""
+    runs: list[list[int]] = []
+    for port in sorted(ports):
+        if runs and port == runs[-1][-1] + 1:
+            runs[-1].append(port)
+        else:
+            runs.append([port])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 #: Exit statuses of our own children, by pid, as collected by :func:`_reap` (for error messages).

@@ -11,6 +11,7 @@ Lifecycle tests (up, idempotency, down, a taken port, the command line) run a pr
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -26,8 +27,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob_local import build, crds
-from airflow_trainjob_local.cluster import _port_free
 from airflow_trainjob_local.constants import GROUP, JOB_KINDS, VERSION, JobKind
+from airflow_trainjob_local.port_reservation import bindable, port_users
 from airflow_trainjob_local.testing.waiting import pod_gone, wait_for
 
 KINDS = list(JOB_KINDS.values())
@@ -416,7 +417,7 @@ def test_up_is_idempotent_and_down_leaves_no_process(spare_cluster) -> None:
     assert not spare_cluster.apiserver_ready()
     assert not list((spare_cluster.state_dir / "run").glob("*.pid"))
     for port in (ports.apiserver, ports.etcd_client, ports.etcd_peer):
-        assert _port_free(port), f"port {port} still bound after down"
+        assert bindable(port), f"port {port} still bound after down"
 
     # State survives down/up: the same credentials and data, so the kubeconfig still works.
     kubeconfig_before = spare_cluster.kubeconfig.read_bytes()
@@ -516,15 +517,48 @@ def test_command_line_up_status_down(spare_cluster, capsys: pytest.CaptureFixtur
     assert main(["status", "--state-dir", str(spare_cluster.state_dir)]) == 1
 
 
-def test_up_with_a_taken_port_fails_and_leaves_nothing_running(spare_cluster) -> None:
+def test_up_with_a_taken_port_refuses_before_starting_anything(spare_cluster) -> None:
+    """The apiserver's port is taken, etcd's are free: up names the port and starts nothing, not even etcd."""
     from airflow_trainjob_local.cluster import ClusterError
 
+    ports = spare_cluster.ports
     with socket.socket() as squatter:
-        squatter.bind(("127.0.0.1", spare_cluster.ports.apiserver))
+        # SO_REUSEADDR: a TIME-WAIT left on the port by an earlier test must not stop the squatter itself.
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", ports.apiserver))
         squatter.listen()
-        with pytest.raises(ClusterError, match=f"port {spare_cluster.ports.apiserver} .* in use"):
+        with pytest.raises(ClusterError) as caught:
             spare_cluster.up()
-    # etcd had started before the apiserver's port was found taken; up stopped it again.
+    message = str(caught.value)
+    assert f"{ports.apiserver} (kube-apiserver): listened on by " in message
+    assert f"(pid {os.getpid()})" in message
+    assert "nothing was started" in message and "--port-base" in message
     assert spare_cluster.pids() == {}
-    assert not list((spare_cluster.state_dir / "run").glob("*.pid"))
-    assert _port_free(spare_cluster.ports.etcd_client)
+    assert not (spare_cluster.state_dir / "run").exists()
+    assert not (spare_cluster.state_dir / "logs").exists()
+    assert all(bindable(port) for port in (ports.apiserver, ports.etcd_client, ports.etcd_peer))
+
+
+def _server_time_wait(port: int) -> None:
+    """Leave 127.0.0.1:``port`` held only by a connection in TIME-WAIT that its server closed (its listener sets
+    SO_REUSEADDR, as every component's does)."""
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            server.accept()[0].close()
+            assert client.recv(1) == b""
+    wait_for(
+        lambda: [use.status for use in port_users(port)],
+        lambda states: bool(states) and set(states) == {"TIME_WAIT"},
+        timeout=10,
+        what=f"port {port} held by TIME-WAIT only",
+    )
+
+
+def test_up_binds_over_a_time_wait_its_check_does_not_count(spare_cluster) -> None:
+    """A TIME-WAIT left by a server's own closed connection does not block a listener: up starts as usual."""
+    _server_time_wait(spare_cluster.ports.apiserver)
+    assert spare_cluster.up() == ["etcd", "kube-apiserver", "kube-controller-manager"]
+    assert spare_cluster.status().healthy

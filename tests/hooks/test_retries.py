@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+
 import pytest
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ProtocolError
@@ -79,3 +82,27 @@ def test_backoff_doubles_from_wait_min_up_to_wait_max():
     assert len(waits) == retries.ATTEMPTS - 1
     assert waits == [min(retries.WAIT_MAX, max(retries.WAIT_MIN, 2.0**n)) for n in range(retries.ATTEMPTS - 1)]
     assert waits == sorted(waits) and waits[-1] == retries.WAIT_MAX  # it grows until the cap, which it reaches
+
+
+def test_no_retries_gives_one_attempt_to_calls_and_the_tasks_they_start():
+    """The UI's reads (``no_retries``) fail at their first transient failure; outside the block, and in another
+    task of the loop, the same call retries as before."""
+    attempts: list[str] = []
+
+    @retries.retry_transient
+    async def call(who: str) -> None:
+        attempts.append(who)
+        raise ConnectionRefusedError("refused")
+
+    async def main() -> None:
+        quick = call.retry_with(sleep=lambda seconds: asyncio.sleep(0))
+        with retries.no_retries():
+            with pytest.raises(ConnectionRefusedError):
+                await asyncio.create_task(quick("ui"))  # a task started in the block inherits it
+            other = contextvars.Context().run(asyncio.ensure_future, quick("task"))  # another task's context
+        with pytest.raises(ConnectionRefusedError):
+            await other
+
+    asyncio.run(main())
+    assert attempts.count("ui") == 1
+    assert attempts.count("task") == retries.ATTEMPTS

@@ -60,6 +60,7 @@ NEEDED = {
     **{("kubeflow.org", kind.plural, "delete"): "on_finish, timeouts, on_kill" for kind in JOB_KINDS.values()},
     **{("kubeflow.org", kind.plural, "patch"): "a kept job's held runPolicy given back" for kind in JOB_KINDS.values()},
     ("", "pods", "list"): "replica states, exit codes, the lead replica",
+    ("", "pods", "watch"): "the synchronous wait's pod watch (restarts, the lead replica starting)",
     ("", "pods", "delete"): "cleanPodPolicy",
     ("", "pods/log", "get"): "the lead replica's log, failed replicas' tails",
     ("", "events", "list"): "recent events in failure and timeout messages",
@@ -483,6 +484,16 @@ def _probe(verb_key, namespace, custom_objects):
         return event["message"] if event["outcome"] == ERROR else None
     elif (resource, verb) == ("pods", "list"):
         call = lambda: hook.list_job_pods("absent", namespace)
+    elif (resource, verb) == ("pods", "watch"):
+        # The synchronous wait's pod watch (job_watch.PodWatch); refused, the wait lists the pods every minute.
+        try:
+            watch = hook.core_v1_client.list_namespaced_pod(
+                namespace, watch=True, timeout_seconds=1, _preload_content=False
+            )
+            watch.close()
+        except ApiException as e:
+            return f"{e.status} {e.reason}"
+        return None
     elif (resource, verb) == ("pods", "delete"):
         call = lambda: hook.delete_pod("absent", namespace)
     elif (resource, verb) == ("pods/log", "get"):

@@ -11,8 +11,9 @@ deletion takes its pods with it (garbage collection). Tests script the rest:
   between two looks, or vanishes between a 409 and the read);
 - ``calls`` records each call as ``(method, args...)``.
 
-The hook's watch client (``custom_object_client``) refuses every watch with 403, so a real
-:class:`~airflow_trainjob.job_watch.JobWatch` on this hook reads the job with ``get_job`` every ``poll_interval``.
+The hook's watch clients (``custom_object_client``, ``core_v1_client``) refuse every watch with 403, so a real
+:class:`~airflow_trainjob.job_watch.JobWatch` on this hook reads the job with ``get_job`` every ``poll_interval``,
+and a real :class:`~airflow_trainjob.job_watch.PodFeed` lists the pods once, then every ``POD_LOOK_SECONDS``.
 """
 
 from __future__ import annotations
@@ -74,13 +75,17 @@ def job_status(
 
 
 class _WatchRefused:
-    """``custom_object_client``: a watch is refused (403), as for a Role without ``watch``."""
+    """``custom_object_client`` and ``core_v1_client``: a watch is refused (403), as for a Role without ``watch``."""
 
     def __init__(self, hook: FakeTrainingJobHook) -> None:
         self._hook = hook
 
     def list_namespaced_custom_object(self, *args: Any, **kwargs: Any) -> Any:
         self._hook.calls.append(("watch", *args))
+        raise api_error(403)
+
+    def list_namespaced_pod(self, *args: Any, **kwargs: Any) -> Any:
+        self._hook.calls.append(("watch_pods", *args))
         raise api_error(403)
 
 
@@ -113,7 +118,7 @@ class FakeTrainingJobHook:
         self.events: list[dict[str, Any]] = []
         self.logs: dict[str, str] = {}  # pod name -> its log
         self.calls: list[tuple[Any, ...]] = []
-        self.custom_object_client = _WatchRefused(self)
+        self.custom_object_client = self.core_v1_client = _WatchRefused(self)
         self._failures: dict[str, list[BaseException]] = {}
         self._always: dict[str, BaseException] = {}
         self._get_steps: list[Callable[[FakeTrainingJobHook], None]] = []
@@ -287,6 +292,9 @@ class FakeTrainingJobHook:
             for (ns, _), p in self.pods.items()
             if ns == namespace and p["metadata"]["labels"].get(LABEL_JOB_NAME) == name
         ]
+
+    def list_job_pods_and_version(self, name: str, namespace: str) -> tuple[list[dict[str, Any]], str]:
+        return self.list_job_pods(name, namespace), str(next(self._versions))
 
     def delete_pod(self, name: str, namespace: str, uid: str | None = None) -> bool:
         self._call("delete_pod", namespace, name, uid)

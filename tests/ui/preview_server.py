@@ -180,8 +180,8 @@ def running_try(dag: str) -> Json:
             {"replica": "Worker-1", "time": at(up - 260), "exit_code": 137, "reason": "OOMKilled"},
         ],
         replica_counts={
-            "Master": {"desired": 1, "active": 1, "succeeded": 0, "failed": 0},
-            "Worker": {"desired": 2, "active": 2, "succeeded": 0, "failed": 0},
+            "Master": {"desired": 1, "active": 1, "succeeded": 0, "failed": 0, "text": "1/1 active"},
+            "Worker": {"desired": 2, "active": 2, "succeeded": 0, "failed": 0, "text": "2/2 active"},
         },
         replicas=[
             replica("Master", 0, name + "-master-0", "Running", up + 18),
@@ -297,8 +297,8 @@ def failed_try(dag: str, try_number: int, exists: bool) -> Json:
             {"replica": "Worker-0", "time": at(3450), "exit_code": 137, "reason": "OOMKilled"},
         ],
         replica_counts={
-            "Master": {"desired": 1, "active": 0, "succeeded": 0, "failed": 1},
-            "Worker": {"desired": 2, "active": 0, "succeeded": 1, "failed": 1},
+            "Master": {"desired": 1, "active": None, "succeeded": 0, "failed": 1, "text": "1 failed"},
+            "Worker": {"desired": 2, "active": None, "succeeded": 1, "failed": 1, "text": "1 succeeded, 1 failed"},
         },
         replicas=[
             replica(
@@ -386,8 +386,8 @@ def succeeded_gone_try(dag: str) -> Json:
             },
         ],
         replica_counts={
-            "Chief": {"desired": 1, "active": 0, "succeeded": 1, "failed": 0},
-            "Worker": {"desired": 2, "active": 0, "succeeded": 2, "failed": 0},
+            "Chief": {"desired": 1, "active": None, "succeeded": 1, "failed": 0, "text": "1 succeeded"},
+            "Worker": {"desired": 2, "active": None, "succeeded": 2, "failed": 0, "text": "2 succeeded"},
         },
         replicas=[
             replica(
@@ -457,8 +457,8 @@ def queued_try(dag: str) -> Json:
             },
         ],
         replica_counts={
-            "Master": {"desired": 1, "active": 0, "succeeded": 0, "failed": 0},
-            "Worker": {"desired": 4, "active": 0, "succeeded": 0, "failed": 0},
+            "Master": {"desired": 1, "active": 0, "succeeded": 0, "failed": 0, "text": "0/1 active"},
+            "Worker": {"desired": 4, "active": 0, "succeeded": 0, "failed": 0, "text": "0/4 active"},
         },
         refresh_seconds=5,
     )
@@ -551,8 +551,10 @@ def job_rows() -> list[Json]:
             "created_at": at(ago + 10),
             "start_time": at(ago),
             "duration_seconds": duration,
-            "replicas_active": active,
+            "replicas_active": None if phase in ("Succeeded", "Failed") else active,  # as views.job_row
             "replicas_desired": desired,
+            "replicas_succeeded": desired if phase == "Succeeded" else 0,
+            "replicas_failed": 1 if phase == "Failed" else 0,
             "last_failure_reason": None,
             "dag_url": f"/dags/{dag}",
             "run_url": base.rsplit("/tasks/", 1)[0],

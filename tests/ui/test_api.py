@@ -42,7 +42,7 @@ from airflow_trainjob.models import TrainingJobSpec
 from airflow_trainjob.ownership import TaskInstanceIdentity
 from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.deployment import AirflowDeployment
-from tests.support.fault_proxy import FaultProxy
+from tests.support.fault_proxy import Fault, FaultProxy
 from tests.support.faults import start_proxy
 from tests.support.jobs import SLEEP, pytorch_specs
 from tests.support.report import record
@@ -234,7 +234,9 @@ def world(
                     "message": "master failed",
                     "lastTransitionTime": "2026-12-02T05:01:00Z",
                 },
-            ]
+            ],
+            # as the training operator leaves them: the last active count stays when the job stops
+            "replicaStatuses": {"Master": {"active": 1, "failed": 1}},
         }
         gone_pod = {**w.live_pod, "metadata": {**w.live_pod["metadata"], "name": "ti-gone-master-0"}}
         failed = dict(
@@ -362,6 +364,10 @@ def test_the_live_try_and_the_recorded_one(world):
     )
     assert [r["pod"] for r in gone["replicas"]] == ["ti-gone-master-0"]
     assert [e["reason"] for e in gone["events"]] == ["PyTorchJobFailed"]
+    # a terminal job's counts carry no active count (the controller's leftover), only what finished
+    assert {t: (c["active"], c["text"]) for t, c in gone["replica_counts"].items()} == {"Master": (None, "1 failed")}
+    assert all(isinstance(c["active"], int) for c in live["replica_counts"].values())
+    assert live["cluster_unreadable_since"] is None and gone["cluster_unreadable_since"] is None
 
 
 @pytest.mark.parametrize("run_id", ["r-stranger", "r-replaced"])
@@ -404,6 +410,60 @@ def test_a_log_only_of_the_tries_own_pods(world):
     assert "the job no longer exists" in gone["message"]
     assert world.get("admin", "/trainjob/api/task-instance/log", **params, try_number=7).status_code == 404
     assert world.get("admin", "/trainjob/api/task-instance/log", **params, tail_lines=0).status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("path", "bad"),
+    [
+        ("/trainjob/api/task-instance", {"map_index": 2**63}),
+        ("/trainjob/api/task-instance", {"map_index": 2**31}),
+        ("/trainjob/api/task-instance/log", {"map_index": 2**63}),
+        ("/trainjob/api/task-instance/log", {"try_number": 2**31}),
+    ],
+)
+def test_integers_beyond_airflows_columns_are_refused_with_422(world, path, bad):
+    """Airflow's ``map_index`` and ``try_number`` are 32-bit INTEGER columns: a larger number is bad input (422),
+    not a query the database overflows on (500)."""
+    assert world.get("admin", path, **{**ti_params(identity(ALLOWED)), **bad}).status_code == 422
+
+
+def test_the_log_of_a_task_instance_that_launched_no_job_says_so(world):
+    response = world.get("admin", "/trainjob/api/task-instance/log", **ti_params(identity(ALLOWED, "r-none")))
+    assert response.status_code == 404
+    assert response.json()["detail"] == "no try of this task instance launched a training job"
+    numbered = world.get(
+        "admin", "/trainjob/api/task-instance/log", **ti_params(identity(ALLOWED, "r-none")), try_number=3
+    )
+    assert numbered.json()["detail"] == "try 3 of this task instance launched no training job"
+
+
+def test_while_the_cluster_fails_the_tab_says_why_and_since_when_then_recovers(world):
+    """The api-server's reads of the job's pods are cut (connections reset at the proxy): the answer comes at once,
+    names the real cause in one line, says since when the cluster cannot be read, and keeps the poll; once the
+    cluster answers again the same tab is live again by itself."""
+    params = ti_params(identity(ALLOWED))
+    cut = world.proxy.add(Fault("reset", method="GET", path=rf"/namespaces/{world.namespace}/pods$", times=None))
+    try:
+        live = wait_for(
+            lambda: world.get("viewer", "/trainjob/api/task-instance", **params).json()["tries"][0],
+            lambda t: t["cluster_unreadable_since"] is not None,
+            timeout=30,
+            what="the tab saying the cluster cannot be read",
+        )
+        assert world.proxy.hits(cut) >= 1
+        assert live["error"] and "TimeoutError" not in live["error"] and "\n" not in live["error"], live["error"]
+        assert live["refresh_seconds"] == 5 and live["exists"] is True
+        since = live["cluster_unreadable_since"]
+        again = world.get("viewer", "/trainjob/api/task-instance", **params).json()["tries"][0]
+        assert again["cluster_unreadable_since"] in (since, None)  # since the first failure, not each poll's
+    finally:
+        world.proxy.clear()
+    wait_for(
+        lambda: world.get("viewer", "/trainjob/api/task-instance", **params).json()["tries"][0],
+        lambda t: t["cluster_unreadable_since"] is None and t["error"] is None and t["replicas"],
+        timeout=30,
+        what="the tab live again",
+    )
 
 
 # --- no secrets, and the cost of many tabs -------------------------------------------------------------

@@ -7,10 +7,13 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from datetime import datetime, timezone
+from typing import Any
 
 import pytest
 
-from airflow_trainjob.ui.cache import StreamRegistry, UiCache
+from airflow_trainjob.api_errors import one_line
+from airflow_trainjob.ui.cache import UI_READ_TIMEOUT_SECONDS, Coalescer, StreamRegistry, UiCache, ui_source
 from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.fault_proxy import Fault, FaultProxy
 from tests.support.faults import start_proxy
@@ -143,7 +146,68 @@ def test_a_failing_read_is_made_once_for_every_reader_and_its_line_reused(counti
     line = str(errors[0])
     assert "\n" not in line and "500" in line and "pods" in line
     attempts = counting_proxy.hits(broken)
-    assert attempts == 6, "the hook's retries of ONE read (ATTEMPTS), however many readers"
+    assert attempts == 1, "ONE read however many readers, and a page's read is not retried (no_retries)"
+
+
+def test_a_read_of_an_unreachable_cluster_fails_at_once_with_its_cause(counting_proxy, namespace, custom_objects):
+    """The cluster goes away (the proxy, its address, stops): the next read of pods fails at its first attempt,
+    saying why (the connection refused, not a bare TimeoutError), and the cache notes since when."""
+    create(custom_objects, namespace, "ui-away", SLEEP)
+
+    async def main():
+        cache = UiCache()
+        try:
+            stream = await cache.stream(CONN, namespace, "PyTorchJob")
+            uid = stream.jobs["ui-away"]["metadata"]["uid"]
+            await asyncio.to_thread(counting_proxy.stop)
+            try:
+                await cache.job_pods(stream, "ui-away", uid)
+            except Exception as e:
+                return one_line(e), cache.details.stats["loads"]
+            raise AssertionError("the read of an unreachable cluster succeeded")
+        finally:
+            await cache.close()
+
+    line, loads = asyncio.run(main())
+    assert "Cannot connect to host 127.0.0.1" in line and "TimeoutError" not in line, line
+    assert "\n" not in line and "token" not in line.lower()
+    assert loads == 1
+
+
+def test_a_read_without_an_answer_gives_up_after_the_ui_timeout(counting_proxy, namespace, custom_objects):
+    """An apiserver that takes the request and never answers: the page's read gives up after UI_READ_TIMEOUT_SECONDS
+    (not the task's request timeout and retries), and its message says what it waited for."""
+    create(custom_objects, namespace, "ui-slow", SLEEP)
+    counting_proxy.add(Fault("delay", method="GET", path=rf"/namespaces/{namespace}/pods$", seconds=60, times=None))
+
+    async def main():
+        cache = UiCache()
+        try:
+            stream = await cache.stream(CONN, namespace, "PyTorchJob")
+            uid = stream.jobs["ui-slow"]["metadata"]["uid"]
+            with pytest.raises(TimeoutError) as raised:
+                await cache.job_pods(stream, "ui-slow", uid)
+            return str(raised.value)
+        finally:
+            await cache.close()
+
+    message = asyncio.run(main())
+    assert message == (
+        f"no answer from the cluster within {UI_READ_TIMEOUT_SECONDS:g} s "
+        f"(to list the pods of PyTorchJob {namespace}/ui-slow)"
+    )
+    assert counting_proxy.hits() >= 1
+
+
+def test_unreadable_since_the_first_failure_in_a_row_until_a_read_succeeds():
+    cache = UiCache()
+    source = ui_source(CONN, "ml", "PyTorchJob")
+    first, later = datetime(2026, 12, 2, 5, 0, tzinfo=timezone.utc), datetime(2026, 12, 2, 5, 1, tzinfo=timezone.utc)
+    assert cache.unreadable_since(source, True, first) == first
+    assert cache.unreadable_since(source, True, later) == first, "since the first failure of the run"
+    assert cache.unreadable_since((source, "other-job"), False, later) is None, "each key on its own"
+    assert cache.unreadable_since(source, False, later) is None
+    assert cache.unreadable_since(source, True, later) == later
 
 
 def test_an_idle_stream_stops_and_a_new_reader_starts_it_again(counting_proxy, namespace):
@@ -185,3 +249,24 @@ def test_served_kinds_from_discovery_once_per_lookup_ttl(counting_proxy):
         "the cluster does not serve pytorchjobs.kubeflow.org/v1 — is the Kubeflow training operator installed?"
     )
     assert all(missing.values())
+
+
+def test_an_error_is_reused_for_error_ttl_only_an_answer_for_ttl():
+    """A lookup that failed (the cluster unreachable) is tried again soon, not after the lookup TTL of a minute."""
+    answers: list[Any] = [ConnectionRefusedError("Cannot connect"), "served", "never read"]
+
+    async def load() -> str:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def main() -> list[Any]:
+        lookups: Coalescer[str] = Coalescer(ttl=60.0, error_ttl=0.05)
+        first = await asyncio.gather(lookups.get("kinds", load), return_exceptions=True)
+        await asyncio.sleep(0.1)
+        return [*first, await lookups.get("kinds", load), await lookups.get("kinds", load), lookups.stats["loads"]]
+
+    failed, served, reused, loads = asyncio.run(main())
+    assert isinstance(failed, ConnectionRefusedError)
+    assert (served, reused, loads) == ("served", "served", 2)

@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
+import shutil
 import struct
+import tempfile
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,19 +63,43 @@ MAX_TEMPLATED_FIELD_LENGTH = 4096
 SCRIPT_NOTES = 5000
 
 
-def epochs(count: int, notes: int = 0) -> str:
-    """Container code: print one line per epoch, 5 s each (``count`` epochs), after a comment of ``notes``
-    characters."""
-    lines = [
-        "import os, time",
-        "rank = os.environ['RANK']",
-        f"for epoch in range(1, {count + 1}):",
+#: Seconds per printed epoch of the jobs' container code.
+EPOCH_SECONDS = 2
+#: Where the tests release the jobs that run until released: a directory of this process (pods are processes of
+#: this machine, so they see it), made and removed by the ``releases`` fixture.
+RELEASES = Path(tempfile.gettempdir()) / f"trainjob-e2e-ui-{os.getpid()}"
+
+
+def epochs(count: int | None, notes: int = 0, release: str | None = None, after: int = 0) -> str:
+    """Container code: print one line per epoch, :data:`EPOCH_SECONDS` each -- ``count`` epochs, or (``release``)
+    until the file ``RELEASES / release`` exists (at most 240 s) and then ``after`` more -- after a comment of
+    ``notes`` characters.
+
+    A job that runs until the test releases it is surely running while the test looks at it, on a loaded machine
+    too, and ends as soon as the test is done with it."""
+    epoch = [
+        "    epoch += 1",
         "    print('rank', rank, 'epoch', epoch, 'loss', round(1 / epoch, 4), flush=True)",
-        "    time.sleep(5)",
+        f"    time.sleep({EPOCH_SECONDS})",
     ]
+    lines = ["import os, time", "rank, epoch = os.environ['RANK'], 0"]
+    if release is None:
+        lines += [f"for _ in range({count}):", *epoch]
+    else:
+        flag = str(RELEASES / release)
+        lines += [
+            "deadline = time.monotonic() + 240",
+            f"while not os.path.exists({flag!r}) and time.monotonic() < deadline:",
+        ]
+        lines += [*epoch, *([f"for _ in range({after}):", *epoch] if after else [])]
     if notes:
         lines.insert(0, "# " + ("training notes " * (notes // 15 + 1))[:notes])
     return "\n".join(lines) + "\n"
+
+
+def release(job: str) -> None:
+    """Let a job of :func:`epochs` with ``release=job`` end."""
+    (RELEASES / job).touch()
 
 
 #: Every replica prints, then exits: 139 (retryable: Airflow retries) on try 1, 1 (permanent) on try 2. Airflow renders
@@ -81,20 +108,18 @@ FAIL = (
     "import sys, time; print('loading shard 3', flush=True); time.sleep(5); "
     "print('ValueError: bad record in shard 3', flush=True); sys.exit({{ 1 if ti.try_number > 1 else 139 }})"
 )
-#: The synchronous job lasts 40 s (the tab is looked at while it runs), the deferred one 60 s (the tab is opened while
-#: it waits, after the synchronous job's screenshots; and far above the 5 s under which Airflow 3.3.2 may fail a fast
-#: deferred task, apache/airflow#66374). Their workers end an epoch before the master, whose end ends the job: what
-#: the task records at the end shows both replicas finished. The failing job keeps its pods (cleanPodPolicy None), so
-#: both replicas show their exit codes.
-SYNC_SPECS = pytorch_specs(epochs(8), epochs(7), restartPolicy="Never")
-DEFERRED_SPECS = pytorch_specs(epochs(12, SCRIPT_NOTES), epochs(11, SCRIPT_NOTES), restartPolicy="Never")
-#: The deferred job's scripts as Airflow sends them (its Jinja rendering drops a string's last newline).
-DEFERRED_SCRIPTS = {
-    "Master": epochs(12, SCRIPT_NOTES).removesuffix("\n"),
-    "Worker": epochs(11, SCRIPT_NOTES).removesuffix("\n"),
+#: The synchronous and the deferred job run until the tests are done looking at them running (the deferred one
+#: is then far above the 5 s under which Airflow 3.3.2 may fail a fast deferred task, apache/airflow#66374). Their
+#: workers end an epoch before the master, whose end ends the job: what the task records at the end shows both
+#: replicas finished. The failing job keeps its pods (cleanPodPolicy None), so both replicas show their exit codes.
+SYNC_SPECS = pytorch_specs(epochs(None, release=SYNC, after=1), epochs(None, release=SYNC), restartPolicy="Never")
+DEFERRED_SCRIPTS = {  # as Airflow sends them (its Jinja rendering drops a string's last newline)
+    "Master": epochs(None, SCRIPT_NOTES, release=DEFERRED, after=1).removesuffix("\n"),
+    "Worker": epochs(None, SCRIPT_NOTES, release=DEFERRED).removesuffix("\n"),
 }
+DEFERRED_SPECS = pytorch_specs(*(script + "\n" for script in DEFERRED_SCRIPTS.values()), restartPolicy="Never")
 FAILING_SPECS = pytorch_specs(FAIL, restartPolicy="Never")
-OTHER_SPECS = pytorch_specs(epochs(2), workers=0, restartPolicy="Never")
+OTHER_SPECS = pytorch_specs(epochs(3), workers=0, restartPolicy="Never")
 
 DAG_SOURCE = textwrap.dedent(
     f"""
@@ -300,7 +325,18 @@ def ui(airflow: AirflowDeployment) -> Ui:
 
 
 @pytest.fixture(scope="module")
-def runs(airflow: AirflowDeployment) -> Runs:
+def releases() -> Iterator[Path]:
+    """:data:`RELEASES`, made for the module's runs; at the end every job is released (a test that failed early
+    leaves none running) and the directory removed."""
+    RELEASES.mkdir()
+    yield RELEASES
+    for job in (SYNC, DEFERRED):
+        release(job)
+    shutil.rmtree(RELEASES)
+
+
+@pytest.fixture(scope="module")
+def runs(airflow: AirflowDeployment, releases: Path) -> Runs:
     """One run of each DAG, triggered through the REST API with ``{"logical_date": null}``; their jobs run at once."""
     api = airflow.api(ADMIN)
     main, other = api.trigger(DAG_ID), api.trigger(OTHER_DAG_ID)
@@ -511,6 +547,7 @@ def test_the_tab_of_a_synchronous_task_whose_job_is_gone(
 ) -> None:
     from kubernetes.client.exceptions import ApiException
 
+    release(SYNC)
     airflow.api(ADMIN).wait_for_task_state(DAG_ID, runs.main, SYNC, "success", timeout=120)
     (done,) = ui.tries(DAG_ID, runs.main, SYNC)
     with pytest.raises(ApiException) as gone:  # on_finish's default deletes a succeeded job
@@ -531,7 +568,7 @@ def test_the_tab_of_a_synchronous_task_whose_job_is_gone(
     summary = {k: words(v) for k, v in shown["summary"].items()}
     assert summary["In the cluster"] == "No longer exists — showing what the task recorded at its end"
     assert summary["Phase"].startswith("Succeeded PyTorchJobSucceeded")
-    assert summary["Replicas"] == "Master 0/1 active, 1 succeeded Worker 0/1 active, 1 succeeded"
+    assert summary["Replicas"] == "Master 1 succeeded Worker 1 succeeded"  # terminal: only what finished
     assert summary["Completed"] != "—" and summary["Duration"] != "—"
     assert [(words(r[0]).split()[0], r[2], words(r[4])) for r in shown["replicas"]] == [
         ("Master-0", "Succeeded", "0 Completed"),
@@ -570,8 +607,8 @@ def test_the_tab_of_a_failed_task_with_two_tries(
     assert shown["tries"] == [["Try 2: Failed", "true"], ["Try 1: Failed", "false"]]  # latest first, shown
     assert words(shown["summary"]["Phase"]) == f"Failed PyTorchJobFailed {latest['message']}"
     assert [(words(r[0]).split()[0], r[2], words(r[4])) for r in shown["replicas"]] == [
-        ("Master-0", "Failed", "1 Error"),
-        ("Worker-0", "Failed", "1 Error"),
+        ("Master-0", "Failed", "1 Error · permanent"),  # the exit code's class
+        ("Worker-0", "Failed", "1 Error · permanent"),
     ]
     reasons = [row[2] for row in shown["events"]]
     assert "PyTorchJobFailed" in reasons and any(r.startswith("ExitedWithCode") for r in reasons), reasons
@@ -599,6 +636,7 @@ def test_the_deferred_tab_turns_succeeded_by_itself_and_the_event_is_small(
     airflow: AirflowDeployment, runs: Runs, ui: Ui, watching_browser: Browser, custom_objects, module_namespace: str
 ) -> None:
     api = airflow.api(ADMIN)
+    release(DEFERRED)
     enter_view(watching_browser)
     shown = tab_state(watching_browser, lambda s: s["phase"] == "Succeeded", "the tab turned Succeeded", timeout=120)
     assert shown["marker"] == "opened once", "the tab refreshed by itself, without reloading"

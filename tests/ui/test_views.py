@@ -4,6 +4,7 @@ The same view functions must say the same of a live job and of the trimmed copy 
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timezone
 from typing import Any
 
@@ -211,7 +212,9 @@ def test_replicas_table_lead_first_with_last_exit_and_its_class():
         "exit_class": "Permanent",
         "node": "local-node",
         "created_at": "2026-12-02T05:01:00Z",
+        "age_seconds": None,  # a live pod: the page counts its age
         "lead": True,
+        "gone": False,
     }
     assert (evicted["exit_code"], evicted["reason"], evicted["exit_class"], evicted["lead"]) == (
         None,
@@ -245,11 +248,25 @@ def test_a_pod_recorded_active_shows_stopped_once_its_job_is_gone():
 def test_replica_counts_desired_from_the_spec_and_counts_from_the_status():
     made = job(RUNNING, replicaStatuses={"Master": {"active": 1}, "Worker": {"active": 1, "failed": 1}})
     assert views.replica_counts(made, views.JOB_KINDS["PyTorchJob"]) == {
-        "Master": {"desired": 1, "active": 1, "succeeded": 0, "failed": 0},
-        "Worker": {"desired": 2, "active": 1, "succeeded": 0, "failed": 1},
+        "Master": {"desired": 1, "active": 1, "succeeded": 0, "failed": 0, "text": "1/1 active"},
+        "Worker": {"desired": 2, "active": 1, "succeeded": 0, "failed": 1, "text": "1/2 active (1 failed)"},
     }
     # recorded jobs keep no spec: the desired count is unknown, the status still counts
     assert views.replica_counts(trim_job(made), views.JOB_KINDS["PyTorchJob"])["Worker"]["desired"] is None
+
+
+def test_a_terminal_jobs_replica_counts_say_only_what_finished():
+    """The training operator leaves ``active`` as it was when the job stopped (here a Worker whose pod is deleted):
+    once the job is terminal the counts say what finished, in the task log's words, and no active count."""
+    made = job(FAILED, replicaStatuses={"Master": {"failed": 1}, "Worker": {"active": 1}})
+    counts = views.replica_counts(made, views.JOB_KINDS["PyTorchJob"])
+    assert {t: (c["active"], c["text"]) for t, c in counts.items()} == {
+        "Master": (None, "1 failed"),
+        "Worker": (None, "none finished"),
+    }
+    view = views.try_view(record(), job=made, found_pods=[], found_events=[], source="live", exists=True, now=NOW)
+    assert view["summary"].endswith(" — Master 1 failed, Worker none finished")  # the same decision, once
+    assert view["replica_counts"] == counts
 
 
 def test_restart_marks_from_last_state_and_from_exits_before_the_pod_was_made_again():
@@ -426,8 +443,10 @@ def test_the_recorded_copy_says_what_the_live_job_said():
     for key in ("phase", "reason", "message", "timeline", "restarts", "events", "start_time", "duration_seconds"):
         assert recorded[key] == live[key], key
     # No spec: no containers; a pod still running when the try recorded it went with the job since.
-    strip = lambda rows: [{k: v for k, v in r.items() if k not in ("container", "phase")} for r in rows]
+    strip = lambda rows: [{k: v for k, v in r.items() if k not in ("container", "phase", "age_seconds")} for r in rows]
     assert strip(recorded["replicas"]) == strip(live["replicas"])
+    # a recorded pod's age is its age at the try's end (05:01:00 to 05:05:10), not one that keeps counting
+    assert [r["age_seconds"] for r in recorded["replicas"]] == [250.0, 250.0, 250.0]
     assert [r["phase"] for r in live["replicas"]] == ["Failed", "Failed", "Running"]
     assert [r["phase"] for r in recorded["replicas"]] == ["Failed", "Failed", "Stopped"]
     assert (recorded["source"], recorded["exists"], recorded["refresh_seconds"]) == ("recorded", False, None)
@@ -436,6 +455,55 @@ def test_the_recorded_copy_says_what_the_live_job_said():
         "2026-12-02T05:05:10Z",
         "PyTorchJob ml/train-1 failed",
     )
+
+
+def test_a_finished_job_whose_pods_are_gone_shows_what_the_events_know():
+    """cleanPodPolicy (or the controller) deleted the pods of a job that is still there: no "no pods yet", but one
+    row per replica from the operator's ExitedWithCode events, its earlier exits as restarts, and no log to read."""
+    exited = lambda pod_name, code, time: event(
+        "ExitedWithCode", f"Pod: ml.{pod_name} exited with code {code}", time, kind="PyTorchJob", name="train-1"
+    )
+    seen = [
+        exited("train-1-worker-0", 137, "2026-12-02T05:02:00Z"),
+        exited("train-1-worker-0", 1, "2026-12-02T05:04:00Z"),
+        exited("train-1-master-0", 1, "2026-12-02T05:04:30Z"),
+    ]
+    view = views.try_view(
+        record(), job=job(FAILED), found_pods=[], found_events=seen, source="live", exists=True, now=NOW
+    )
+    assert view["pods_gone"] is True
+    rows = [(r["replica_type"], r["index"], r["phase"], r["restarts"], r["exit_code"], r["exit_class"], r["gone"])
+            for r in view["replicas"]]  # fmt: skip
+    assert rows == [
+        ("Master", 0, "Gone", 0, 1, "Permanent", True),
+        ("Worker", 0, "Gone", 1, 1, "Permanent", True),
+    ]
+    assert [(m["replica"], m["exit_code"]) for m in view["restarts"]] == [("Worker-0", 137)]
+    # a running job with no pods has none yet; a read that failed says nothing of them
+    assert views.try_view(record(), job=job(RUNNING), found_pods=[], found_events=[], source="live", exists=True,
+                          now=NOW)["pods_gone"] is False  # fmt: skip
+    unread = views.try_view(
+        record(), job=job(FAILED), found_pods=[], found_events=[], source="live", exists=True, now=NOW, pods_read=False
+    )
+    assert unread["pods_gone"] is False
+
+
+def test_while_the_cluster_cannot_be_read_the_try_says_since_when_and_keeps_polling():
+    """A finished job would stop polling; while its cluster cannot be read the page polls on (it recovers by itself)
+    and says since when."""
+    args = dict(job=job(FAILED), found_pods=[], found_events=[], source="live", exists=True, now=NOW)
+    down = views.try_view(
+        record(), **args, error="ClientConnectorError: ...", unreadable_since="2026-12-02T05:09:00+00:00"
+    )
+    assert (down["cluster_unreadable_since"], down["refresh_seconds"]) == ("2026-12-02T05:09:00Z", 5)
+    fine = views.try_view(record(), **args)
+    assert (fine["cluster_unreadable_since"], fine["refresh_seconds"]) == (None, None)
+
+
+def test_terminal_codes_are_stripped_from_log_text():
+    coloured = "\x1b[32mINFO\x1b[0m step 1 \x1b[1;31mloss\x1b[m 0.25\x1b[K\x1b]0;title\x07 done"
+    assert views.without_terminal_codes(coloured) == "INFO step 1 loss 0.25 done"
+    assert views.without_terminal_codes("plain [brackets] stay") == "plain [brackets] stay"
 
 
 def test_a_try_whose_job_is_not_seen_yet_keeps_polling_and_an_ended_one_does_not():
@@ -489,12 +557,19 @@ def test_job_row():
         "dag_id": "retrain_digits",
         "try_number": 2,
     }
-    assert (row["replicas_active"], row["replicas_desired"], row["duration_seconds"]) == (1, 3, 210.0)
+    # a terminal job's active count is the controller's leftover (its Worker pod is gone): none is shown
+    assert (row["replicas_active"], row["replicas_desired"], row["duration_seconds"]) == (None, 3, 210.0)
+    assert (row["replicas_succeeded"], row["replicas_failed"]) == (0, 1)
     assert (
         row["last_failure_reason"]
         == "PyTorchJobFailed: PyTorchJob train-1 is failed because 1 Worker replica(s) failed."
     )
     assert row["dag_url"] == "/dags/retrain_digits"
+
+
+def test_a_running_jobs_row_counts_its_active_replicas():
+    made = job(RUNNING, replicaStatuses={"Master": {"active": 1}, "Worker": {"active": 2}})
+    assert views.job_row(made, IDENTITY, NOW)["replicas_active"] == 3
 
 
 def test_last_failure_reason_of_a_running_job_is_its_last_restart():
@@ -506,6 +581,28 @@ def test_last_failure_reason_of_a_running_job_is_its_last_restart():
     )
     assert views.last_failure_reason(restarted) == "PyTorchJobRestarting: Worker-1 OOMKilled"
     assert views.last_failure_reason(job(RUNNING)) is None
+
+
+def test_a_source_whose_kinds_cannot_be_read_names_the_connections_namespace():
+    """The page's warning names the namespace the connection resolved to, not null."""
+    from airflow_trainjob.ui import app
+
+    class Cache:
+        async def namespace_of(self, conn_id):
+            return "default"
+
+        async def served_kinds(self, conn_id):
+            raise ConnectionRefusedError("Cannot connect to host 127.0.0.1:33443")
+
+    entry, found = asyncio.run(app._read_source(Cache(), settings.UiSource("kubernetes_default", None)))
+    assert (entry["connection"], entry["namespace"], found) == ("kubernetes_default", "default", {})
+    assert "Cannot connect to host 127.0.0.1:33443" in entry["error"]
+
+
+def test_log_lines_lose_their_terminal_codes():
+    from airflow_trainjob.ui import app
+
+    assert app._log_lines("\x1b[1;32mepoch 1\x1b[0m\nloss 0.25") == ["epoch 1", "loss 0.25"]
 
 
 def test_jobs_page_counts_before_filters_newest_first():

@@ -339,6 +339,7 @@
     Created: ["scheduled", "circle"],
     Suspended: ["reschedule", "pause"],
     Stopped: ["removed", "x"],
+    Gone: ["removed", "x"],
     Unknown: ["none", "help"],
   };
 
@@ -360,6 +361,28 @@
 
   function isTerminal(phase) {
     return phase === "Succeeded" || phase === "Failed";
+  }
+
+  /** What an exit class (failures.ExitClass) means for Airflow's retries, as the replicas table says it. */
+  var EXIT_CLASS_TEXT = {
+    Permanent: ["permanent", "Exit code 1-127: a permanent failure; Airflow does not retry the task"],
+    Retryable: ["retryable", "Exit code 128 or above (killed by a signal): Airflow may retry the task"],
+    OOMKilled: ["retryable", "Killed for using too much memory (OOMKilled): Airflow may retry the task"],
+    Evicted: ["retryable", "The pod was evicted: Airflow may retry the task"],
+    Unknown: ["retryable", "A failure with no exit code and no known reason: Airflow may retry the task"],
+  };
+
+  /** "137 Error · retryable": the last exit code, its reason, and its class. */
+  function exitCell(r) {
+    var known = EXIT_CLASS_TEXT[r.exit_class];
+    // OOMKilled and Evicted are reasons as well as classes: named once, when the reason does not say it already
+    var named = known && r.exit_class !== r.reason && (r.exit_class === "OOMKilled" || r.exit_class === "Evicted") ? r.exit_class + ", " : "";
+    var cls = known ? h("span", { class: "muted", title: known[1], text: " · " + named + known[0] }) : null;
+    if (r.exit_code === null || r.exit_code === undefined) {
+      if (!r.reason && !cls) return h("span", { class: "muted", text: "—" });
+      return h("span", null, r.reason || "no exit code", cls);
+    }
+    return h("span", null, h("span", { class: r.exit_code === 0 ? "" : "tag failed", text: String(r.exit_code) }), r.reason ? " " + r.reason : "", cls);
   }
 
   // ------------------------------------------------------------------ the API
@@ -887,6 +910,7 @@
         function (error) {
           state.error = errorMessage(error);
           renderError();
+          renderStatus();
           if (!state.data) {
             parts.main.hidden = true;
             parts.header.removeAttribute("data-signature");
@@ -987,14 +1011,7 @@
           )
         );
       }
-      var live = !!tr.refresh_seconds;
-      var status = h(
-        "span",
-        { class: "status-line" },
-        live ? h("span", { class: "live-dot", "aria-hidden": "true" }) : null,
-        live ? "Live · refreshes every " + tr.refresh_seconds + " s" : "Updated",
-        " · " + clockTime(state.updatedAt, true)
-      );
+      var status = statusLine(tr);
       var signature = JSON.stringify([
         tries.map(function (t) {
           return [t.try_number, t.phase];
@@ -1024,6 +1041,42 @@
         a.classList.add("btn");
       }
     }
+
+    /** The header's "Live · refreshes every 5 s · 10:01:02", or what stands in its way: the cluster cannot be read
+     * (since when), the tab is hidden (polling paused), the last poll failed. */
+    function statusLine(tr) {
+      var updated = " · updated " + clockTime(state.updatedAt, true);
+      var down = toDate(tr.cluster_unreadable_since);
+      if (document.hidden && tr.refresh_seconds) {
+        return h("span", { class: "status-line" }, "Paused while the tab is hidden" + updated);
+      }
+      if (state.error) {
+        return h("span", { class: "status-line" }, icon("alert"), " Not updated: the last refresh failed" + updated);
+      }
+      if (down) {
+        return h(
+          "span",
+          { class: "status-line", title: "Showing the last state seen; the page reads the cluster again every " + tr.refresh_seconds + " s" },
+          icon("alert"),
+          " Cluster unreadable since " + clockTime(down.getTime(), true) + " · retrying every " + tr.refresh_seconds + " s"
+        );
+      }
+      var live = !!tr.refresh_seconds;
+      return h(
+        "span",
+        { class: "status-line" },
+        live ? h("span", { class: "live-dot", "aria-hidden": "true" }) : null,
+        live ? "Live · refreshes every " + tr.refresh_seconds + " s" : "Updated",
+        " · " + clockTime(state.updatedAt, true)
+      );
+    }
+
+    function renderStatus() {
+      var tr = currentTry();
+      if (tr && parts.headerStatus) replaceChildren(parts.headerStatus, statusLine(tr));
+    }
+
+    document.addEventListener("visibilitychange", renderStatus);
 
     function selectTry(number) {
       state.tryNumber = number;
@@ -1071,9 +1124,17 @@
               tr.message ? h("span", { text: tr.message }) : null
             )
           : h("div", { class: "condition-line" }, badge(tr.phase), h("span", { class: "muted", text: "No condition reported yet" }));
-      var existence = tr.exists
-        ? h("span", null, "Still exists", tr.source === "live" ? h("span", { class: "muted", text: " (read from the cluster)" }) : null)
-        : h("span", null, h("strong", { text: "No longer exists" }), " — showing what the task recorded at its end");
+      var down = toDate(tr.cluster_unreadable_since);
+      var existence = down
+        ? h(
+            "span",
+            null,
+            h("strong", { text: "Cannot be read right now" }),
+            " (since " + formatTime(tr.cluster_unreadable_since) + ") — " + (tr.source === "recorded" ? "showing what the task recorded" : "showing the job as last seen")
+          )
+        : tr.exists
+          ? h("span", null, "Still exists", tr.source === "live" ? h("span", { class: "muted", text: " (read from the cluster)" }) : null)
+          : h("span", null, h("strong", { text: "No longer exists" }), " — showing what the task recorded at its end");
       var when = toDate(tr.created_at) ? formatTime(tr.created_at) : null;
       var origin = tr.attached
         ? "Followed a job an earlier try created" + (when ? " (attached " + when + ")" : "")
@@ -1111,12 +1172,10 @@
       return h(
         "span",
         null,
-        types.map(function (type, i) {
+        types.map(function (type) {
           var c = counts[type] || {};
-          var bits = [(c.active || 0) + "/" + (c.desired === null || c.desired === undefined ? "?" : c.desired) + " active"];
-          if (c.succeeded) bits.push(c.succeeded + " succeeded");
-          if (c.failed) bits.push(c.failed + " failed");
-          return h("span", { style: "display:block" }, h("strong", { text: type }), " " + bits.join(", "));
+          // the task log's wording (conditions.replica_count_parts): once the job is terminal only what finished
+          return h("span", { style: "display:block" }, h("strong", { text: type }), " " + (c.text || "—"));
         })
       );
     }
@@ -1156,6 +1215,8 @@
       render();
     }
 
+    var PODS_GONE = "The job has finished and its pods are gone (removed by its cleanPodPolicy or the controller).";
+
     function renderReplicas(tr) {
       var replicas = tr.replicas || [];
       var chosen = selectedReplica(tr);
@@ -1166,20 +1227,12 @@
       var focused = document.activeElement && document.activeElement.getAttribute("data-replica");
       var body;
       if (!replicas.length) {
-        body = h("div", { class: "section-body muted", text: tr.exists ? "No pods yet." : "The task recorded no pods." });
+        body = h("div", { class: "section-body muted", text: tr.pods_gone ? PODS_GONE : tr.exists ? "No pods yet." : "The task recorded no pods." });
       } else {
         var rows = replicas.map(function (r) {
           var key = replicaKey(r);
           var selected = chosen === r;
-          var exit =
-            r.exit_code === null || r.exit_code === undefined
-              ? h("span", { class: "muted", text: "—" })
-              : h(
-                  "span",
-                  null,
-                  h("span", { class: r.exit_code === 0 ? "" : "tag failed", text: String(r.exit_code) }),
-                  r.reason ? " " + r.reason : ""
-                );
+          var exit = exitCell(r);
           return h(
             "tr",
             {
@@ -1217,7 +1270,11 @@
             h(
               "td",
               { class: "nowrap" },
-              toDate(r.created_at)
+              typeof r.age_seconds === "number"
+                ? h("span", { title: "Age when the task recorded it (" + formatTime(r.created_at, true) + ")", text: formatSpan(r.age_seconds) })
+                : !tr.exists || r.gone
+                  ? h("span", { class: "muted", text: "—" })
+                  : toDate(r.created_at)
                 ? h("time", {
                     datetime: r.created_at,
                     "data-rel": "age",
@@ -1256,7 +1313,10 @@
           "div",
           { class: "section-head" },
           h("h2", { id: "replicas-h", text: "Replicas" }),
-          h("span", { class: "muted", style: "font-size:var(--text-xs);font-weight:400", text: replicas.length ? "Select a row to show its log" : "" })
+          h(
+            "span",
+            { class: "muted", style: "font-size:var(--text-xs);font-weight:400", text: tr.pods_gone && replicas.length ? "Pods gone; last exits from the training operator's events" : replicas.length ? "Select a row to show its log" : "" }
+          )
         ),
         body
       );
@@ -1301,11 +1361,17 @@
       var tr = currentTry();
       var replica = tr ? selectedReplica(tr) : null;
       logPoller.cancel();
-      if (!tr || !replica || !replica.pod) {
-        parts.logTitle.textContent = "Log";
-        parts.logMeta.textContent = "";
+      if (!tr || !replica || !replica.pod || replica.gone) {
+        parts.logTitle.textContent = replica ? "Log — " + replicaKey(replica) : "Log";
+        parts.logMeta.textContent = replica && replica.pod ? "pod " + replica.pod : "";
         replaceChildren(parts.logLive);
-        showLogNote(tr && tr.exists ? "No pod to read a log from yet." : "No pod was recorded for this try.");
+        showLogNote(
+          tr && tr.pods_gone
+            ? PODS_GONE + " Their logs went with them (the task's log has the lead replica's)."
+            : tr && tr.exists
+              ? "No pod to read a log from yet."
+              : "No pod was recorded for this try."
+        );
         parts.logPre.textContent = "";
         parts.logPre.hidden = true;
         if (tr && tr.refresh_seconds) logPoller.schedule(tr.refresh_seconds);
@@ -1333,7 +1399,7 @@
           var atBottom = pre.dataset.stick === "1" || pre.scrollHeight - pre.scrollTop - pre.clientHeight < 24;
           parts.logMeta.textContent = "pod " + log.pod + (log.container ? " · container " + log.container : "");
           showLogNote(log.available ? log.message : log.message || "The log of this pod is not available any more.");
-          var lines = log.lines || [];
+          var lines = log.lines || []; // without terminal codes (ANSI colours): the API strips them
           pre.textContent = lines.length ? lines.join("\n") : log.available ? "(no output yet)" : "";
           pre.hidden = !lines.length && !log.available;
           if (atBottom) pre.scrollTop = pre.scrollHeight;
@@ -1519,6 +1585,12 @@
         parts.error,
         parts.sources,
         parts.counts,
+        h(
+          "p",
+          { class: "muted scope-note", id: "jobs-scope" },
+          "Only jobs still in the cluster are listed: a job deleted at its end (by default, on_finish deletes succeeded jobs) is not. " +
+            "Its task instance's Training job tab shows what the task recorded of it."
+        ),
         (parts.filters = h(
           "div",
           { class: "filters", hidden: true },
@@ -1531,6 +1603,16 @@
         parts.table
       );
     }
+
+    function renderUpdated() {
+      if (!state.updatedAt) return;
+      var when = clockTime(state.updatedAt, true);
+      if (document.hidden) replaceChildren(parts.updated, "Paused while the tab is hidden · updated " + when);
+      else if (state.error) replaceChildren(parts.updated, icon("alert"), " Not updated: the last refresh failed · updated " + when);
+      else replaceChildren(parts.updated, "Updated " + when + " · refreshes every " + REFRESH_SECONDS + " s");
+    }
+
+    document.addEventListener("visibilitychange", renderUpdated);
 
     function setFilter(phase, dag) {
       state.phase = phase;
@@ -1565,6 +1647,7 @@
         function (error) {
           state.error = errorMessage(error);
           replaceChildren(parts.error, alertBox("error", state.error));
+          renderUpdated();
           var again = error instanceof ApiError && (error.status === 0 || error.status >= 500);
           poller.schedule(again ? REFRESH_SECONDS : null);
           if (!state.data) {
@@ -1617,7 +1700,7 @@
       replaceChildren(parts.error);
       parts.table.hidden = false;
       parts.filters.hidden = false;
-      replaceChildren(parts.updated, "Updated " + clockTime(state.updatedAt, true) + " · refreshes every " + REFRESH_SECONDS + " s");
+      renderUpdated();
       replaceChildren(
         parts.sources,
         (data.sources || [])
@@ -1625,9 +1708,10 @@
             return src.error;
           })
           .map(function (src) {
+            var where = src.namespace ? "in namespace " + src.namespace : "in the namespace";
             return alertBox(
               "warning",
-              "Could not list training jobs in namespace " + src.namespace + " (connection " + src.connection + "): " + src.error,
+              "Could not list training jobs " + where + " of connection " + src.connection + ": " + src.error,
               h("span", { class: "muted", text: " Jobs there are missing below." })
             );
           })
@@ -1668,6 +1752,19 @@
         }),
         total
       );
+    }
+
+    /** "2/3 active" while the job runs; once it is terminal only what finished ("1 failed of 3"): the controller
+     * leaves its last active count behind, which the API does not pass on (replicas_active is null). */
+    function replicasCell(j) {
+      var desired = j.replicas_desired === null || j.replicas_desired === undefined ? "—" : j.replicas_desired;
+      if (j.replicas_active === null || j.replicas_active === undefined) {
+        var finished = [];
+        if (j.replicas_succeeded) finished.push(j.replicas_succeeded + " succeeded");
+        if (j.replicas_failed) finished.push(j.replicas_failed + " failed");
+        return h("td", { class: "num nowrap" }, finished.join(", ") || "none finished", h("span", { class: "sub", text: "of " + desired }));
+      }
+      return h("td", { class: "num nowrap" }, j.replicas_active + "/" + desired, h("span", { class: "sub", text: "active" }));
     }
 
     function renderTable(jobs, total) {
@@ -1737,14 +1834,7 @@
                     started ? h("span", { class: "sub", text: (j.start_time ? "" : "created ") + ago(started, now) }) : null
                   ),
                   h("td", { class: "num nowrap", text: formatDuration(j.duration_seconds) }),
-                  h(
-                    "td",
-                    { class: "num nowrap" },
-                    (j.replicas_active === null || j.replicas_active === undefined ? "—" : j.replicas_active) +
-                      "/" +
-                      (j.replicas_desired === null || j.replicas_desired === undefined ? "—" : j.replicas_desired),
-                    h("span", { class: "sub", text: "active" })
-                  ),
+                  replicasCell(j),
                   h("td", null, j.last_failure_reason ? h("span", { class: "failure", text: j.last_failure_reason }) : h("span", { class: "muted", text: "—" }))
                 );
               })
