@@ -438,10 +438,7 @@ class PodWatch(ListThenWatch[list[dict[str, Any]]]):
         self.stats["reads"] += 1
         try:
             pods, self._resource_version = self._hook.list_job_pods_and_version(self._name, self._namespace)
-        except ApiException as e:  # what the hook's retries left of a transient failure
-            self._outage(e)
-            return None
-        except (HTTPError, OSError) as e:
+        except (ApiException, HTTPError, OSError) as e:  # what the hook's retries left of a transient failure
             self._outage(e)
             return None
         self._answered()

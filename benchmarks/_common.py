@@ -7,9 +7,14 @@ Standard library only: a tracker process may run it with another environment's i
 from __future__ import annotations
 
 import re
+import shutil
 import statistics
+import subprocess
+import sys
 import time
 from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 GROUP, VERSION, PLURAL, KIND = "kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"
@@ -98,3 +103,39 @@ def pct(values: list[float], q: int) -> float:
     :param q: the percentile, 1-99.
     """
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def say(msg: str) -> None:
+    """A progress line on stderr (stdout holds the table).
+
+    :param msg: the line.
+    """
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def stop_processes(procs: Iterable[subprocess.Popen]) -> None:
+    """Kill the tracker processes that still run, and reap them.
+
+    :param procs: the processes the run started.
+    """
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def end_run(cluster: Any, work: Path, keep: bool, procs: Iterable[subprocess.Popen] = ()) -> None:
+    """A run's end, whatever way it ends: its trackers killed, its cluster stopped, its work dir kept or removed.
+
+    :param cluster: the local cluster the run started; None: one it was given, left running.
+    :param work: the run's work dir (logs, tracker results).
+    :param keep: keep ``work`` (and say where it is) instead of removing it.
+    :param procs: the tracker processes the run started.
+    """
+    stop_processes(procs)
+    if cluster is not None:
+        cluster.down()
+    if keep:
+        say(f"kept {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)

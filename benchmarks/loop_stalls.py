@@ -40,7 +40,6 @@ import importlib
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -53,7 +52,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import trigger_detection as single  # its namespace, connection id and progress lines
-from _common import GROUP, KIND, PLURAL, VERSION, job
+from _common import GROUP, KIND, PLURAL, VERSION, end_run, job, say
 
 PORT_BASE = 58443
 TICK = 0.01  # seconds the monitor sleeps
@@ -151,7 +150,7 @@ async def _measure(names: list[str], triggers: int, stacks: bool, gc_freeze: boo
     t = time.monotonic()
     trigger_class = import_string(TRIGGER_CLASS)
     import_s = time.monotonic() - t
-    single._say(f"measuring {sys.modules[trigger_class.__module__].__file__}")
+    say(f"measuring {sys.modules[trigger_class.__module__].__file__}")
     await asyncio.sleep(0.2)
 
     monitor.phase = "load"
@@ -377,7 +376,7 @@ def main_run(args: argparse.Namespace) -> int:
             core.create_namespace({"metadata": {"name": single.NAMESPACE}})
         t = time.time()
         _create_jobs(custom, [n for n in names if n not in existing])
-        single._say(f"created {len(set(names) - existing)} jobs in {time.time() - t:.1f} s")
+        say(f"created {len(set(names) - existing)} jobs in {time.time() - t:.1f} s")
         env = {
             **os.environ,
             f"AIRFLOW_CONN_{single.CONN_ID.upper()}": cluster.airflow_connection(single.NAMESPACE),
@@ -407,12 +406,7 @@ def main_run(args: argparse.Namespace) -> int:
                     print(f"stall > {STACK_THRESHOLD} s in {p} ({count}x): {site}", file=sys.stderr)
         return 0
     finally:
-        if kept is None:
-            cluster.down()
-        if args.keep:
-            single._say(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        end_run(None if kept is not None else cluster, work, args.keep)
 
 
 def main() -> int:

@@ -36,7 +36,6 @@ import logging
 import os
 import random
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,7 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from _common import GROUP, KIND, PLURAL, VERSION, job, pct, request_counts, status
+from _common import GROUP, KIND, PLURAL, VERSION, end_run, job, pct, request_counts, say, status
 
 NAMESPACE = "bench"
 CONN_ID = "trainjob_bench"
@@ -318,7 +317,7 @@ def main_run(args: argparse.Namespace) -> int:
     if not (
         sdk_python.exists() and subprocess.run([str(sdk_python), "-c", "import kubeflow.training"]).returncode == 0
     ):
-        _say(
+        say(
             f"{sdk_python} cannot import kubeflow.training: build that environment first, e.g. "
             "python3.11 -m venv /tmp/sdk-venv && /tmp/sdk-venv/bin/pip install kubeflow-training==1.9.4 "
             "(or bash scripts/sdk-check.sh, which builds .venv-sdk), then pass --sdk-python"
@@ -344,7 +343,7 @@ def main_run(args: argparse.Namespace) -> int:
         with ThreadPoolExecutor(8) as pool:  # setup, not measured: parallel to keep it short
             running = list(pool.map(create_running, names))
         (work / "jobs.json").write_text(json.dumps(running))  # the jobs as a try has them when its wait starts
-        _say(f"created {n} Running jobs in {time.time() - t:.1f} s")
+        say(f"created {n} Running jobs in {time.time() - t:.1f} s")
 
         start_counts = request_counts(api_client)
         env = {
@@ -367,7 +366,7 @@ def main_run(args: argparse.Namespace) -> int:
                 raise RuntimeError(f"a tracker did not start; see the logs in {work} (--keep)")
             time.sleep(0.2)
         settle = 5 + n / 50
-        _say(f"trackers ready; settling {settle:.0f} s, then quiet for {args.quiet:.0f} s")
+        say(f"trackers ready; settling {settle:.0f} s, then quiet for {args.quiet:.0f} s")
         time.sleep(settle)
 
         quiet_start = request_counts(api_client)
@@ -378,7 +377,7 @@ def main_run(args: argparse.Namespace) -> int:
         load = {r: dict(zip(("cpu", "rss_kb"), _proc(p.pid), strict=True)) for r, p in procs.items()}
         for r in ROLES:
             load[r]["cpu_quiet"] = load[r]["cpu"] - cpu_start[r]
-        _say(f"quiet phase over; finishing {n} jobs over {args.window:.0f} s")
+        say(f"quiet phase over; finishing {n} jobs over {args.window:.0f} s")
 
         order = names[:]
         random.Random(0).shuffle(order)
@@ -390,7 +389,7 @@ def main_run(args: argparse.Namespace) -> int:
                 time.sleep(delay)
             written[nm] = time.time()  # sent: a watch may deliver the change before the PATCH's answer arrives
             custom.patch_namespaced_custom_object_status(GROUP, VERSION, NAMESPACE, PLURAL, nm, status("Succeeded"))
-        _say("all Succeeded written; waiting for the trackers")
+        say("all Succeeded written; waiting for the trackers")
         grace_end = time.time() + SDK_POLL_INTERVAL + 20
         while time.time() < grace_end and any(p.poll() is None for p in procs.values()):
             time.sleep(0.5)
@@ -402,7 +401,7 @@ def main_run(args: argparse.Namespace) -> int:
         whole_diff.subtract(start_counts)
         for key, v in sorted(whole_diff.items(), key=str):  # the raw figures the attribution is made from
             if v > 0 and key[1] in (PLURAL, "pods"):
-                _say(f"apiserver_request_total +{v:.0f} verb/resource/subresource/scope={'/'.join(map(str, key))}")
+                say(f"apiserver_request_total +{v:.0f} verb/resource/subresource/scope={'/'.join(map(str, key))}")
         res = {r: json.loads((work / f"{r}.json").read_text()) for r in ROLES}
         whole = _attribute(whole_diff)
         print(_table(n, args, res, written, _attribute(quiet_diff), whole, load))
@@ -413,19 +412,7 @@ def main_run(args: argparse.Namespace) -> int:
         )
         return 0
     finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        cluster.down()
-        if args.keep:
-            _say(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-
-
-def _say(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+        end_run(cluster, work, args.keep, procs.values())
 
 
 def main() -> int:

@@ -27,7 +27,6 @@ import json
 import os
 import random
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,15 +35,12 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from _common import GROUP, KIND, PLURAL, VERSION, job, pct, request_counts, status
+from _common import GROUP, KIND, PLURAL, VERSION, end_run, job, pct, request_counts, say, status
 
 NAMESPACE = "bench"
 CONN_ID = "trainjob_bench"
 POLL_INTERVAL = 10.0
 PORT_BASE = 56443
-
-# The helpers under the names other benchmarks (triggerers.py, loop_stalls.py) import them by.
-_request_counts, _status, _pct = request_counts, status, pct
 
 
 def _job(name: str) -> dict:
@@ -266,7 +262,7 @@ def main_run(args: argparse.Namespace) -> int:
                     names,
                 )
             )
-        _say(f"created {n} jobs in {time.time() - t:.1f} s")
+        say(f"created {n} jobs in {time.time() - t:.1f} s")
 
         before = request_counts(api_client)
         env = {
@@ -304,14 +300,14 @@ def main_run(args: argparse.Namespace) -> int:
                 raise RuntimeError(f"a tracker did not start; see {work}/ours.log, {work}/peers.log")
             time.sleep(0.2)
         settle = 5 + n / 100  # let every trigger subscribe and the stream list before anything changes
-        _say(f"trackers ready; settling {settle:.0f} s")
+        say(f"trackers ready; settling {settle:.0f} s")
         time.sleep(settle)
 
         # The writer: Running for every job, then Succeeded at scheduled times over the window.
         t = time.time()
         for nm in names:
             custom.patch_namespaced_custom_object_status(GROUP, VERSION, NAMESPACE, PLURAL, nm, status("Running"))
-        _say(f"all Running in {time.time() - t:.1f} s; finishing over {args.window:.0f} s")
+        say(f"all Running in {time.time() - t:.1f} s; finishing over {args.window:.0f} s")
         order = names[:]
         random.Random(0).shuffle(order)
         t0 = time.time() + 5
@@ -323,7 +319,7 @@ def main_run(args: argparse.Namespace) -> int:
             custom.patch_namespaced_custom_object_status(GROUP, VERSION, NAMESPACE, PLURAL, nm, status("Succeeded"))
             written[nm] = time.time()  # the write is committed once the PATCH has returned
         lag = max(written[nm] - (t0 + args.window * i / max(1, n - 1)) for i, nm in enumerate(order))
-        _say(f"all Succeeded written (max writer lag behind schedule {lag:.2f} s); waiting for the trackers")
+        say(f"all Succeeded written (max writer lag behind schedule {lag:.2f} s); waiting for the trackers")
 
         # Polling needs up to one interval; give both that plus slack, then tell them to stop.
         grace_end = time.time() + POLL_INTERVAL + 20
@@ -337,7 +333,7 @@ def main_run(args: argparse.Namespace) -> int:
         diff.subtract(before)
         for key, v in sorted(diff.items(), key=str):  # the raw figures the attribution below is made from
             if v > 0 and key[1] in (PLURAL, "pods"):
-                _say(f"apiserver_request_total +{v:.0f} verb/resource/subresource/scope={'/'.join(key)}")
+                say(f"apiserver_request_total +{v:.0f} verb/resource/subresource/scope={'/'.join(key)}")
         res = {r: json.loads((work / f"{r}.json").read_text()) for r in ("ours", "peers")}
         print(_table(n, args.window, res, written, _attribute(diff)))
         print(
@@ -359,19 +355,7 @@ def main_run(args: argparse.Namespace) -> int:
         )
         return 0
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        cluster.down()
-        if args.keep:
-            _say(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-
-
-def _say(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+        end_run(cluster, work, args.keep, procs)
 
 
 def main() -> int:

@@ -26,7 +26,6 @@ import asyncio
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark, when imported from elsewhere
 import trigger_detection as single  # its trackers and their request attribution
-from _common import GROUP, PLURAL, VERSION, job, pct, request_counts, status
+from _common import GROUP, PLURAL, VERSION, end_run, job, pct, request_counts, say, status, stop_processes
 
 PORT_BASE = 59443
 #: Writer threads: enough to keep the schedule (N / window writes per second) while the apiserver is busy.
@@ -112,7 +111,7 @@ def _run_phase(shape: str, names: list[str], work: Path, cluster, custom, api_cl
     phase.mkdir()
     t = time.time()
     _reset_running(custom, names)
-    single._say(f"[{shape}] all {n} jobs Running in {time.time() - t:.1f} s")
+    say(f"[{shape}] all {n} jobs Running in {time.time() - t:.1f} s")
     before = request_counts(api_client)
     deadline = time.time() + 180 + n * 0.05 + window + 120  # hard stop for the trackers, whatever happens here
     procs = []
@@ -128,11 +127,11 @@ def _run_phase(shape: str, names: list[str], work: Path, cluster, custom, api_cl
                 raise RuntimeError(f"a tracker did not start; see {phase}/*.log")
             time.sleep(0.2)
         settle = 5 + n / 200  # every trigger subscribed and each stream listed before anything changes
-        single._say(f"[{shape}] {parts} tracker process(es) ready; settling {settle:.0f} s")
+        say(f"[{shape}] {parts} tracker process(es) ready; settling {settle:.0f} s")
         time.sleep(settle)
 
         written, lag = _finish_over_window(custom, names, window)
-        single._say(f"[{shape}] all Succeeded written (max writer lag {lag:.2f} s); waiting for the trackers")
+        say(f"[{shape}] all Succeeded written (max writer lag {lag:.2f} s); waiting for the trackers")
         grace_end = time.time() + single.POLL_INTERVAL + 30
         while time.time() < grace_end and any(p.poll() is None for p in procs):
             time.sleep(0.5)
@@ -140,10 +139,7 @@ def _run_phase(shape: str, names: list[str], work: Path, cluster, custom, api_cl
         for p in procs:
             p.wait(timeout=90)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        stop_processes(procs)
     time.sleep(2)  # the apiserver counts a WATCH when it ends
     diff = request_counts(api_client)
     diff.subtract(before)
@@ -239,7 +235,7 @@ def main_run(args: argparse.Namespace) -> int:
                     names,
                 )
             )
-        single._say(f"created {n} jobs in {time.time() - t:.1f} s")
+        say(f"created {n} jobs in {time.time() - t:.1f} s")
         env = {
             **os.environ,
             f"AIRFLOW_CONN_{single.CONN_ID.upper()}": cluster.airflow_connection(single.NAMESPACE),
@@ -263,11 +259,7 @@ def main_run(args: argparse.Namespace) -> int:
         )
         return 0
     finally:
-        cluster.down()
-        if args.keep:
-            single._say(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        end_run(cluster, work, args.keep)
 
 
 def main() -> int:

@@ -280,10 +280,7 @@ class TrainingJobHook(KubernetesHook):
         :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
         :param namespace: the job's ``metadata.namespace``.
         """
-        pods = self.core_v1_client.list_namespaced_pod(
-            namespace, label_selector=job_pod_selector(name), _request_timeout=REQUEST_TIMEOUT
-        ).items
-        return [self.api_client.sanitize_for_serialization(p) for p in pods]
+        return self._listed_pods(name, namespace)[0]
 
     @_api_call("list", "list a training job's pods", "pods", names_object=False)
     def list_job_pods_and_version(self, name: str, namespace: str) -> tuple[list[dict[str, Any]], str | None]:
@@ -292,6 +289,10 @@ class TrainingJobHook(KubernetesHook):
         :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
         :param namespace: the job's ``metadata.namespace``.
         """
+        return self._listed_pods(name, namespace)
+
+    def _listed_pods(self, name: str, namespace: str) -> tuple[list[dict[str, Any]], str | None]:
+        # One LIST of the job's pods, for both calls above (each retries it as an _api_call).
         listed = self.core_v1_client.list_namespaced_pod(
             namespace, label_selector=job_pod_selector(name), _request_timeout=REQUEST_TIMEOUT
         )
