@@ -56,6 +56,7 @@ from _common import GROUP, KIND, PLURAL, VERSION, end_run, job, say
 
 PORT_BASE = 58443
 TICK = 0.01  # seconds the monitor sleeps
+LONG_GC = 0.02  # seconds: collections longer than this are listed one by one
 STACK_THRESHOLD = 0.05  # seconds of lag after which the sampler records the loop thread's stack
 TARGET = 0.1  # seconds: the longest stall allowed
 PHASES = ("import", "load", "start", "relist")
@@ -80,13 +81,18 @@ class Monitor:
         self.stalls: dict[str, Counter[str]] = {p: Counter() for p in PHASES}
         #: per phase: the longest cyclic garbage collection; the longest lag less the collections within it
         self.gc_worst: defaultdict[str, float] = defaultdict(float)
+        self.full_gcs: Counter[str] = Counter()  # per phase: full collections (generation 2), in any thread
+        #: collections longer than LONG_GC: (phase, generation, seconds)
+        self.long_gcs: list[tuple[str, int, float]] = []
         self.worst_without_gc: defaultdict[str, float] = defaultdict(float)
         #: the most CPU the loop thread spent between two ticks, less the collections: work that blocked the loop,
         #: whatever the machine's load (a wall-clock lag also counts the time the OS ran other processes)
         self.worst_cpu: defaultdict[str, float] = defaultdict(float)
         self._gc_started = 0.0
-        #: the latest collections: (start, end, ran on the loop thread); one may run in a worker thread (an import)
-        self._gc_spans: deque[tuple[float, float, bool]] = deque(maxlen=256)
+        self._gc_running = False
+        #: the collections since the last tick began: (start, end, ran on the loop thread); one may run in a worker
+        #: thread (an import)
+        self._gc_spans: deque[tuple[float, float, bool]] = deque()
         gc.callbacks.append(self._gc)
         self._stop = threading.Event()
         self._sampler = threading.Thread(target=self._sample, daemon=True) if stacks else None
@@ -102,7 +108,12 @@ class Monitor:
             lag = after - before - TICK
             # The collections within the tick, by their overlap with it: in any thread (they hold the GIL), and
             # those on the loop thread alone (part of its CPU time).
-            overlaps = [(min(end, after) - max(start, before), on_loop) for start, end, on_loop in list(self._gc_spans)]
+            while self._gc_spans and self._gc_spans[0][1] < before:  # ended before this tick (an import runs
+                self._gc_spans.popleft()  # thousands of young collections: all of this tick's must be here)
+            spans = list(self._gc_spans)
+            if self._gc_running:  # a worker thread's collection whose stop callback lost the GIL to this thread
+                spans.append((self._gc_started, after, False))  # before it could record the span
+            overlaps = [(min(end, after) - max(start, before), on_loop) for start, end, on_loop in spans]
             in_gc = sum(o for o, _ in overlaps if o > 0)
             loop_gc = sum(o for o, on_loop in overlaps if o > 0 and on_loop)
             self.worst_cpu[self.phase] = max(self.worst_cpu[self.phase], time.thread_time() - cpu - loop_gc)
@@ -115,10 +126,15 @@ class Monitor:
     def _gc(self, what: str, info: dict) -> None:
         if what == "start":
             self._gc_started = time.monotonic()
+            self._gc_running = True
         else:
             end = time.monotonic()
             self._gc_spans.append((self._gc_started, end, threading.get_ident() == self._loop_thread))
+            self._gc_running = False
             self.gc_worst[self.phase] = max(self.gc_worst[self.phase], end - self._gc_started)
+            self.full_gcs[self.phase] += info["generation"] == 2
+            if end - self._gc_started > LONG_GC:
+                self.long_gcs.append((self.phase, info["generation"], round(end - self._gc_started, 3)))
 
     def _sample(self) -> None:
         seen_beat = None
@@ -171,6 +187,7 @@ async def _measure(names: list[str], triggers: int, stacks: bool, gc_freeze: boo
     if gc_freeze:  # what a triggerer could do once started: its own heap out of every later full collection
         gc.collect()
         gc.freeze()
+        await asyncio.sleep(0.2)  # (that collection's own stall is the idle phase's, not the start's)
     heap = len(gc.get_objects())
 
     # The 410 of the relist phase: the next watch event after `expire` is set is answered with 410 Gone.
@@ -241,6 +258,8 @@ async def _measure(names: list[str], triggers: int, stacks: bool, gc_freeze: boo
         "over": {p: monitor.over[p] for p in PHASES},
         "ticks": {p: monitor.ticks[p] for p in PHASES},
         "gc_worst": {p: monitor.gc_worst[p] for p in PHASES},
+        "full_gcs": {p: monitor.full_gcs[p] for p in PHASES},
+        "long_gcs": monitor.long_gcs,
         "worst_without_gc": {p: monitor.worst_without_gc[p] for p in PHASES},
         "worst_cpu": {p: monitor.worst_cpu[p] for p in PHASES},
         "loadavg": os.getloadavg()[0],
@@ -338,6 +357,8 @@ def _table(res: dict, before: dict | None) -> str:
         lines.append(f"| {labels[p]} | < {TARGET} s | {' | '.join(cell(r, p) for r in runs)} |")
     gc_cells = [" / ".join(f"{r['gc_worst'].get(p, 0):.3f}" for p in ("load", "start", "relist")) + " s" for r in runs]
     lines.append(f"| longest cyclic garbage collection (load / start / relist) | | {' | '.join(gc_cells)} |")
+    full = [" / ".join(str(r.get("full_gcs", {}).get(p, "—")) for p in ("load", "start", "relist")) for r in runs]
+    lines.append(f"| full collections (load / start / relist) | | {' | '.join(full)} |")
     heaps = [f"{r['heap_objects'][0]:,} / {r['heap_objects'][1]:,}" for r in runs]
     lines.append(f"| objects the collector tracks (before the triggers / at the end) | | {' | '.join(heaps)} |")
     loads = [f"{r['loadavg']:.1f}" for r in runs]
@@ -399,6 +420,8 @@ def main_run(args: argparse.Namespace) -> int:
             Path(args.save).write_text(json.dumps(res, indent=1))
         before = json.loads(Path(args.compare).read_text()) if args.compare else None
         print(_table(res, before))
+        long_gcs = ", ".join(f"{p} gen {g} {s:.3f} s" for p, g, s in res["long_gcs"]) or "none"
+        print(f"\ncollections over {LONG_GC} s (phase, generation, seconds): {long_gcs}")
         print(f"\nstream cache: {res['stream_jobs']} jobs; trigger events: {res['events'] or 'none'} (none expected)")
         if args.stacks:
             for p in PHASES:

@@ -74,8 +74,11 @@ async def _track(
         from airflow.sdk import BaseHook
         from airflow.triggers.shared_stream import SharedStreamManager
 
+        from airflow_trainjob.triggers import kubernetes_side
         from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 
+        # The first trigger of a triggerer imports the clients (in a worker thread): a cost per process, not per job.
+        await kubernetes_side.load()
         # Airflow loads its settings and secrets backends on the first connection lookup: a one-off cost,
         # paid here so that the baseline holds it and "added per job" does not.
         BaseHook.get_connection(CONN_ID)

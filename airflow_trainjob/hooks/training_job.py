@@ -31,6 +31,7 @@ from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHo
 from airflow.providers.common.compat.sdk import AirflowNotFoundException
 from kubernetes.client import ApiClient, rest
 from kubernetes_asyncio import client as async_client
+from kubernetes_asyncio.client import rest as async_rest
 from urllib3.util.retry import Retry
 
 from airflow_trainjob.api_errors import ApiCall, exception_for
@@ -531,13 +532,38 @@ class AsyncTrainingJobHook(TrainingJobHook):
         :param continue_token: the previous page's ``metadata.continue``.
         :raises ApiException: ``kubernetes_asyncio``'s, as the server answered; connection errors as they came.
         """
+        return cast(
+            dict[str, Any],
+            json.loads(await self.list_jobs_text_async(kind, namespace, limit=limit, continue_token=continue_token)),
+        )
+
+    async def list_jobs_text_async(
+        self, kind: str, namespace: str, *, limit: int | None = None, continue_token: str | None = None
+    ) -> str:
+        """:meth:`list_jobs_async`'s page as the answer's JSON text, undecoded: a reader that keeps jobs as text
+        (:class:`~airflow_trainjob.triggers.job_cache.JobCache`) decodes it one item at a time. Not retried.
+
+        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param namespace: the namespace.
+        :param limit: items per page (count); None: all.
+        :param continue_token: the previous page's ``metadata.continue``.
+        :raises ApiException: ``kubernetes_asyncio``'s, as the server answered; connection errors as they came.
+        """
         async with self._client() as api:
-            return await async_client.CustomObjectsApi(api).list_namespaced_custom_object(
+            response = await async_client.CustomObjectsApi(api).list_namespaced_custom_object(
                 *self.address(kind, namespace).collection(),
                 limit=limit,
                 _continue=continue_token,
+                _preload_content=False,
                 _request_timeout=REQUEST_TIMEOUT,
             )
+            try:
+                answer = async_rest.RESTResponse(response, await response.read())
+            finally:
+                response.release()
+            if not 200 <= answer.status <= 299:  # (what the client checks itself when it decodes the answer)
+                raise async_client.ApiException(http_resp=answer)
+            return answer.data.decode("utf8")
 
     async def watch_jobs(
         self, kind: str, namespace: str, resource_version: str | None, *, timeout_seconds: int, name: str | None = None

@@ -1,7 +1,8 @@
 """One watch for every trigger on the same (connection, namespace, kind): a shared cache of that kind's jobs.
 
 :class:`JobStream` lists the jobs of one kind in one namespace, then watches them from the list's
-resourceVersion and keeps the latest object of each job in memory, the way a client-go informer does.
+resourceVersion and keeps the latest object of each job in memory, the way a client-go informer does (as
+compact JSON text: :class:`~airflow_trainjob.triggers.job_cache.JobCache`, so the garbage collector never walks it).
 The triggerer runs one stream per :class:`~airflow_trainjob.triggers.stream_source.StreamSource` (Airflow 3.3's
 shared streams; the key and :data:`WATCH_SECONDS` live in that light module, and are importable from here too) and
 hands every :class:`~airflow_trainjob.triggers.training_job.TrainingJobTrigger` of that source the same
@@ -36,6 +37,7 @@ from typing import Any
 
 from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.hooks.retries import API_EXCEPTIONS, CONNECTION_ERRORS, TRANSIENT_STATUS_CODES
+from airflow_trainjob.triggers.job_cache import JobCache
 from airflow_trainjob.triggers.stream_source import TRIGGER_PURPOSE, WATCH_SECONDS, StreamSource
 
 log = logging.getLogger(__name__)
@@ -51,8 +53,8 @@ BACKOFF_MIN, BACKOFF_MAX = 1.0, 30.0
 #: A watch that ends sooner than this without delivering anything counts as a failed one (no hot loop).
 SHORTEST_HEALTHY_WATCH = 1.0
 #: Page size of the list (items per request). It also bounds the event loop's longest stall while a list is read:
-#: each page's JSON is decoded on the loop (about 10 ms for 500 jobs; 10,000 jobs in one answer would take 0.3 s),
-#: and decoding it in a worker thread would not help, as ``json.loads`` holds the GIL until it returns.
+#: each page is read on the loop (about 20 ms for 500 jobs, decoded item by item and kept as text; 10,000 jobs in
+#: one answer would take 0.4 s), and reading it in a worker thread would not help: the decoder holds the GIL.
 LIST_PAGE_SIZE = 500
 
 #: Readers let through per pass of the event loop by :meth:`JobStream.take_turn` (count).
@@ -88,7 +90,8 @@ class JobStream:
     :param purpose: why the stream runs, as its refusals say (``wait for a training job in the triggerer``; the
         api-server's UI streams say theirs).
 
-    Readers use :attr:`jobs` (name -> job as an API JSON dict, ``metadata.managedFields`` dropped),
+    Readers use :attr:`jobs` (name -> job as an API JSON dict, ``metadata.managedFields`` dropped: a
+    :class:`~airflow_trainjob.triggers.job_cache.JobCache`, which keeps them as text),
     :attr:`synced` (``jobs`` reflects a successful list, and nothing has failed since), :attr:`error`
     (why the API refuses this stream, or None), and :attr:`hook` with :attr:`connected` (the stream's hook, whose
     client is open while the stream runs: other reads on the same connection). Readers woken by a change that
@@ -99,9 +102,9 @@ class JobStream:
         self.source = source
         self.poll_interval = poll_interval
         self.purpose = purpose
-        self.jobs: dict[str, dict[str, Any]] = {}
-        #: name -> (monotonic time of the deletion, the job's final object), oldest first.
-        self._deleted: dict[str, tuple[float, dict[str, Any]]] = {}
+        self.jobs = JobCache()
+        self._deleted = JobCache()  # the final objects of deleted jobs...
+        self._deleted_at: dict[str, float] = {}  # ...and the monotonic time of each deletion, oldest first
         self.synced = False
         self.error: str | None = None
         #: The source's hook: the stream's list and watch, and the triggers' other reads, go through it.
@@ -221,24 +224,23 @@ class JobStream:
     async def _list(self) -> str:
         """Replace the cache with a fresh list (page by page); return its resourceVersion."""
         self.stats["lists"] += 1
-        listed: dict[str, dict[str, Any]] = {}
+        listed = JobCache()
         token = None
         while True:
-            page = await self.hook.list_jobs_async(
+            page = await self.hook.list_jobs_text_async(
                 self.source.kind, self.source.namespace, limit=LIST_PAGE_SIZE, continue_token=token
             )
-            for job in page.get("items") or []:
-                listed[job["metadata"]["name"]] = _trimmed(job)
-            token = (page.get("metadata") or {}).get("continue")
+            metadata = listed.add_list_page(page)
+            token = metadata.get("continue")
             if not token:
                 break
-        for name, job in self.jobs.items():
+        for name in self.jobs:
             if name not in listed:  # deleted while the watch was down: its last state seen is all there is
-                self._keep_deleted(job)
+                self._keep_deleted(self.jobs[name])
         self.jobs = listed
         self.synced = True
         self._mark(None)
-        return page["metadata"]["resourceVersion"]
+        return str(metadata["resourceVersion"])
 
     async def _watch(self, resource_version: str) -> tuple[str, bool]:
         """Apply watch events until the server ends the watch; return the last resourceVersion and whether
@@ -259,10 +261,10 @@ class JobStream:
                     continue
                 name = obj["metadata"]["name"]
                 if event["type"] == "DELETED":
-                    self.jobs.pop(name, None)
-                    self._keep_deleted(_trimmed(obj))  # the event carries the job's final state: keep it
+                    self.jobs.discard(name)
+                    self._keep_deleted(obj)  # the event carries the job's final state: keep it
                 else:
-                    self.jobs[name] = _trimmed(obj)
+                    self.jobs.put(obj)
                 self._mark({name})
         finally:
             await events.aclose()
@@ -271,13 +273,15 @@ class JobStream:
     def _keep_deleted(self, job: dict[str, Any]) -> None:
         now = time.monotonic()
         name = job["metadata"]["name"]
-        self._deleted.pop(name, None)
-        self._deleted[name] = (now, job)
-        while self._deleted:
-            oldest, (when, _) = next(iter(self._deleted.items()))
-            if now - when <= DELETED_KEPT_SECONDS and len(self._deleted) <= DELETED_KEPT_MAX:
+        self._deleted_at.pop(name, None)
+        self._deleted_at[name] = now
+        self._deleted.put(job)
+        while self._deleted_at:
+            oldest, when = next(iter(self._deleted_at.items()))
+            if now - when <= DELETED_KEPT_SECONDS and len(self._deleted_at) <= DELETED_KEPT_MAX:
                 break
-            del self._deleted[oldest]
+            del self._deleted_at[oldest]
+            self._deleted.discard(oldest)
 
     def final_state(self, name: str, uid: str | None) -> dict[str, Any] | None:
         """The last state of job ``name`` (of ``uid``, if given) before it was deleted, if this stream saw it
@@ -287,9 +291,9 @@ class JobStream:
         :param uid: the job's ``metadata.uid`` (a same-named successor's final state is not its); None: any.
         """
         kept = self._deleted.get(name)
-        if kept is None or (uid and kept[1]["metadata"].get("uid") != uid):
+        if kept is None or (uid and kept["metadata"].get("uid") != uid):
             return None
-        return kept[1]
+        return kept
 
     # --- telling readers ----------------------------------------------------------------------------
 
@@ -322,12 +326,6 @@ class JobStream:
 class _Refused(Exception):
     """The API refused the stream's list or watch in a way retrying the same client will not fix (its one line,
     from :func:`~airflow_trainjob.api_errors.one_line`)."""
-
-
-def _trimmed(job: dict[str, Any]) -> dict[str, Any]:
-    """The job without ``metadata.managedFields``: nothing here reads them and they are often half the object."""
-    job.get("metadata", {}).pop("managedFields", None)
-    return job
 
 
 def _backoff(failures: int) -> float:

@@ -80,6 +80,9 @@ def _importing() -> concurrent.futures.Future[None]:
     # wait on this one import (from whichever event loop), and none of them takes a thread of the loop's default
     # executor for it (the hooks load their kubeconfig there).
     done: concurrent.futures.Future[None] = concurrent.futures.Future()
+    # Running from the start, so it cannot be cancelled: a trigger cancelled while it waits (its task marked failed,
+    # the triggerer stopping) cancels only its own wait, not the import every other trigger of the process awaits.
+    done.set_running_or_notify_cancel()
 
     def run() -> None:
         try:

@@ -143,6 +143,29 @@ def test_async_calls_roundtrip(kubernetes_default_conn, namespace):
     assert isinstance(pods, list)
 
 
+def test_a_list_page_as_text_is_the_answer_and_an_error_answer_raises_its_status(kubernetes_default_conn, namespace):
+    """The shared stream reads list pages undecoded (JobCache decodes them item by item): the same answer as the
+    decoded page, and an error answer still raises the client's ApiException with its status, as a decoded one does."""
+    sync = TrainingJobHook()
+    spec = TrainingJobSpec.parse("PyTorchJob", pytorch_specs("import time; time.sleep(60)", workers=0))
+    for name in ("text-a", "text-b"):
+        sync.create_job(build_manifest(spec=spec, name=name, namespace=namespace))
+
+    async def main():
+        hook = AsyncTrainingJobHook()
+        async with hook.connect():
+            first = json.loads(await hook.list_jobs_text_async("PyTorchJob", namespace, limit=1))
+            rest = await hook.list_jobs_async("PyTorchJob", namespace, continue_token=first["metadata"]["continue"])
+            with pytest.raises(AsyncApiException) as bad_token:
+                await hook.list_jobs_text_async("PyTorchJob", namespace, limit=1, continue_token="not-a-token")
+        return first, rest, bad_token.value
+
+    first, rest, bad_token = asyncio.run(main())
+    assert [j["metadata"]["name"] for j in first["items"] + rest["items"]] == ["text-a", "text-b"]
+    assert first["kind"] == "PyTorchJobList" and not rest["metadata"].get("continue")
+    assert bad_token.status == 400 and "continue" in str(bad_token.body)
+
+
 def test_bad_token_is_a_clear_401_without_the_token(local_cluster, monkeypatch, namespace):
     config = yaml.safe_load(local_cluster.kubeconfig.read_text())
     for user in config["users"]:

@@ -5,6 +5,7 @@ the thread it runs in and by what it builds — not by timing it (``benchmarks/l
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import subprocess
 import sys
@@ -176,6 +177,41 @@ def test_every_name_of_the_kubernetes_side_is_the_original():
         assert getattr(kubernetes_side, name) is getattr(sys.modules[where], name)
     with pytest.raises(AttributeError):
         kubernetes_side.JobStrem  # noqa: B018
+
+
+def test_a_trigger_cancelled_while_the_import_runs_leaves_it_to_the_others(monkeypatch):
+    """Cancelling one trigger that awaits the import (its task marked failed while the triggerer starts) cancels its
+    own wait only: the import finishes, and the triggers that await it, or start later, load."""
+    from airflow_trainjob.triggers import kubernetes_side
+
+    release = threading.Event()
+
+    class SlowImport:  # the import thread waits until the test lets it go
+        @staticmethod
+        def import_module(name):
+            release.wait(10)
+            return importlib.import_module(name)
+
+    monkeypatch.setattr(kubernetes_side, "importlib", SlowImport)
+    kubernetes_side._importing.cache_clear()
+
+    async def main():
+        cancelled = asyncio.create_task(kubernetes_side.load())
+        waiting = asyncio.create_task(kubernetes_side.load())
+        await asyncio.sleep(0.01)
+        cancelled.cancel()
+        await asyncio.gather(cancelled, return_exceptions=True)
+        release.set()
+        await waiting
+        await kubernetes_side.load()  # a trigger that starts later
+        return cancelled.cancelled()
+
+    try:
+        assert asyncio.run(main()) is True
+        assert kubernetes_side._importing().result() is None
+    finally:
+        release.set()
+        kubernetes_side._importing.cache_clear()
 
 
 # --- against the local cluster ---------------------------------------------------------------------------------------

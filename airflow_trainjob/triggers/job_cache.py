@@ -1,0 +1,139 @@
+"""The shared stream's jobs, kept as compact JSON text so that the garbage collector never walks them.
+
+Why text: CPython's cyclic collector runs a full collection (every tracked object of the process) once the objects
+promoted to its oldest generation since the last one exceed a quarter of those it kept then. A job decoded into
+dicts and lists is about nine tracked containers, so a stream caching 10,000 of them added some 90,000 objects to
+every full collection, and each list of them promoted enough (the cached jobs, and each page's objects while the
+page was being read) to set off one or two full collections of the whole triggerer: 0.2-0.5 s of a stalled event
+loop each on 2 cores, Airflow's own ~270,000 objects included. A ``str`` is not tracked, and a list's answer is
+read one item at a time (:func:`list_items`: the standard library's decoder stepping through the ``items`` array),
+so each decoded item is freed before the collector next looks.
+
+Reading a job decodes it once (about 10 µs for a job); the decoded dict is kept until the job changes, so a reader
+that reads every job (the UI's jobs page) decodes each once, and the triggers, which read only their own, keep
+only those decoded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+_DECODER = json.JSONDecoder()
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+class JobCache(Mapping[str, dict[str, Any]]):
+    """Jobs by ``metadata.name``, read as JSON dicts (without ``metadata.managedFields``), kept as text.
+
+    A :class:`~collections.abc.Mapping` for readers; :meth:`put`, :meth:`discard` and :meth:`add_list_page` change it.
+    """
+
+    def __init__(self) -> None:
+        self._text: dict[str, str] = {}
+        self._decoded: dict[str, dict[str, Any]] = {}
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        job = self._decoded.get(name)
+        if job is None:
+            job = self._decoded[name] = json.loads(self._text[name])
+        return job
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._text)
+
+    def __len__(self) -> int:
+        return len(self._text)
+
+    def put(self, job: dict[str, Any]) -> None:
+        """Keep ``job`` (an API JSON dict: a watch event's object, a list item) as its job's latest state.
+
+        :param job: the job; its ``metadata.managedFields`` are dropped (nothing here reads them, and they are often
+            half the object).
+        """
+        metadata = job.get("metadata") or {}
+        metadata.pop("managedFields", None)
+        name = metadata["name"]
+        self._text[name] = json.dumps(job, separators=(",", ":"))
+        self._decoded.pop(name, None)
+
+    def discard(self, name: str) -> None:
+        """Forget job ``name`` (deleted); nothing if it is not kept.
+
+        :param name: the job's ``metadata.name``.
+        """
+        self._text.pop(name, None)
+        self._decoded.pop(name, None)
+
+    def add_list_page(self, text: str) -> dict[str, Any]:
+        """Keep every item of one page of a list answer; return the list's ``metadata`` (``continue``,
+        ``resourceVersion``).
+
+        :param text: the answer's body: a JSON list object (``{"items": [...], "metadata": {...}, ...}``).
+        :raises ValueError: the text is not a JSON object with an ``items`` array (or ``null``) of named objects.
+        """
+        metadata: dict[str, Any] = {}
+        for key, value in list_items(text):
+            if key == "items":
+                if not isinstance(value, dict) or not isinstance((value.get("metadata") or {}).get("name"), str):
+                    raise ValueError(f"a list item that is no object with a metadata.name: {str(value)[:40]!r}")
+                self.put(value)
+            elif key == "metadata" and isinstance(value, dict):
+                metadata = value
+        return metadata
+
+
+def list_items(text: str) -> Iterator[tuple[str, Any]]:
+    """The members of a JSON list object one by one, as ``(key, value)``, with each element of its ``items`` array
+    yielded on its own as ``("items", element)``: only one element is decoded at a time.
+
+    :param text: a JSON object.
+    :raises ValueError: the text is not a JSON object, or its ``items`` is neither an array nor ``null``.
+    """
+    at = _skip(text, 0)
+    at = _expect(text, at, "{")
+    if text[at : at + 1] == "}":
+        return
+    while True:
+        key, at = _DECODER.raw_decode(text, at)
+        at = _expect(text, _skip(text, at), ":")
+        if key == "items" and text[at : at + 1] == "[":
+            at = _skip(text, at + 1)
+            if text[at : at + 1] == "]":
+                at += 1
+            else:
+                while True:
+                    item, at = _DECODER.raw_decode(text, at)
+                    yield key, item
+                    at = _skip(text, at)
+                    if text[at : at + 1] != ",":
+                        at = _expect(text, at, "]")
+                        break
+                    at = _skip(text, at + 1)
+        else:
+            value, at = _DECODER.raw_decode(text, at)
+            if key != "items":
+                yield key, value
+            elif value is not None:  # (``null``: an empty list, as Go encodes a nil slice)
+                raise ValueError(f"a list whose items are a {type(value).__name__}, not an array")
+        at = _skip(text, at)
+        if text[at : at + 1] != ",":
+            _expect(text, at, "}")
+            return
+        at = _skip(text, at + 1)
+
+
+def _skip(text: str, at: int) -> int:
+    return _WHITESPACE.match(text, at).end()  # type: ignore[union-attr]  # (matches the empty string too)
+
+
+def _expect(text: str, at: int, char: str) -> int:
+    """The index after ``char``, which must be at ``at`` (whitespace after it skipped)."""
+    if text[at : at + 1] != char:
+        raise ValueError(f"expected {char!r} at character {at} of a list answer, found {text[at : at + 12]!r}")
+    return _skip(text, at + 1)
