@@ -149,6 +149,11 @@ REASON_OOM_KILLED = "OOMKilled"
 REASON_EVICTED = "Evicted"
 #: The training operator's event reason for "Pod: <namespace>.<pod> exited with code N" (its default container).
 REASON_EXITED_WITH_CODE = "ExitedWithCode"
+#: A container's ``state.waiting.reason`` while the pod's init containers have not all completed.
+REASON_POD_INITIALIZING = "PodInitializing"
+#: An init container's ``restartPolicy`` that makes it a sidecar (Kubernetes 1.28+): it runs beside the main
+#: containers, is restarted whatever its exit, and is stopped by the kubelet once they have ended.
+SIDECAR_RESTART_POLICY = "Always"
 
 # Kubernetes object names and label values: DNS-1035 label, at most 63 characters.
 MAX_NAME_LENGTH = 63

@@ -8,6 +8,12 @@ itself failed; retrying the same code fails again), 128 and above a retryable on
 SIGKILL or the OOM killer, 139 SIGSEGV, 143 SIGTERM). Airflow retries any failure but a permanent one: a
 retryable exit, ``OOMKilled``, ``Evicted``, and a failure of no known cause.
 
+Every container of a replica's pod counts, its init containers included: a failed init container (a data fetch,
+a permissions step) fails its replica like a main container, under the same classes. The replica's
+``restartPolicy`` restarts it as it would a main container, but for ``ExitCode``: its pod has ``restartPolicy:
+Never``, so it fails, and the operator, reading no exit code of the default container (its ``0xbeef``, retryable),
+recreates it. A sidecar (an init container with ``restartPolicy: Always``) is always restarted.
+
 The cause of a failed job is the first failure its replica's ``restartPolicy`` did not recover from (the
 operator restarted the others), else — every failure was restarted, until ``backoffLimit`` or
 ``activeDeadlineSeconds`` failed the job — the first failure: when a worker's bug (exit 1) brings down the
@@ -132,7 +138,11 @@ def exit_class(exit_code: int | None, reason: str | None = "") -> ExitClass:
     return ExitClass.UNKNOWN  # a negative code: no such exit on Linux
 
 
-def _restarted(exit_code: int | None, policy: RestartPolicy | None) -> bool:
+def _restarted(exit_code: int | None, policy: RestartPolicy | None, init: bool, sidecar: bool) -> bool:
+    if sidecar:
+        return True  # the kubelet restarts a sidecar whatever its exit and whatever the pod's restartPolicy
+    if init and policy is RestartPolicy.EXIT_CODE:
+        return True  # the pod (restartPolicy Never) fails with no exit code of its default container: recreated
     if policy is RestartPolicy.ALWAYS:
         return True
     if policy is RestartPolicy.ON_FAILURE:
@@ -149,7 +159,14 @@ def _as_policy(value: Any) -> RestartPolicy | None:
         return None
 
 
-def classify_exit(exit_code: int | None, reason: str | None, restart_policy: RestartPolicy | str | None) -> ExitVerdict:
+def classify_exit(
+    exit_code: int | None,
+    reason: str | None,
+    restart_policy: RestartPolicy | str | None,
+    *,
+    init: bool = False,
+    sidecar: bool = False,
+) -> ExitVerdict:
     """The one decision on a container run's end: its class, and whether its replica's ``restart_policy``
     starts it again (see :class:`ExitVerdict`).
 
@@ -157,8 +174,12 @@ def classify_exit(exit_code: int | None, reason: str | None, restart_policy: Res
     :param reason: ``state.terminated.reason`` (``Error``, ``OOMKilled``, ``Completed``...), or ``Evicted``.
     :param restart_policy: the replica's ``restartPolicy``, as :func:`restart_policies` reads it (the kind's
         default when the spec has none); None or an unknown value restarts nothing, like ``Never``.
+    :param init: the run was an init container's (``status.initContainerStatuses``): under ``ExitCode`` its
+        failed pod is recreated.
+    :param sidecar: ... a sidecar's (``restartPolicy: Always`` on the init container): always restarted.
     """
-    return ExitVerdict(exit_class(exit_code, reason), _restarted(exit_code, _as_policy(restart_policy)))
+    restarted = _restarted(exit_code, _as_policy(restart_policy), init, sidecar)
+    return ExitVerdict(exit_class(exit_code, reason), restarted)
 
 
 def restart_policies(job: Mapping[str, Any]) -> dict[str, RestartPolicy]:
@@ -184,6 +205,11 @@ def _replica_type(end: ContainerEnd) -> str:
     return end.replica.rpartition("-")[0] or end.replica
 
 
+def _classify(end: ContainerEnd, policies: Mapping[str, RestartPolicy | str] | None) -> ExitVerdict:
+    policy = (policies or {}).get(_replica_type(end))
+    return classify_exit(end.exit_code, end.reason, policy, init=end.init, sidecar=end.sidecar)
+
+
 def root_cause(
     ends: Sequence[ContainerEnd],
     policies: Mapping[str, RestartPolicy | str] | None = None,
@@ -201,9 +227,7 @@ def root_cause(
     :param failed_at: the job's ``Failed`` condition ``lastTransitionTime`` (RFC 3339), if known.
     """
     failed = failures_in_order(ends, failed_at)
-    kept = [
-        e for e in failed if not classify_exit(e.exit_code, e.reason, (policies or {}).get(_replica_type(e))).restarted
-    ]
+    kept = [e for e in failed if not _classify(e, policies).restarted]
     ranked = kept or failed
     return ranked[0] if ranked else None
 
@@ -256,7 +280,7 @@ def failure_message(
     :param status: the job's ``status`` (API JSON dict), whose deciding condition heads the message.
     :param ends: the replicas' container runs, oldest first, as :func:`pods.container_ends` orders them.
     :param events: event lines, oldest first.
-    :param log_tails: replica -> the last lines of its log.
+    :param log_tails: whose log (:attr:`pods.ContainerEnd.source`) -> its last lines.
     :param policies: replica type -> ``restartPolicy``, as for :func:`root_cause`.
     """
     condition = conditions.deciding_condition(status) or {}
@@ -272,12 +296,35 @@ def failure_message(
             lines.append(f"First failure ({verdict}): {cause.describe()}")
         else:
             lines.append(f"Failure not restarted by its restartPolicy ({verdict}): {cause.describe()}")
-        lines += [f"  also failed: {e.describe()}" for e in failed if e is not cause]
+        lines += _also_failed(cause, [e for e in failed if e is not cause])
     if events:
         lines.append("Recent events:")
         lines += [f"  {e}" for e in list(events)[-EVENTS_SHOWN:]]
-    for replica, tail in (log_tails or {}).items():
-        if tail.strip():
-            lines.append(f"Last log lines of {replica}:")
-            lines += [f"  | {line}" for line in tail.rstrip("\n").splitlines()]
+    lines += quoted_tails(log_tails or {})
     return "\n".join(lines)
+
+
+def _also_failed(cause: ContainerEnd, others: Sequence[ContainerEnd]) -> list[str]:
+    """``  also failed: <end>`` for each other failure, runs that read the same once (``(2 runs)``); the cause's own
+    repeats (a container restarted until ``backoffLimit``) as one ``  failed the same way again: N more run(s)``."""
+    counts: dict[str, int] = {}
+    for end in others:
+        counts[end.describe()] = counts.get(end.describe(), 0) + 1
+    again = counts.pop(cause.describe(), 0)
+    lines = [f"  also failed: {text}" + (f" ({n} runs)" if n > 1 else "") for text, n in counts.items()]
+    return ([f"  failed the same way again: {again} more run(s)"] if again else []) + lines
+
+
+def quoted_tails(log_tails: Mapping[str, str]) -> list[str]:
+    """Message lines quoting each log tail: ``Last log lines of <source>:``, then ``  | <line>`` each; none for an
+    empty tail.
+
+    :param log_tails: whose log (:attr:`pods.ContainerEnd.source`: ``Master-0``, ``Master-0 (initContainer
+        fetch-data)``) -> its last lines.
+    """
+    lines = []
+    for source, tail in log_tails.items():
+        if tail.strip():
+            lines.append(f"Last log lines of {source}:")
+            lines += [f"  | {line}" for line in tail.rstrip("\n").splitlines()]
+    return lines

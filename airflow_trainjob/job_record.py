@@ -36,7 +36,7 @@ from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobStoppedError, TrainingJobTimeoutError
 from airflow_trainjob.ownership import TaskInstanceIdentity
-from airflow_trainjob.pods import container_ends, lead_pod, pod_name
+from airflow_trainjob.pods import container_ends, lead_pod, pod_name, sidecar_markers
 
 #: ``task_state_store`` key of the records; renaming it loses the records of runs made before.
 RECORD_KEY = "airflow_trainjob_tries"
@@ -162,8 +162,9 @@ _CONTAINER_STATUS_KEYS = ("name", "ready", "started", "restartCount", "state", "
 
 
 def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """What a record keeps of a pod: ``metadata`` (name, labels, creationTimestamp, uid), ``spec.nodeName`` and
-    ``status`` (phase, reason, message, startTime, containerStatuses, initContainerStatuses).
+    """What a record keeps of a pod: ``metadata`` (name, labels, creationTimestamp, uid), ``spec.nodeName``, the
+    names of its sidecars (``spec.initContainers[]`` ``name`` and ``restartPolicy: Always``: their stop is no
+    failure) and ``status`` (phase, reason, message, startTime, containerStatuses, initContainerStatuses).
 
     :param pod: the pod as the API returns it (a JSON dict).
     """
@@ -172,10 +173,14 @@ def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
         found = (pod.get("status") or {}).get(key)
         if isinstance(found, list):
             status[key] = [_pick(c, _CONTAINER_STATUS_KEYS) for c in found]
+    spec = _pick(pod.get("spec"), ("nodeName",))
+    sidecars = sidecar_markers(pod)
+    if sidecars:
+        spec["initContainers"] = sidecars
     return _redacted(
         {
             "metadata": _pick(pod.get("metadata"), ("name", "labels", "creationTimestamp", "uid")),
-            "spec": _pick(pod.get("spec"), ("nodeName",)),
+            "spec": spec,
             "status": status,
         }
     )

@@ -1,13 +1,13 @@
 """Turns a failed job into the exception Airflow should see: message, cause and retry class.
 
-Reads what the message needs — the pods' exits, each failed replica's log tail and the recent
-events — before any cleanup deletes the pods. Shared by the operator and the sensor.
+Reads what the message needs — the pods' exits, the log tail of each failed container (an init container's
+from its own log) and the recent events — before any cleanup deletes the pods. Shared by the operator and the sensor.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -19,7 +19,7 @@ from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.exceptions import TrainingJobError
 from airflow_trainjob.failures import failure_message, is_permanent, restart_policies
-from airflow_trainjob.pods import container_ends, ends_from_events, log_container
+from airflow_trainjob.pods import ContainerEnd, container_ends, ends_from_events, log_container
 
 #: Failed replicas whose log tail is quoted (the first ones to fail).
 TAILS_QUOTED = 8
@@ -55,6 +55,34 @@ def _template_container(job: dict[str, Any], kind: Any, replica: str) -> str:
     return log_container(spec.get("template") or {}, kind)
 
 
+def read_tails(hook: Any, namespace: str, ends: Sequence[ContainerEnd], tail_lines: int) -> dict[str, str]:
+    """The last lines of the logs of the failed runs among ``ends``, the first :data:`TAILS_QUOTED` containers to
+    fail, each read from that container (an init container's own log) and that run (``previous`` for a run that
+    was restarted since); a log that cannot be read (the pod is gone) is left out, with a warning.
+
+    :param hook: a :class:`TrainingJobHook`.
+    :param namespace: the pods' namespace.
+    :param ends: container runs, oldest first (:func:`pods.container_ends`).
+    :param tail_lines: lines read of each (count; 0 reads none).
+    :returns: :attr:`~airflow_trainjob.pods.ContainerEnd.source` (``Master-0``, ``Master-0 (initContainer
+        fetch-data)``) -> its last lines, in the order of ``ends``.
+    """
+    tails: dict[str, str] = {}
+    for end in [e for e in ends if e.failed]:
+        if len(tails) >= TAILS_QUOTED or not tail_lines:
+            break
+        if end.source in tails or not end.container:
+            continue
+        try:
+            tails[end.source] = hook.read_pod_log(
+                end.pod, namespace, end.container, tail_lines=tail_lines, previous=end.restarted
+            )
+        except ApiException as e:
+            # The pod may be gone already (cleanPodPolicy, TTL): the verdict does not need its log.
+            log.warning("Could not read the log of %s (pod %s): %s", end.source, end.pod, one_line(e))
+    return tails
+
+
 def failure_exception(
     hook: Any, job: dict[str, Any], log_tail_lines: int = 50, seen_pods: Iterable[dict[str, Any]] = ()
 ) -> Exception:
@@ -76,19 +104,7 @@ def failure_exception(
     present = {p["metadata"]["name"] for p in pods}
     pods = [*pods, *(p for p in seen_pods if p["metadata"]["name"] not in present)]
     ends = container_ends(pods, kind)
-    tails: dict[str, str] = {}
-    for end in [e for e in ends if e.failed]:
-        if len(tails) >= TAILS_QUOTED or not log_tail_lines:
-            break
-        if end.replica in tails or not end.container:
-            continue
-        try:
-            tails[end.replica] = hook.read_pod_log(
-                end.pod, namespace, end.container, tail_lines=log_tail_lines, previous=end.restarted
-            )
-        except ApiException as e:
-            # The pod may be gone already (cleanPodPolicy, TTL): the verdict does not need its log.
-            log.warning("Could not read the log of %s (pod %s): %s", end.replica, end.pod, one_line(e))
+    tails = read_tails(hook, namespace, ends, log_tail_lines)
     try:
         involved = {name, *(p["metadata"]["name"] for p in pods)}
         raw_events = hook.list_events(namespace, involved)

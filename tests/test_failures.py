@@ -160,8 +160,8 @@ def test_a_pod_stopped_because_the_job_failed_is_never_the_cause():
     }
     message = failure_message("PyTorchJob ns/j", status, later)
     assert message.splitlines()[1:3] == [
-        "First failure (permanent: not retried): Worker-0 (pod job-worker-0, container pytorch): exit code 1, Error",
-        "  also failed: Master-0 (pod job-master-0, container pytorch): exit code 143, Error",
+        "First failure (permanent: not retried): Worker-0 (pod job-worker-0, container pytorch): exit code 1 (Permanent), Error",
+        "  also failed: Master-0 (pod job-master-0, container pytorch): exit code 143 (Retryable), Error",
     ]
 
 
@@ -177,11 +177,11 @@ def test_failure_message_names_the_cause_and_its_class():
     first = failure_message("PyTorchJob ns/j", status, ends)
     assert first.splitlines()[:2] == [
         "PyTorchJob ns/j failed: PyTorchJobFailed: boom",
-        "First failure (retryable): Master-0 (pod job-master-0, container pytorch): exit code 137, Error",
+        "First failure (retryable): Master-0 (pod job-master-0, container pytorch): exit code 137 (Retryable), Error",
     ]
     deciding = failure_message("PyTorchJob ns/j", status, ends, policies={"Master": E, "Worker": E})
     assert deciding.splitlines()[1:] == [
         "Failure not restarted by its restartPolicy (permanent: not retried): "
-        "Worker-0 (pod job-worker-0, container pytorch): exit code 1, Error",
-        "  also failed: Master-0 (pod job-master-0, container pytorch): exit code 137, Error",
+        "Worker-0 (pod job-worker-0, container pytorch): exit code 1 (Permanent), Error",
+        "  also failed: Master-0 (pod job-master-0, container pytorch): exit code 137 (Retryable), Error",
     ]

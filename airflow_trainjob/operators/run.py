@@ -73,6 +73,7 @@ from airflow_trainjob.exceptions import (
     TrainingJobStoppedError,
     TrainingJobTimeoutError,
 )
+from airflow_trainjob.failures import quoted_tails
 from airflow_trainjob.hooks.retries import is_transient
 from airflow_trainjob.job_record import KILL_WRITE_SECONDS, JobRecorder, outcome_of
 from airflow_trainjob.job_watch import JobWatch, PodFeed
@@ -84,6 +85,7 @@ from airflow_trainjob.pods import (
     lead_pod,
     log_container,
     owned_by,
+    pending_failures,
     pending_reasons,
     pods_to_clean,
     replica_of,
@@ -98,7 +100,7 @@ from airflow_trainjob.triggers.training_job import (
     desired_replicas,
     quote_log,
 )
-from airflow_trainjob.verdict import announced_end, failure_exception, job_ref
+from airflow_trainjob.verdict import announced_end, failure_exception, job_ref, read_tails
 
 #: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
 ON_FINISH_OPTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
@@ -608,8 +610,13 @@ class TrainingJobRun:
         pods: list,
         queue: QueueState | None = None,
     ) -> TrainingJobTimeoutError:
-        pending = pending_reasons(pods, JOB_KINDS[self.kind])
+        kind = JOB_KINDS[self.kind]
+        pending = pending_reasons(pods, kind)
         name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+        # The logs of the containers that keep a pod pending by failing (an init container's crash loop).
+        tails = quoted_tails(
+            read_tails(self.hook, namespace, pending_failures(pods, kind), self.settings.log_tail_lines)
+        )
         try:
             warnings = [
                 f"{e.get('reason')}: {e.get('message', '')}"
@@ -636,6 +643,7 @@ class TrainingJobRun:
             f"{ref}: {which} of {seconds:g} s passed; last state: {conditions.summary(status)}"
             + (f"; pending: {' | '.join(pending)}" if pending else "")
             + (f"; warnings: {' | '.join(warnings)}" if warnings else "")
+            + "".join(f"\n{line}" for line in tails)
         )
 
     def _stop_pods_at_terminal(self, job: dict[str, Any]) -> None:

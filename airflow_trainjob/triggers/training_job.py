@@ -43,7 +43,15 @@ from airflow_trainjob.constants import (
 )
 from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.ownership import why_not_followed
-from airflow_trainjob.pods import container_ends, lead_pod, log_container, owned_by, pod_name, replica_of
+from airflow_trainjob.pods import (
+    container_ends,
+    lead_pod,
+    log_container,
+    owned_by,
+    pod_name,
+    replica_of,
+    sidecar_markers,
+)
 from airflow_trainjob.triggers import kubernetes_side
 from airflow_trainjob.triggers.stream_source import WATCH_SECONDS, StreamSource
 
@@ -577,15 +585,10 @@ def _terminated(state: Any) -> dict[str, Any]:
     }
 
 
-def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
-    """What a verdict reads of a pod that is gone by the time the task resumes: its name, replica labels, phase
-    (and an eviction's reason) and each container's terminated states; never its spec (an embedded training
-    script, env values)."""
-    meta = pod.get("metadata") or {}
-    status = pod.get("status") or {}
-    kept = (LABEL_REPLICA_TYPE, LABEL_REPLICA_INDEX)
+def _container_summaries(statuses: Any) -> list[dict[str, Any]]:
+    """Each container status' name, restart count and terminated states (current and last)."""
     containers = []
-    for c in status.get("containerStatuses") or []:
+    for c in statuses if isinstance(statuses, list) else []:
         ends = {key: _terminated(c.get(key)) for key in ("state", "lastState")}
         containers.append(
             {
@@ -594,14 +597,28 @@ def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
                 **{key: end for key, end in ends.items() if end},
             }
         )
+    return containers
+
+
+def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
+    """What a verdict reads of a pod that is gone by the time the task resumes: its name, replica labels, phase
+    (and an eviction's reason), each container's terminated states — init containers' too — and which init
+    containers are sidecars; never its spec otherwise (an embedded training script, env values)."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    kept = (LABEL_REPLICA_TYPE, LABEL_REPLICA_INDEX)
+    inits = _container_summaries(status.get("initContainerStatuses"))
+    sidecars = sidecar_markers(pod)
     return {
         "metadata": {
             "name": meta.get("name"),
             "labels": {k: v for k, v in (meta.get("labels") or {}).items() if k in kept},
         },
+        **({"spec": {"initContainers": sidecars}} if sidecars else {}),
         "status": {
             **{k: status[k] for k in ("phase", "reason", "message") if k in status},
-            "containerStatuses": containers,
+            **({"initContainerStatuses": inits} if inits else {}),
+            "containerStatuses": _container_summaries(status.get("containerStatuses")),
         },
     }
 

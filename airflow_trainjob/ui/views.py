@@ -303,8 +303,7 @@ def replicas(
     rows = []
     for pod in _sorted_pods(found, kind):
         replica_type, index = pods.replica_of(pod, kind)
-        ends = pods.container_ends([pod], kind)
-        last = ends[-1] if ends else None
+        last = pods.replica_end(pod, kind)
         status = pod.get("status") or {}
         stopped = job_gone and pods.is_active(pod)
         rows.append(

@@ -22,6 +22,8 @@ OK = "import os; print('hello from rank', os.environ['RANK'], 'of', os.environ['
 SLEEP = "import time; time.sleep(120)"
 #: Container code: fails permanently (exit code 1) after one line of output.
 EXIT_1 = "import sys; print('bad input'); sys.exit(1)"
+#: Init container code: a data fetch that fails permanently (exit code 2) after two lines of output.
+FETCH_FAILS = "import sys; print('fetching s3://bucket/train.csv'); print('error: access denied'); sys.exit(2)"
 
 
 @dataclass
@@ -63,6 +65,13 @@ def pytorch_specs(master_code: str, worker_code: str | None = None, workers: int
     return specs
 
 
+def with_init_container(specs: dict, replica_type: str, code: str, name: str = "fetch-data") -> dict:
+    """``specs`` with an init container ``name`` running ``code`` before ``replica_type``'s containers."""
+    template_spec = specs[replica_type]["template"]["spec"]
+    template_spec["initContainers"] = [*template_spec.get("initContainers", []), python_container(code, name)]
+    return specs
+
+
 def jobs(custom_objects, namespace: str, plural: str = "pytorchjobs") -> list[dict]:
     """The jobs of one plural in ``namespace``, as the apiserver lists them."""
     return custom_objects.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]
@@ -73,14 +82,14 @@ def true_types(job: dict) -> list[str]:
     return [c["type"] for c in (job.get("status") or {}).get("conditions") or [] if c["status"] == "True"]
 
 
-def create(custom_objects, namespace: str, name: str, code: str, **spec) -> dict:
-    """Create a PyTorchJob ``name`` (one Master running ``code``) directly, as someone other than the provider."""
+def create(custom_objects, namespace: str, name: str, code: str, specs: dict | None = None, **spec) -> dict:
+    """Create a PyTorchJob ``name`` (one Master running ``code``, or ``specs``) directly, as someone other than the
+    provider."""
     from airflow_trainjob.manifest import build_manifest
     from airflow_trainjob.models import TrainingJobSpec
 
-    manifest = build_manifest(
-        spec=TrainingJobSpec.parse("PyTorchJob", pytorch_specs(code, workers=0, **spec)), name=name, namespace=namespace
-    )
+    replica_specs = specs or pytorch_specs(code, workers=0, **spec)
+    manifest = build_manifest(spec=TrainingJobSpec.parse("PyTorchJob", replica_specs), name=name, namespace=namespace)
     return custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", manifest)
 
 

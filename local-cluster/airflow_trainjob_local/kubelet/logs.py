@@ -242,6 +242,7 @@ class LogStore:
         self._lock = threading.Lock()
         self._uids: dict[tuple[str, str], str] = {}
         self._active: set[Path] = set()
+        self._waiting: set[Path] = set()  # container directories whose last instance ended, the next not started
 
     def pod_dir(self, namespace: str, name: str, uid: str) -> Path:
         return self.root / f"{namespace}_{name}_{uid}"
@@ -255,35 +256,49 @@ class LogStore:
 
     def drop_pod(self, namespace: str, name: str, uid: str) -> None:
         """Forget the pod and delete its logs (the real kubelet garbage-collects them once the pod is gone)."""
+        pod_dir = self.pod_dir(namespace, name, uid)
         with self._lock:
             if self._uids.get((namespace, name)) == uid:
                 del self._uids[(namespace, name)]
+            self._waiting = {p for p in self._waiting if p.parent != pod_dir}
         shutil.rmtree(self.pod_dir(namespace, name, uid), ignore_errors=True)
 
     def set_active(self, path: Path, active: bool) -> None:
         with self._lock:
             (self._active.add if active else self._active.discard)(path)
 
+    def set_waiting(self, namespace: str, name: str, uid: str, container: str, waiting: bool) -> None:
+        """The container's last instance has ended and it waits to start again (back-off, a configuration error):
+        its ``lastState`` is that instance, which ``previous`` then reads, as the kubelet reads ``lastState``'s."""
+        path = self.pod_dir(namespace, name, uid) / container
+        with self._lock:
+            (self._waiting.add if waiting else self._waiting.discard)(path)
+
     def is_active(self, path: Path) -> bool:
         with self._lock:
             return path in self._active
 
     def resolve(self, namespace: str, name: str, container: str, previous: bool) -> Path:
-        """The log file of the container's current (or ``previous``) instance.
+        """The log file of the container's current (or ``previous``) instance. As the kubelet reads
+        ``lastState``'s container for ``previous``: the one before the latest while the latest runs or has ended
+        for good, the latest itself while the container waits to start again (``CrashLoopBackOff``); without
+        ``previous``, the latest.
 
         :raises LogNotFound: unknown pod, container not started yet, or no previous instance.
         """
         with self._lock:
             uid = self._uids.get((namespace, name))
+            waiting = uid is not None and self.pod_dir(namespace, name, uid) / container in self._waiting
         if uid is None:
             raise LogNotFound(f'pod "{name}" in namespace "{namespace}" does not exist on this node', status=404)
         instances = sorted(
             (int(p.stem) for p in (self.pod_dir(namespace, name, uid) / container).glob("*.log") if p.stem.isdigit()),
         )
         if previous:
-            if len(instances) < 2:
+            back = 1 if waiting else 2
+            if len(instances) < back:
                 raise LogNotFound(f'previous terminated container "{container}" in pod "{name}" not found')
-            return self.log_path(namespace, name, uid, container, instances[-2])
+            return self.log_path(namespace, name, uid, container, instances[-back])
         if not instances:
             raise LogNotFound(f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
         return self.log_path(namespace, name, uid, container, instances[-1])

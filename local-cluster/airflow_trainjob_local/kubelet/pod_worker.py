@@ -308,6 +308,7 @@ class PodWorker:
         slot.restart_at = time.monotonic() + delay
         if delay > 0:
             record.last_state = record.state
+            self._set_waiting(slot, True)
             record.state = status.waiting(
                 status.WAITING_BACKOFF,
                 f"back-off {delay:g}s restarting failed container={record.name} "
@@ -331,12 +332,14 @@ class PodWorker:
             env = self._environment(pod, slot.spec)
         except environment.ContainerConfigError as e:
             record.state = status.waiting(status.WAITING_CONFIG_ERROR, str(e))
+            self._set_waiting(slot, slot.started_once)
             self._event(slot, events.WARNING, events.REASON_FAILED, events.failed_message(str(e)))
             slot.restart_at = time.monotonic() + max(self._config.backoff_seconds, 1.0)
             return
         if slot.started_once:
             record.restart_count += 1
         slot.started_once = True
+        self._set_waiting(slot, False)
         slot.restart_at = None
         record.container_id = ""
         argv = environment.container_argv(slot.spec, env)
@@ -407,6 +410,10 @@ class PodWorker:
             )
         )
         return env
+
+    def _set_waiting(self, slot: _Slot, waiting: bool) -> None:
+        """Tell the log store the container waits to start again after an instance (``previous`` reads that one)."""
+        self._config.logs.set_waiting(self.namespace, self.name, self.uid, slot.record.name, waiting)
 
     def _event(self, slot: _Slot, type_: str, reason: str, message: str) -> None:
         if self._config.events is not None:
