@@ -33,7 +33,9 @@ class TrainingJobSensor(BaseSensorOperator):
     that the sensor saw and that is then gone (poke and deferrable modes) gets the verdict its last state, or the
     training operator's ``<Kind>Succeeded``/``<Kind>Failed`` event, gives; without one it was deleted before it
     finished (:class:`JobDeletedError`). In reschedule mode each poke starts afresh: a gone job is waited for.
-    A job suspended in a queue (Kueue; ``runPolicy.suspend``) keeps the sensor waiting, and says so.
+    A job suspended in a queue (Kueue; ``runPolicy.suspend``) keeps the sensor waiting, and says so. The sensor's
+    ``timeout`` fails it just after its time in every mode: poke and reschedule look again then, however long
+    ``poke_interval``.
 
     :param kind: the job's kind (``PyTorchJob``, ``TFJob``, ...).
     :param job_name: ``metadata.name`` of the job; templated.

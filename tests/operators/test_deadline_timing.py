@@ -148,6 +148,7 @@ def test_queue_timeout_fires_on_time_when_a_queue_suspends_the_job_right_after_c
     if mode == "sync":
         # One job watch at a time: the one from the creation, ended when the suspension brought the deadline
         # nearer, and one that ends at the deadline (a third only if the Suspended condition came in after it).
+        print(f"job watch requests: {len(job_watches)}, windows (s): {', '.join(f'{w:.2f}' for w in job_watches)}")
         assert 2 <= len(job_watches) <= 3, job_watches
         assert job_watches[0] > 500 and job_watches[-1] <= LIMIT + 1, job_watches
 
