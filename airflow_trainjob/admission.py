@@ -13,7 +13,13 @@ A task's deadlines therefore count as follows (:class:`Deadlines`):
 - ``startup_timeout``: from admission (creation, for a job never suspended) until it is ``Running``; it does not
   run while the job is queued, and starts again when a preempted job is admitted again.
 
-Times read from the job are the API server's; none is taken as earlier than the try's start or later than now.
+Times read from the job are the API server's; none is taken as earlier than the try's start or later than now. A
+transition the wait sees happen (the job enters or leaves its queue between two of its looks) starts its clock when
+it is seen: the server's whole-second timestamp, or a late event, would start it up to seconds early.
+
+When to look again is decided here too (:meth:`Deadlines.next_look`): just past the nearest deadline as it stands
+after the latest state seen. Every wait asks again after each state it feeds in, so a change that starts a nearer
+deadline (a job suspended into its queue, admitted again) moves its next look, whatever it heard before.
 """
 
 from __future__ import annotations
@@ -29,6 +35,22 @@ from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME, ConditionStatus, 
 TIMEOUT, STARTUP_TIMEOUT, QUEUE_TIMEOUT = "timeout", "startup_timeout", "queue_timeout"
 #: Seconds between two "still waiting in its queue" lines.
 QUEUE_LINE_SECONDS = 300.0
+#: Seconds after a deadline's time at which a wait looks: a deadline has passed once its time is exceeded.
+LOOK_MARGIN = 0.05
+
+
+def look_again_in(every: float | None, seconds_left: float | None) -> float | None:
+    """Seconds until a wait that looks every ``every`` seconds looks again: never later than just past the nearest
+    deadline (:data:`LOOK_MARGIN`), however long its own interval.
+
+    :param every: the wait's own interval in seconds (a poke interval, the longest watch); None: none.
+    :param seconds_left: seconds until the nearest deadline (:meth:`Deadlines.seconds_left`); None: no deadline runs.
+    :returns: seconds (0 or more), or None when neither bounds the wait.
+    """
+    bounds = [
+        b for b in (every, None if seconds_left is None else max(0.0, seconds_left) + LOOK_MARGIN) if b is not None
+    ]
+    return max(0.0, min(bounds)) if bounds else None
 
 
 @dataclass(frozen=True)
@@ -106,10 +128,12 @@ def started_since_admission(status: Any, admitted_at: float | None) -> bool:
         return True
     if admitted_at is None:
         return conditions.has_started(status)
-    # e.g. Running False, reason Restarting: it ran since admission
+    # e.g. Running False, reason Restarting: it ran since admission. Running False of the suspension (reason
+    # <Kind>Suspended) is no run, even in the same whole second as the admission (preempted, admitted at once).
     running = _latest(status, JobConditionType.RUNNING)
     turned = _epoch((running or {}).get("lastTransitionTime"))
-    return turned is not None and turned >= admitted_at
+    suspension = str((running or {}).get("reason") or "").endswith(JobConditionType.SUSPENDED)
+    return turned is not None and turned >= admitted_at and not suspension
 
 
 class Deadlines:
@@ -137,6 +161,7 @@ class Deadlines:
         self._admitted_at: float | None = None  # when it left the queue last (clamped); None: never queued
         self._admitted_raw: float | None = None  # the same as the server wrote it, to compare with its conditions
         self._queued_since_shown: float | None = None  # when it entered the queue, as the server says (for the log)
+        self._entry_seen = False  # this wait saw the job enter the queue it is in: its clock started when seen
         self._line_at = float("-inf")  # when the queue was last logged
 
     def observe(self, job: Mapping[str, Any], now: float) -> str | None:
@@ -152,8 +177,13 @@ class Deadlines:
         clamp = lambda t: min(max(t if t is not None else now, self.started_at), now)
         if state.queued:
             entering = before is None or not before.queued
-            if entering or self._queued_since is None or state.queued_since is not None:
+            if entering:
+                self._entry_seen = before is not None  # seen entering, not found queued at the first look
+            if entering and self._entry_seen:
+                self._queued_since = now
+            elif not self._entry_seen and (entering or self._queued_since is None or state.queued_since is not None):
                 self._queued_since = clamp(state.queued_since)  # the operator's timestamp, once it writes one
+            if entering or state.queued_since is not None:
                 self._queued_since_shown = min(state.queued_since or now, now)
             if not entering:
                 return None
@@ -229,6 +259,21 @@ class Deadlines:
         """
         left = [limit - elapsed for which, elapsed in self._counting(now).items() if (limit := self.limits[which])]
         return max(0.0, min(left)) if left else None
+
+    def next_look(self, now: float, every: float | None = None) -> float | None:
+        """Seconds from ``now`` until the wait must look at the job again, whether or not anything changes: just past
+        the nearest deadline whose clock runs, and while the job is queued, when its next queue line is due
+        (:meth:`due`). A wait asks again after each state it feeds to :meth:`observe`: a change may bring a deadline
+        nearer (the job suspended into its queue: ``queue_timeout``; admitted again: ``startup_timeout``).
+
+        :param now: epoch seconds.
+        :param every: the wait's own longest interval in seconds (e.g. one watch's length); None: none.
+        :returns: seconds (0 or more), or None when nothing but a change calls for a look.
+        """
+        if self.state is not None and self.state.queued:
+            line_in = self._line_at + QUEUE_LINE_SECONDS - now if self._line_at > float("-inf") else QUEUE_LINE_SECONDS
+            every = line_in if every is None else min(every, line_in)
+        return look_again_in(every, self.seconds_left(now))
 
 
 def queue_line(ref: str, deadlines: Deadlines, turn: str | None, now: float) -> str:

@@ -24,8 +24,15 @@ collection is read every ``poll_interval`` seconds instead, with a watch tried a
 :data:`WATCH_RETRY_POLLS` reads. While the API does not answer at all, the wait rides it out for
 ``outage_tolerance`` seconds before the last error is raised.
 
-A watch asks the server to end it after :data:`WATCH_SECONDS` (``timeoutSeconds``, which kube-apiserver honours
-as given; without one it picks 1-2x its ``--min-request-timeout``, 30-60 min by default). On a quiet job the two
+A watch of the job lasts until the caller's next look (``look_within``: its nearest deadline, see
+:meth:`~airflow_trainjob.admission.Deadlines.next_look`), asked again after each state the watch delivers: when a
+change brings that look nearer than the watch's end (a job suspended into its queue starts ``queue_timeout``;
+admitted again, ``startup_timeout``), the watch is ended and re-opened from its last resourceVersion for as long as
+the new look allows (:func:`outlasts_next_look`), so no deadline waits for a watch begun before it started. That
+costs one request per such change, none for a quiet job.
+
+A watch asks the server to end it after at most :data:`WATCH_SECONDS` (``timeoutSeconds``, which kube-apiserver
+honours as given; without one it picks 1-2x its ``--min-request-timeout``, 30-60 min by default). On a quiet job the two
 watches are then re-opened 3600 / 900 = 4 times an hour each: 8 requests per job-hour, against 60 pod LISTs an
 hour for a look every minute. An apiserver that sends no bookmarks on a quiet watch (1.20 sends none) may answer
 a re-open from a resourceVersion that old with 410 Gone on a busy cluster: one more read each time, 16 requests
@@ -42,7 +49,7 @@ import math
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -57,6 +64,8 @@ from airflow_trainjob.hooks.training_job import watch_timeout
 
 #: Longest single watch request (seconds, its ``timeoutSeconds``); the caller's next deadline makes it shorter.
 WATCH_SECONDS = 900
+#: Seconds by which a watch may outlast the caller's next look before it is ended for a shorter one.
+NEARER_LOOK_SLACK = 1.0
 #: Failed watches in a row after which the collection is polled instead.
 WATCH_FAILURES_BEFORE_POLLING = 3
 #: While polling, a watch is tried again after this many reads.
@@ -155,14 +164,24 @@ class ListThenWatch(Generic[T]):
                 continue
             polls = 0
             started = time.monotonic()
-            delivered = False
+            ends_at = started + _watch_seconds(window)
+            delivered = nearer = False
             try:
-                for item in self._watch(window):
-                    delivered = True
-                    self._answered()
-                    yield item
-                    if self._is_last(item):
-                        return
+                watch = self._watch(window)
+                try:
+                    for item in watch:
+                        delivered = True
+                        self._answered()
+                        yield item
+                        if self._is_last(item):
+                            return
+                        # The caller has taken the item in: a change may have brought its next look nearer (a job
+                        # suspended into its queue starts queue_timeout) than this watch's end.
+                        if outlasts_next_look(ends_at - time.monotonic(), look_within()):
+                            nearer = True
+                            break
+                finally:
+                    watch.close()  # a watch ended early is shut down now, not when it is collected
                 self._answered()
                 if delivered or time.monotonic() - started >= SHORTEST_HEALTHY_WATCH:
                     failures = 0
@@ -170,6 +189,8 @@ class ListThenWatch(Generic[T]):
                     failures += 1
                     self._not_watching()
                     self._stopped.wait(_backoff(failures))
+                if nearer:
+                    continue  # watched again at once, from the last resourceVersion, for as long as the look allows
                 idle = self._idle()
                 if idle is not None:
                     yield idle
@@ -214,10 +235,10 @@ class ListThenWatch(Generic[T]):
         self.watching = False
         self.settled.set()
 
-    def _watch(self, window: float) -> Iterator[T]:
+    def _watch(self, window: float) -> Generator[T, None, None]:
         self.stats["watches"] += 1
         watcher = self._watcher = kube_watch.Watch()
-        seconds = max(1, math.ceil(window))
+        seconds = _watch_seconds(window)
         func, args, selector = self._watched()
 
         @functools.wraps(func)  # the client's Watch reads the list call's docstring for the type it returns
@@ -227,16 +248,17 @@ class ListThenWatch(Generic[T]):
             self.settled.set()
             return response
 
+        events = watcher.stream(
+            answered,
+            *args,
+            **selector,
+            resource_version=self._resource_version,
+            timeout_seconds=seconds,
+            allow_watch_bookmarks=True,
+            _request_timeout=watch_timeout(seconds),
+        )
         try:
-            for event in watcher.stream(
-                answered,
-                *args,
-                **selector,
-                resource_version=self._resource_version,
-                timeout_seconds=seconds,
-                allow_watch_bookmarks=True,
-                _request_timeout=watch_timeout(seconds),
-            ):
+            for event in events:
                 obj = event.get("raw_object") or {}
                 meta = obj.get("metadata") or {}
                 self._resource_version = meta.get("resourceVersion") or self._resource_version
@@ -250,6 +272,7 @@ class ListThenWatch(Generic[T]):
                         return
         finally:
             watcher.stop()
+            events.close()  # closes the response (a watch ended early: at once)
             self._watcher = None
 
     def stop(self) -> None:
@@ -338,12 +361,14 @@ class JobWatch(ListThenWatch[Seen]):
         )
 
     def follow(self, look_within: Callable[[], float | None]) -> Iterator[Seen]:
-        """Yield the job as first given, then at each change, and at least every ``look_within()`` seconds
-        (None: :data:`WATCH_SECONDS`) so the caller can judge its deadlines. Ends after a :class:`Seen` with
-        ``deleted``. Raises the API's error when it refuses reads, or after an outage longer than tolerated.
+        """Yield the job as first given, then at each change, and a look (``changed`` False) when ``look_within()``
+        seconds have passed without one (None: :data:`WATCH_SECONDS`), so the caller can judge its deadlines. Ends
+        after a :class:`Seen` with ``deleted``. Raises the API's error when it refuses reads, or after an outage
+        longer than tolerated.
 
-        :param look_within: called before each watch: seconds until the caller's next deadline, or None; a watch
-            lasts at most that long (at least 1 s, at most :data:`WATCH_SECONDS`).
+        :param look_within: called before each watch and after each item the caller took in: seconds until the
+            caller's next look, or None; a watch lasts at most that long (at least 1 s, at most
+            :data:`WATCH_SECONDS`), and one that a change made outlast it is ended for a shorter one.
         """
         yield Seen(self._job)
         self._resource_version = self._job["metadata"].get("resourceVersion")
@@ -530,6 +555,24 @@ class PodFeed(threading.Thread):
         self.watch.stop()
         if self.is_alive() and threading.current_thread() is not self:
             self.join(timeout)
+
+
+def _watch_seconds(window: float) -> int:
+    """The ``timeoutSeconds`` of a watch that should last ``window`` seconds: whole seconds, at least 1."""
+    return max(1, math.ceil(window))
+
+
+def outlasts_next_look(watch_left: float, look_in: float | None) -> bool:
+    """Whether a watch that ends in ``watch_left`` seconds would keep the wait past its next look, so that it is ended
+    now and watched again for as long as the look allows (one request more, only on a change that brings a deadline
+    nearer). A watch ends on a whole second (:func:`_watch_seconds`): one that ends less than
+    :data:`NEARER_LOOK_SLACK` after the look is kept.
+
+    :param watch_left: seconds until the server ends the watch in flight (its ``timeoutSeconds``).
+    :param look_in: seconds until the caller's next look (``look_within()``,
+        :meth:`~airflow_trainjob.admission.Deadlines.next_look`); None: only changes call for one.
+    """
+    return look_in is not None and look_in < watch_left - NEARER_LOOK_SLACK
 
 
 def _backoff(failures: int) -> float:

@@ -8,10 +8,13 @@ import pytest
 
 from airflow_trainjob import conditions
 from airflow_trainjob.admission import (
+    LOOK_MARGIN,
+    QUEUE_LINE_SECONDS,
     QUEUE_TIMEOUT,
     STARTUP_TIMEOUT,
     TIMEOUT,
     Deadlines,
+    look_again_in,
     queue_line,
     queue_state,
     started_since_admission,
@@ -126,8 +129,9 @@ def test_preempted_job_gets_a_new_queue_clock_and_a_new_startup_clock():
     line = queue_line("PyTorchJob ml/j", d, "requeued", T0 + 101)
     assert "was suspended again after it had been admitted (Kueue preempted or evicted it" in line
     assert "its training starts over then, unless the program resumes from a checkpoint" in line
-    assert d.queued_for(T0 + 150) == pytest.approx(50)
-    assert d.passed(T0 + 159) is None and d.passed(T0 + 161) == (QUEUE_TIMEOUT, 60)
+    # Seen entering the queue at T0 + 101: its clock starts then, not at the server's whole second before.
+    assert d.queued_for(T0 + 150) == pytest.approx(49)
+    assert d.passed(T0 + 160) is None and d.passed(T0 + 162) == (QUEUE_TIMEOUT, 60)
     resumed = [
         CREATED,
         condition("Running", "False", T0 + 100, "PyTorchJobSuspended"),
@@ -162,6 +166,25 @@ def test_a_triggerer_restart_keeps_the_clocks_from_the_job():
     d = Deadlines(started_at=T0, startup_timeout=60)
     d.observe(job(suspend=False, conds=[CREATED, condition("Suspended", "False", T0 + 100)]), T0 + 150)
     assert d.passed(T0 + 159) is None and d.passed(T0 + 161) == (STARTUP_TIMEOUT, 60)
+
+
+def test_a_job_preempted_and_admitted_again_within_one_second_has_not_started_since():
+    # The server's timestamps are whole seconds: the suspension's Running False and the admission share one.
+    status = {
+        "conditions": [
+            CREATED,
+            condition("Running", "False", T0 + 100, "PyTorchJobSuspended"),
+            condition("Suspended", "False", T0 + 100, "PyTorchJobResumed"),
+        ]
+    }
+    assert not started_since_admission(status, T0 + 100)
+    d = Deadlines(started_at=T0, startup_timeout=20)
+    d.observe(job(conds=[CREATED, condition("Running", "True", T0 + 5)]), T0 + 6)
+    d.observe(
+        job(suspend=True, conds=[*status["conditions"][:2], condition("Suspended", "True", T0 + 100)]), T0 + 100.2
+    )
+    d.observe(job(suspend=False, conds=status["conditions"]), T0 + 100.6)
+    assert d.passed(T0 + 120.5) is None and d.passed(T0 + 120.7) == (STARTUP_TIMEOUT, 20)
 
 
 def test_started_since_admission():
@@ -203,3 +226,59 @@ def test_the_queue_is_logged_at_each_turn_and_every_five_minutes():
     admitted = job(suspend=False, conds=[condition("Suspended", "False", T0 + 450)])
     assert d.due(d.observe(admitted, T0 + 451), T0 + 451)
     assert not d.due(d.observe(admitted, T0 + 9000), T0 + 9000)  # not queued: nothing to repeat
+
+
+# ---- when to look again -----------------------------------------------------------------------------------------
+
+
+def test_look_again_in_is_never_past_the_nearest_deadline():
+    assert look_again_in(60, 5) == pytest.approx(5 + LOOK_MARGIN)  # the deadline comes first
+    assert look_again_in(60, 500) == 60  # the wait's own interval comes first
+    assert look_again_in(None, 5) == pytest.approx(5 + LOOK_MARGIN)
+    assert look_again_in(60, None) == 60
+    assert look_again_in(None, None) is None  # nothing bounds the wait: only a change calls for a look
+    assert look_again_in(60, 0) == pytest.approx(LOOK_MARGIN)  # passed: look at once
+    assert look_again_in(60, -3) == pytest.approx(LOOK_MARGIN)
+
+
+def test_the_next_look_moves_to_queue_timeout_when_a_queue_suspends_the_job_after_creation():
+    # The case: created (startup_timeout 600 s runs), suspended a moment later (queue_timeout 8 s runs).
+    d = Deadlines(started_at=T0, startup_timeout=600, queue_timeout=8)
+    d.observe(job(conds=[CREATED]), T0)
+    assert d.next_look(T0) == pytest.approx(600 + LOOK_MARGIN)
+    assert d.observe(job(suspend=True, conds=[CREATED]), T0 + 0.4) == "queued"
+    assert d.next_look(T0 + 0.5) == pytest.approx(7.9 + LOOK_MARGIN)
+    # The operator's Suspended condition, a moment later, dates the entry to the second before it was seen: the
+    # clock this wait started when it saw the job enter the queue stands.
+    d.observe(job(suspend=True, conds=[CREATED, condition("Suspended", "True", T0)]), T0 + 0.6)
+    assert d.next_look(T0 + 1) == pytest.approx(7.4 + LOOK_MARGIN)
+    assert d.passed(T0 + 8.3) is None and d.passed(T0 + 8.5) == (QUEUE_TIMEOUT, 8)
+
+
+def test_the_next_look_after_a_preemption_and_after_the_admission_that_follows():
+    d = Deadlines(started_at=T0, startup_timeout=20, queue_timeout=60)
+    d.observe(job(conds=[CREATED, condition("Running", "True", T0 + 5)]), T0 + 6)
+    assert d.next_look(T0 + 6) is None  # running, no timeout: nothing but a change calls for a look
+    assert d.next_look(T0 + 6, every=900) == 900
+    preempted = [CREATED, condition("Running", "False", T0 + 99), condition("Suspended", "True", T0 + 99)]
+    d.due(d.observe(job(suspend=True, conds=preempted), T0 + 100), T0 + 100)
+    assert d.next_look(T0 + 100) == pytest.approx(60 + LOOK_MARGIN)
+    resumed = [*preempted[:2], condition("Suspended", "False", T0 + 130)]
+    d.due(d.observe(job(suspend=False, conds=resumed), T0 + 131), T0 + 131)
+    assert d.next_look(T0 + 131) == pytest.approx(20 + LOOK_MARGIN)  # startup_timeout from this admission
+
+
+def test_a_queued_job_is_looked_at_for_its_next_queue_line_counted_from_the_last():
+    d = Deadlines(started_at=T0, startup_timeout=600)
+    assert d.due(d.observe(job(suspend=True), T0), T0)
+    assert d.next_look(T0 + 100) == pytest.approx(QUEUE_LINE_SECONDS - 100)
+    assert d.next_look(T0 + 100, every=60) == 60
+    assert d.due(d.observe(job(suspend=True), T0 + 301), T0 + 301)
+    assert d.next_look(T0 + 301) == pytest.approx(QUEUE_LINE_SECONDS)
+
+
+def test_a_queue_clock_found_running_at_the_first_look_keeps_the_servers_time():
+    # A trigger re-created (a triggerer restart) finds the job queued since 30 s: its queue_timeout counts from then.
+    d = Deadlines(started_at=T0 - 100, queue_timeout=60)
+    d.observe(job(suspend=True, conds=[condition("Suspended", "True", T0 - 30)]), T0)
+    assert d.next_look(T0) == pytest.approx(30 + LOOK_MARGIN)

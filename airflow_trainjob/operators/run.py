@@ -56,7 +56,6 @@ from urllib3.exceptions import HTTPError
 
 from airflow_trainjob import conditions
 from airflow_trainjob.admission import (
-    QUEUE_LINE_SECONDS,
     QUEUE_TIMEOUT,
     Deadlines,
     QueueState,
@@ -479,7 +478,8 @@ class TrainingJobRun:
         return self._wait(ref, manifest, job)
 
     def _wait(self, ref: str, manifest: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
-        """Follow the job by a watch until it is terminal; log each change; enforce the timeouts.
+        """Follow the job by a watch until it is terminal; log each change; enforce the timeouts, each just after its
+        time as it stands after the latest change (:meth:`Deadlines.next_look`).
 
         :returns: the job's last state: terminal, also when the job was deleted right after it finished.
         :raises JobDeletedError: the job vanished while its last state seen was not terminal.
@@ -494,22 +494,12 @@ class TrainingJobRun:
             queue_timeout=settings.queue_timeout,
         )
         last_line: str | None = None
-        queue_line_at = time.time()
-
-        def look_within() -> float | None:
-            # The next deadline, and the next "still queued" line while the job waits in its queue; the pods (a
-            # container restarted in place changes nothing in the job's status) have their own watch.
-            now = time.time()
-            left = deadlines.seconds_left(now)
-            if deadlines.state is not None and deadlines.state.queued:
-                line_in = QUEUE_LINE_SECONDS - (now - queue_line_at)
-                left = line_in if left is None else min(left, line_in)
-            return left + 0.05 if left is not None else None
-
         watch = self._watch(
             self.hook, job, poll_interval=settings.poll_interval, outage_tolerance=API_OUTAGE_TOLERANCE, log=self.log
         )
-        for seen in watch.follow(look_within):
+        # Asked by the watch before each watch request and after each state seen: the next deadline as it stands
+        # now, or the next "still queued" line (the pods, a container restarted in place, have their own watch).
+        for seen in watch.follow(lambda: deadlines.next_look(time.time())):
             job, status = seen.job, seen.job.get("status")
             self._last_seen = job
             if seen.deleted or self._stopped_by_airflow:
@@ -527,7 +517,6 @@ class TrainingJobRun:
                 self.log.info("%s", line)
                 last_line = line
             if deadlines.due(turn, now):
-                queue_line_at = now
                 (self.log.warning if turn == "requeued" else self.log.info)("%s", queue_line(ref, deadlines, turn, now))
             pods = self._look_at_pods()
             if conditions.is_terminal(status):

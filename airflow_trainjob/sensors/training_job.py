@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -11,7 +11,7 @@ from airflow.providers.common.compat.sdk import BaseSensorOperator, conf
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob import conditions
-from airflow_trainjob.admission import Deadlines, queue_line
+from airflow_trainjob.admission import Deadlines, look_again_in, queue_line
 from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, MAX_NAME_LENGTH
 from airflow_trainjob.exceptions import InvalidJobSpecError, JobDeletedError, TrainingJobError, TrainingJobTimeoutError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
@@ -33,7 +33,9 @@ class TrainingJobSensor(BaseSensorOperator):
     that the sensor saw and that is then gone (poke and deferrable modes) gets the verdict its last state, or the
     training operator's ``<Kind>Succeeded``/``<Kind>Failed`` event, gives; without one it was deleted before it
     finished (:class:`JobDeletedError`). In reschedule mode each poke starts afresh: a gone job is waited for.
-    A job suspended in a queue (Kueue; ``runPolicy.suspend``) keeps the sensor waiting, and says so.
+    A job suspended in a queue (Kueue; ``runPolicy.suspend``) keeps the sensor waiting, and says so. The sensor's
+    ``timeout`` fails it just after its time in every mode: poke and reschedule look again then, however long
+    ``poke_interval``.
 
     :param kind: the job's kind (``PyTorchJob``, ``TFJob``, ...).
     :param job_name: ``metadata.name`` of the job; templated.
@@ -195,6 +197,19 @@ class TrainingJobSensor(BaseSensorOperator):
                 [f"namespace: {issue} (the namespace extra of connection {self.kubernetes_conn_id!r})"]
             )
         return namespace
+
+    def _get_next_poke_interval(self, started_at: Any, run_duration: Callable[[], float], poke_count: int) -> float:
+        """Airflow's next poke interval (``poke_interval``, or its exponential backoff), never past the sensor's
+        ``timeout``: the poke (poke mode) or the rescheduled try (reschedule mode) that fails it comes just after it,
+        not up to ``poke_interval`` later (:func:`~airflow_trainjob.admission.look_again_in`).
+
+        :param started_at: when the sensor started (monotonic seconds in poke mode, a datetime in reschedule mode).
+        :param run_duration: seconds the sensor has run so far, as Airflow counts them for its timeout.
+        :param poke_count: the pokes so far (count).
+        """
+        interval = super()._get_next_poke_interval(started_at, run_duration, poke_count)
+        look = look_again_in(interval, self.timeout - run_duration() if self.timeout else None)
+        return interval if look is None else look
 
     def poke(self, context: Any) -> bool:
         self._check()

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_trainjob import conditions
-from airflow_trainjob.admission import QUEUE_LINE_SECONDS, Deadlines, queue_line
+from airflow_trainjob.admission import Deadlines, queue_line
 from airflow_trainjob.cleanup_hold import pods_to_stop, user_run_policy
 from airflow_trainjob.constants import (
     CONDITION_SUCCEEDED,
@@ -489,16 +489,15 @@ class TrainingJobTrigger(BaseEventTrigger):
         return passed[0] if passed else None
 
     def _seconds_to_deadline(self) -> float:
-        """Seconds until just after the nearest deadline, at most WATCH_SECONDS; once one has passed (and
-        the cache could not be trusted to judge it), ``poll_interval``: a resync wakes the trigger anyway."""
-        left = self._deadlines.seconds_left(time.time())
-        if self._deadlines.state is not None and self._deadlines.state.queued:
-            left = min(QUEUE_LINE_SECONDS, left) if left is not None else QUEUE_LINE_SECONDS  # its next queue line
-        if left is None:
-            return float(WATCH_SECONDS)
-        if left > 0:
-            return min(float(WATCH_SECONDS), left + 0.05)
-        return max(1.0, self.poll_interval)
+        """Seconds until the next look the deadlines call for (:meth:`Deadlines.next_look`: just after the nearest
+        deadline as it stands after the last change judged, or the next queue line), at most WATCH_SECONDS; once one
+        has passed (and the cache could not be trusted to judge it), ``poll_interval``: a resync wakes the trigger
+        anyway."""
+        now = time.time()
+        if self._deadlines.seconds_left(now) == 0:
+            return max(1.0, self.poll_interval)
+        look = self._deadlines.next_look(now, every=float(WATCH_SECONDS))
+        return float(WATCH_SECONDS) if look is None else look
 
     async def on_kill(self) -> None:
         """The user killed the deferred task: delete the job, if it is still the one this task's try follows

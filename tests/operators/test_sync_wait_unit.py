@@ -1,6 +1,7 @@
 """How long the synchronous wait lets one watch of its job last (``look_within``), over the in-memory hook: as long
 as a watch may (``WATCH_SECONDS``) with no deadline to judge, never past the next deadline, and never past the
-next "still queued" line while the job waits in its queue. No cluster."""
+next "still queued" line while the job waits in its queue; asked again after each state seen, so a change that
+starts a nearer deadline moves the next look. No cluster."""
 
 from __future__ import annotations
 
@@ -26,6 +27,36 @@ class WindowRecorder:
         yield Seen({**self.job, "status": self.status})
         self.windows.append(look_within())
         yield Seen({**self.job, "status": SUCCEEDED})
+
+
+class ChangesRecorder(WindowRecorder):
+    """Stands in for JobWatch: each of ``states`` (``(suspend, status)``) in turn, asking ``look_within`` after each
+    (as the watch does after each event), then the job Succeeded."""
+
+    def __init__(self, *states: tuple[bool, dict]) -> None:
+        super().__init__(SUCCEEDED)
+        self.states = states
+
+    def follow(self, look_within):
+        for suspend, status in self.states:
+            spec = {**self.job["spec"], "runPolicy": {**self.job["spec"].get("runPolicy", {}), "suspend": suspend}}
+            yield Seen({**self.job, "spec": spec, "status": status})
+            self.windows.append(look_within())
+        yield Seen({**self.job, "status": SUCCEEDED})
+
+
+def test_a_queue_suspending_the_job_after_creation_brings_the_next_look_to_queue_timeout():
+    hook = FakeTrainingJobHook(namespace="default")
+    recorder = ChangesRecorder(
+        (False, job_status("Created")), (True, job_status("Created")), (True, job_status("Created", "Suspended"))
+    )
+    run = make_run(hook, watch=recorder, startup_timeout=600.0, queue_timeout=8.0)
+    run.create_or_attach()
+    run.wait()
+    created, suspended, condition_written = recorder.windows
+    assert created is not None and 599 < created <= 600.05
+    assert suspended is not None and 7 < suspended <= 8.05
+    assert condition_written is not None and 7 < condition_written <= suspended
 
 
 def wait_with(status: dict, **settings) -> list[float | None]:
