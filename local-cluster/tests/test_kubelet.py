@@ -645,6 +645,47 @@ def test_a_finished_pod_deleted_with_a_grace_period_is_removed(local_cluster, co
     )
 
 
+_FAILS_WITH_THE_KUBELET_STOPPED = """
+import pytest
+
+@pytest.mark.alone
+def test_fails_with_the_kubelet_stopped(local_cluster):
+    local_cluster.stop_component("kubelet")
+    raise AssertionError("failed on purpose")
+"""
+
+
+@pytest.mark.alone  # stops the session cluster's kubelet
+def test_a_failed_alone_test_leaves_every_component_running(local_cluster, tmp_path):
+    """The report: one `alone` test failed with the kubelet killed, and the next timed out for want of a kubelet.
+    Whatever an `alone` test does, the plugin starts the session cluster's missing components after it."""
+    test_file = tmp_path / "test_fails.py"
+    test_file.write_text(_FAILS_WITH_THE_KUBELET_STOPPED)
+    before = local_cluster.pids()["kubelet"]
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-s",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            str(test_file),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "1 failed" in run.stdout and "failed on purpose" in run.stdout
+    assert "starting again kubelet" in run.stdout
+    assert local_cluster.pids()["kubelet"] != before
+    assert local_cluster.status().healthy
+
+
 # --- pure helpers -----------------------------------------------------------------------------------------
 
 # Cases of Kubernetes' third_party/forked/golang/expansion/expand_test.go (TestMapping).

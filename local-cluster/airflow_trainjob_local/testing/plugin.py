@@ -124,6 +124,23 @@ def local_cluster() -> Iterator[LocalCluster]:
         cluster.down()
 
 
+@pytest.fixture(autouse=True)
+def _alone_tests_leave_the_cluster_whole(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test marked ``alone`` that uses the session cluster (it may kill or stop a component: the kubelet),
+    start again whatever component is not running, whether the test passed or failed — so one failure cannot
+    leave the next tests without a kubelet."""
+    cluster = None
+    if request.node.get_closest_marker("alone") is not None and "local_cluster" in request.fixturenames:
+        cluster = request.getfixturevalue("local_cluster")
+    yield
+    if cluster is None:
+        return
+    missing = [c.name for c in cluster.status().components if not c.running and not c.note]
+    if missing:
+        print(f"after {request.node.nodeid}: starting again {', '.join(missing)}")
+        cluster.up()
+
+
 @contextmanager
 def private_cluster(state_dir: Path, *, workloads: bool) -> Iterator[LocalCluster]:
     """A second cluster of the test's own, up: state in ``state_dir``, ports base+10..base+13; stopped (and its etcd
