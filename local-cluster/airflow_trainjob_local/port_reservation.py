@@ -277,17 +277,12 @@ def port_users(port: int) -> list[SocketUse]:
             continue
     rows = [r for r in rows if r.local[1] == port and r.local[0] in _CONFLICTING_ADDRESSES]
     owners = _socket_owners({r.inode for r in rows if r.inode})
+    processes = {pid: (_process_name(pid), _exiting(pid)) for pid in set(owners.values())}
     me = os.geteuid()
     uses = []
     for row in rows:
         pid = owners.get(row.inode)
-        name, exiting = "", False
-        if pid is not None:
-            exiting = _exiting(pid)
-            try:
-                name = psutil.Process(pid).name()
-            except psutil.Error:
-                name = ""
+        name, exiting = processes[pid] if pid is not None else ("", False)
         remote = f"{row.remote[0]}:{row.remote[1]}" if row.remote[1] else ""
         uses.append(
             SocketUse(
@@ -301,6 +296,13 @@ def port_users(port: int) -> list[SocketUse]:
             )
         )
     return uses
+
+
+def _process_name(pid: int) -> str:
+    try:
+        return psutil.Process(pid).name()
+    except psutil.Error:
+        return ""
 
 
 def _remote_port(use: SocketUse) -> int | None:
