@@ -22,6 +22,8 @@ if it started it. Environment variables, so that several people can run separate
 The ``cluster`` marker goes on every test whose fixtures reach a cluster: ``local_cluster``, ``spare_cluster``,
 or any fixture named ``cluster_*`` or ``*_cluster`` (the convention for a module's private cluster, e.g.
 ``cluster_without_controller``, ``private_cluster``), so ``-m "not cluster"`` selects the tests that need none.
+After each test marked ``alone`` (it may kill a component of the session cluster), any component of the session
+cluster that is not running is started again, whether the test passed or failed.
 """
 
 from __future__ import annotations
