@@ -36,7 +36,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, astuple, dataclass, field
 from pathlib import Path
 
 import yaml
@@ -60,6 +60,9 @@ WORKLOAD_GRACE = 1.5
 STOP_TIMEOUT = 15.0
 #: Seconds ``down`` gives kube-apiserver after SIGTERM (see its entry in :meth:`LocalCluster.components`).
 APISERVER_STOP_TIMEOUT = 5.0
+#: Seconds ``down`` waits, once a component's main thread has exited, for the kernel to finish tearing the rest
+#: of it down (its other threads, its sockets): 20-40 ms measured on an idle machine, about 1 s on a loaded one.
+TEARDOWN_TIMEOUT = 10.0
 
 
 class ClusterError(RuntimeError):
@@ -329,8 +332,9 @@ class LocalCluster:
 
         :returns: the names of the components it started, in start order; empty when all were running.
         :raises ClusterError: a port is taken (raised before anything starts, naming every taken port and what
-            holds it), a process exited or did not become ready in time, or the cluster in this state dir runs
-            with other ports.
+            holds it; a port held only by what frees itself, such as the listener of a component killed a moment
+            ago, is waited for first, up to :data:`port_reservation.RELEASE_TIMEOUT` seconds), a process exited
+            or did not become ready in time, or the cluster in this state dir runs with other ports.
         :raises build.BuildError: the binaries were missing and could not be built.
         """
         with self._lock():
@@ -583,9 +587,12 @@ class LocalCluster:
     @contextmanager
     def _ports_reserved(self, components: list[Component]) -> Iterator[None]:
         """Hold every port of ``components`` (see :func:`port_reservation.reserved`); warn when they lie in the
-        kernel's ephemeral range.
+        kernel's ephemeral range. A port held only by what frees itself — the listener of a component killed a
+        moment ago, which the kernel is still tearing down, or the TIME-WAIT of a connection between this
+        cluster's ports — is waited for, up to :data:`port_reservation.RELEASE_TIMEOUT` seconds.
 
-        :raises ClusterError: some are taken, before anything started: each port, its component, what holds it.
+        :raises ClusterError: some are taken by a live process, or still held after that wait, before anything
+            started: each port, its component, what holds it.
         """
         owners = {port: c.name for c in components for port in c.ports}
         port_range = port_reservation.ephemeral_range()
@@ -604,8 +611,21 @@ class LocalCluster:
                 f"listens, but a component started again later may find its port taken. Use a --port-base of "
                 f"at most {port_range[0] - PORT_BLOCK}, or add the ports to net.ipv4.ip_local_reserved_ports"
             )
+        waited: dict[int, float] = {}
+
+        def waiting(port: int, who: str) -> None:
+            waited[port] = time.monotonic()
+            _say(
+                f"port {port} ({owners[port]}): {who}, which lets go of it by itself; "
+                f"waiting up to {port_reservation.RELEASE_TIMEOUT:.0f} s"
+            )
+
         try:
-            with port_reservation.reserved(owners):
+            with port_reservation.reserved(owners, own_ports=astuple(self.ports), on_wait=waiting):
+                if waited:
+                    _say(
+                        f"port(s) {_port_list(list(waited))} free after {time.monotonic() - min(waited.values()):.2f} s"
+                    )
                 yield
         except port_reservation.PortsInUse as e:
             taken = "; ".join(
@@ -685,16 +705,16 @@ class LocalCluster:
         return pid is not None and self._alive(pid, self._started_ticks(name))
 
     def _alive(self, pid: int, started_ticks: int | None = None) -> bool:
-        """The process exists, is not a zombie, and is the one we started: same start time as recorded
-        (a pid reused after a reboot or a crash has another), or, for a pidfile without one, an argv that
-        names this state dir."""
+        """The process exists, is not exiting (a zombie, or being torn down after a SIGKILL: ``PF_EXITING``),
+        and is the one we started: same start time as recorded (a pid reused after a reboot or a crash has
+        another), or, for a pidfile without one, an argv that names this state dir."""
         _reap(pid)
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             return False
         fields = stat.rsplit(")", 1)[1].split()
-        if fields[0] in ("Z", "X"):
+        if port_reservation.is_exiting(fields[0], int(fields[6])):
             return False
         if started_ticks is not None:
             return int(fields[19]) == started_ticks
@@ -724,6 +744,11 @@ class LocalCluster:
                     time.sleep(0.05)
             # Children it left behind in its process group (it was the group leader).
             _kill_group(pid)
+        # Its leader may be a zombie while other threads are still being torn down, holding its sockets: wait
+        # for them, so that a start right after this finds the ports free.
+        deadline = time.monotonic() + TEARDOWN_TIMEOUT
+        while started is not None and not _torn_down(pid, started) and time.monotonic() < deadline:
+            time.sleep(0.02)
         self.pid_path(name).unlink(missing_ok=True)
 
     @contextmanager
@@ -784,6 +809,20 @@ def _start_ticks(pid: int) -> int | None:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
     except (OSError, IndexError, ValueError):
         return None
+
+
+def _torn_down(pid: int, started_ticks: int) -> bool:
+    """Every thread of the process has exited, so every file and socket it held is closed: no such process,
+    another process under a reused pid (another start time), or a zombie whose threads are all gone."""
+    _reap(pid)
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    if int(fields[19]) != started_ticks:
+        return True
+    return fields[0] in ("Z", "X") and threads == [str(pid)]
 
 
 def _reap(pid: int) -> None:

@@ -15,11 +15,13 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob_local import build, crds
+from airflow_trainjob_local.cluster import LocalCluster
 from airflow_trainjob_local.constants import GROUP, JOB_KINDS, VERSION, JobKind
 from airflow_trainjob_local.port_reservation import bindable, port_users
 from airflow_trainjob_local.testing.waiting import pod_gone, wait_for
@@ -562,3 +565,25 @@ def test_up_binds_over_a_time_wait_its_check_does_not_count(spare_cluster) -> No
     _server_time_wait(spare_cluster.ports.apiserver)
     assert spare_cluster.up() == ["etcd", "kube-apiserver", "kube-controller-manager"]
     assert spare_cluster.status().healthy
+
+
+def test_a_killed_component_is_started_again_at_once_every_time(spare_cluster) -> None:
+    """The report: SIGKILLed, the kubelet's listener outlived its main thread by about a second (the kernel still
+    tearing the rest down), and `up` refused the port at once. `up` now waits for such a port: every kill followed
+    at once by `up` starts the component again; and `stop_component` returns only once its port is free."""
+    cluster = LocalCluster(spare_cluster.state_dir, spare_cluster.ports, workloads=True)
+    cluster.up()
+
+    def stopped(name: str) -> Callable[[dict[str, int]], bool]:
+        return lambda pids: name not in pids
+
+    for name, times in (("kubelet", 5), ("kube-apiserver", 2)):
+        for _ in range(times):
+            os.kill(cluster.pids()[name], signal.SIGKILL)
+            wait_for(cluster.pids, stopped(name), timeout=30, interval=0.001, what=f"{name} seen as stopped")
+            assert cluster.up() == [name]
+    assert cluster.status().healthy
+    for _ in range(2):
+        cluster.stop_component("kubelet", timeout=0)  # SIGTERM, then SIGKILL at once
+        assert bindable(cluster.ports.kubelet)
+        assert cluster.up() == ["kubelet"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -495,7 +497,7 @@ def test_log_options_tail_limit_timestamps_since(local_cluster, core_v1, namespa
         import time
         for i in range(10):
             print('line', i)
-        time.sleep(3)
+        time.sleep(6)
         print('late')
     """
     core_v1.create_namespaced_pod(namespace, python_pod("chatty", script))
@@ -509,14 +511,22 @@ def test_log_options_tail_limit_timestamps_since(local_cluster, core_v1, namespa
     assert len(stamped) == 2
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z line 9", stamped[0])
     assert stamped[1].endswith(" late")
-    # "late" was printed 3 s after the rest and just now; a 2 s window holds only it.
-    assert read(since_seconds=2) == "late\n"
+    # "late" was printed 6 s after the rest: a window reaching 3 s further back than "late" (however long ago that
+    # was, on a slow machine too, and whatever the request's own delay up to 3 s) holds only it.
+    late_at = datetime.fromisoformat(stamped[1].split()[0][:26] + "+00:00").timestamp()
+    assert read(since_seconds=math.ceil(time.time() - late_at) + 3) == "late\n"
 
 
-def test_follow_streams_while_the_container_runs(local_cluster, core_v1, namespace):
-    script = """
-        import time
+def test_follow_streams_while_the_container_runs(local_cluster, core_v1, namespace, tmp_path):
+    # Three ticks, then it waits for the test (however slow the machine) before the last three and its exit.
+    go_on = tmp_path / "go-on"
+    script = f"""
+        import os, time
         for i in range(6):
+            if i == 3:
+                deadline = time.monotonic() + 120
+                while not os.path.exists({str(go_on)!r}) and time.monotonic() < deadline:
+                    time.sleep(0.1)
             print('tick', i, flush=True)
             time.sleep(0.5)
     """
@@ -530,6 +540,7 @@ def test_follow_streams_while_the_container_runs(local_cluster, core_v1, namespa
         if running_when_first_seen is None and b"tick" in chunk:
             pod = core_v1.read_namespaced_pod("ticker", namespace)
             running_when_first_seen = main_status(pod).state.running is not None
+            go_on.touch()
         received += chunk
     response.release_conn()
 
@@ -597,11 +608,11 @@ def test_delete_sends_sigterm_then_completes_deletion(local_cluster, core_v1, na
     assert psutil.pid_exists(pid)
 
     started = time.monotonic()
-    core_v1.delete_namespaced_pod("sleeper", namespace)  # default grace: 30 s
+    core_v1.delete_namespaced_pod("sleeper", namespace, grace_period_seconds=300)
     wait_for(lambda: gone(core_v1, namespace, "sleeper"), bool, what="the pod to be gone")
 
-    # It exited on SIGTERM, well within the grace period, and the kubelet then completed the deletion.
-    assert time.monotonic() - started < 15
+    # It exited on SIGTERM, long before the grace period ended, and the kubelet then completed the deletion.
+    assert time.monotonic() - started < 60
     assert marker.read_text() == "SIGTERM"
     assert not psutil.pid_exists(pid)
 
@@ -635,7 +646,7 @@ def test_force_deleted_pod_has_its_processes_killed(local_cluster, core_v1, name
 
     core_v1.delete_namespaced_pod("forced", namespace, grace_period_seconds=0)
 
-    wait_for(lambda: psutil.pid_exists(pid), lambda alive: not alive, timeout=15, what=f"pid {pid} to end")
+    wait_for(lambda: psutil.pid_exists(pid), lambda alive: not alive, what=f"pid {pid} to end")
 
 
 def test_cli_exits_1_when_its_port_is_taken(local_cluster, tmp_path):
@@ -681,14 +692,14 @@ def test_kubelet_restart_reaps_orphans_and_reports_lost_containers(local_cluster
     kubelet = psutil.Process(local_cluster.pids()["kubelet"])
     kubelet.send_signal(signal.SIGKILL)
     # Dead (a zombie until the cluster reaps it) before `up`, which would otherwise still see it running.
-    wait_for(lambda: dead(kubelet), bool, timeout=15, what="the kubelet to die")
+    wait_for(lambda: dead(kubelet), bool, what="the kubelet to die")
     local_cluster.up()  # starts what is not running: the kubelet
     assert local_cluster.pids()["kubelet"] != kubelet.pid
 
     pod = wait_phase(core_v1, namespace, "lost-never", "Failed")
     terminated = main_status(pod).state.terminated
     assert (terminated.exit_code, terminated.reason) == (137, "ContainerStatusUnknown")
-    wait_for(lambda: psutil.pid_exists(child), lambda alive: not alive, timeout=15, what=f"orphan {child} to end")
+    wait_for(lambda: psutil.pid_exists(child), lambda alive: not alive, what=f"orphan {child} to end")
     restarted = wait_for(
         pod_reader(core_v1, namespace, "lost-onfailure"),
         lambda p: main_status(p).restart_count == 1 and main_status(p).state.running is not None,
@@ -709,7 +720,7 @@ def test_a_finished_pod_deleted_with_a_grace_period_is_removed(local_cluster, co
     wait_phase(core_v1, namespace, "ends-as-deleted", "Running")
     kubelet = psutil.Process(local_cluster.pids()["kubelet"])
     kubelet.send_signal(signal.SIGKILL)
-    wait_for(lambda: dead(kubelet), bool, timeout=15, what="the kubelet to die")
+    wait_for(lambda: dead(kubelet), bool, what="the kubelet to die")
     core_v1.delete_namespaced_pod("ends-as-deleted", namespace, grace_period_seconds=30)
     core_v1.patch_namespaced_pod_status("ends-as-deleted", namespace, {"status": {"phase": "Succeeded"}})
     pod = core_v1.read_namespaced_pod("ends-as-deleted", namespace)
@@ -717,11 +728,49 @@ def test_a_finished_pod_deleted_with_a_grace_period_is_removed(local_cluster, co
 
     local_cluster.up()  # the kubelet again
     wait_for(
-        lambda: gone(core_v1, namespace, "ends-as-deleted"),
-        bool,
-        timeout=30,
-        what="the finished, terminating pod to be removed",
+        lambda: gone(core_v1, namespace, "ends-as-deleted"), bool, what="the finished, terminating pod to be removed"
     )
+
+
+_FAILS_WITH_THE_KUBELET_STOPPED = """
+import pytest
+
+@pytest.mark.alone
+def test_fails_with_the_kubelet_stopped(local_cluster):
+    local_cluster.stop_component("kubelet")
+    raise AssertionError("failed on purpose")
+"""
+
+
+@pytest.mark.alone  # stops the session cluster's kubelet
+def test_a_failed_alone_test_leaves_every_component_running(local_cluster, tmp_path):
+    """The report: one `alone` test failed with the kubelet killed, and the next timed out for want of a kubelet.
+    Whatever an `alone` test does, the plugin starts the session cluster's missing components after it."""
+    test_file = tmp_path / "test_fails.py"
+    test_file.write_text(_FAILS_WITH_THE_KUBELET_STOPPED)
+    before = local_cluster.pids()["kubelet"]
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-s",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            str(test_file),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "1 failed" in run.stdout and "failed on purpose" in run.stdout
+    assert "starting again kubelet" in run.stdout
+    assert local_cluster.pids()["kubelet"] != before
+    assert local_cluster.status().healthy
 
 
 # --- pure helpers -----------------------------------------------------------------------------------------

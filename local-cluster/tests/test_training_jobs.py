@@ -208,7 +208,7 @@ def test_active_deadline_seconds_fails_the_job_and_stops_its_pods(core_v1, custo
         lambda p: list(p.values()) == ["Running", "Running"],
         what="both pods running",
     )
-    job = wait_for(reader(custom_objects, namespace, "dl"), has("Failed"), timeout=30, what="Failed")
+    job = wait_for(reader(custom_objects, namespace, "dl"), has("Failed"), what="Failed")
     assert condition(job, "Failed")["reason"] == "PyTorchJobFailed"
     assert condition(job, "Failed")["message"] == (
         "Job dl has failed because it was active longer than specified deadline"
@@ -224,15 +224,23 @@ def test_active_deadline_seconds_fails_the_job_and_stops_its_pods(core_v1, custo
         ("None", {"cp-master-0", "cp-worker-0", "cp-worker-1"}),
     ],
 )
-def test_clean_pod_policy_leaves_the_right_pods(core_v1, custom_objects, namespace, policy, left):
-    # worker 0 finishes at once, worker 1 keeps running, the master finishes after worker 0.
-    master = "import time; time.sleep(4)"
+def test_clean_pod_policy_leaves_the_right_pods(core_v1, custom_objects, namespace, tmp_path, policy, left):
+    # worker 0 finishes at once, worker 1 keeps running, the master finishes once the test has seen worker 0
+    # succeed (however slow the machine).
+    finish = tmp_path / "finish"
+    master = f"import os, time\nend = time.time() + 300\nwhile not os.path.exists({str(finish)!r}) and time.time() < end: time.sleep(0.1)"
     worker = "import os, time\nif os.environ['RANK'] == '2': time.sleep(120)"
     create(
         custom_objects,
         namespace,
         pytorch_job("cp", python_replica(master), python_replica(worker, 2), run_policy={"cleanPodPolicy": policy}),
     )
+    wait_for(
+        lambda: pod_phases(core_v1, namespace, "cp"),
+        lambda p: p.get("cp-worker-0") == "Succeeded" and p.get("cp-worker-1") == "Running",
+        what="worker 0 succeeded and worker 1 running",
+    )
+    finish.touch()
     wait_for(reader(custom_objects, namespace, "cp"), has("Succeeded"), what="Succeeded")
     wait_for(lambda: pod_names(core_v1, namespace, "cp"), lambda n: n == left, timeout=60, what=f"pods {sorted(left)}")
     time.sleep(2)

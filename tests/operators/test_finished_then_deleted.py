@@ -183,7 +183,7 @@ def test_jobs_deleted_the_moment_they_finish_are_never_misjudged(mode, namespace
             for thread in threads:
                 thread.join(180)
         # A task may reach its verdict before the reaper's next look: let it delete the last ones too.
-        wait_for(lambda: len(reaper.reaped), done=lambda n: n == REPETITIONS, timeout=15, what="every job reaped")
+        wait_for(lambda: len(reaper.reaped), done=lambda n: n == REPETITIONS, timeout=60, what="every job reaped")
     finally:
         reaper.stop.set()
         reaper.join(5)

@@ -61,11 +61,16 @@ def test_triggers_on_one_source_share_one_key_and_others_do_not():
 
 @pytest.mark.alone  # counts the apiserver's open namespaced watches: another test's trigger would be counted
 @pytest.mark.usefixtures("kubernetes_default_conn")
-def test_many_jobs_two_namespaces_two_watches(namespace, core_v1, custom_objects, kube_api_client):
+def test_many_jobs_two_namespaces_two_watches(namespace, core_v1, custom_objects, kube_api_client, tmp_path):
     other = f"{namespace[:50]}-b"
     core_v1.create_namespace({"metadata": {"name": other, "labels": {"airflow-trainjob.apache.org/test": "true"}}})
+    finish = tmp_path / "finish"
     try:
-        wait = "import time; time.sleep(10); print('ok')"  # still running once the streams are up, under load too
+        # Still running once the streams are up and counted, however long that takes on a loaded machine.
+        wait = (
+            f"import os, time\nend = time.time() + 300\n"
+            f"while not os.path.exists({str(finish)!r}) and time.time() < end: time.sleep(0.1)\nprint('ok')"
+        )
         names = {f"ok-{i}": namespace for i in range(4)} | {"fails": namespace, "ok-b": other}
         for name, ns in names.items():
             create(custom_objects, ns, name, EXIT_1 if name == "fails" else wait)
@@ -77,13 +82,14 @@ def test_many_jobs_two_namespaces_two_watches(namespace, core_v1, custom_objects
                 asyncio.create_task(in_triggerer(manager, i, trigger_for(name, ns)))
                 for i, (name, ns) in enumerate(names.items())
             ]
-            deadline = time.monotonic() + 8  # starting a stream takes a while on a loaded machine (issue 14)
+            deadline = time.monotonic() + 60  # starting a stream takes a while on a loaded machine (issue 14)
             during = before
             while during - before < 2 and time.monotonic() < deadline:
                 await asyncio.sleep(0.25)
                 during = await asyncio.to_thread(open_namespaced_watches, kube_api_client)
             await asyncio.sleep(0.5)  # and no third one opens
             during = await asyncio.to_thread(open_namespaced_watches, kube_api_client)
+            finish.touch()
             events = await asyncio.wait_for(asyncio.gather(*tasks), 90)
             return during, dict(zip(names, events, strict=False))
 

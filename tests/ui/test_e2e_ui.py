@@ -247,7 +247,7 @@ def screenshot(browser: Browser, directory: Path, name: str, mode: str = "light"
         browser.set_color_mode(mode)
     enter_view(browser)
     in_mode = "return document.documentElement.classList.contains(arguments[0])"
-    wait_for(lambda: browser.script(in_mode, mode), timeout=10, what=f"the view in {mode} mode")
+    wait_for(lambda: browser.script(in_mode, mode), timeout=60, what=f"the view in {mode} mode")
     time.sleep(0.3)  # the frame repaints
     path = browser.screenshot(directory / name)
     assert png_size(path) == (1400, 900)
@@ -437,7 +437,7 @@ def refreshed_jobs_page(browser: Browser) -> Any:
     updated = browser.script(JOBS_JS)["updated"]
     time.sleep(1.1)  # the "Updated hh:mm:ss" line changes with the refresh
     browser.driver.find_element(By.XPATH, "//button[normalize-space()='Refresh']").click()
-    return wait_for(lambda: browser.script(JOBS_JS), lambda p: p["updated"] != updated, 15, "the page refreshed")
+    return wait_for(lambda: browser.script(JOBS_JS), lambda p: p["updated"] != updated, 60, "the page refreshed")
 
 
 def test_the_training_jobs_page(
@@ -492,7 +492,7 @@ def test_the_training_jobs_page(
     browser.driver.find_element(By.XPATH, f"//a[text()={OTHER!r}]").click()
     browser.driver.switch_to.default_content()
     their_tab = tab_url(airflow.base_url, OTHER_DAG_ID, runs.other, OTHER)
-    wait_for(lambda: browser.driver.current_url, lambda url: url == their_tab, 10, "the other DAG's task tab")
+    wait_for(lambda: browser.driver.current_url, lambda url: url == their_tab, 60, "the other DAG's task tab")
     no_script_errors(browser)
 
 

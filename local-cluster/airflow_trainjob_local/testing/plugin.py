@@ -22,6 +22,8 @@ if it started it. Environment variables, so that several people can run separate
 The ``cluster`` marker goes on every test whose fixtures reach a cluster: ``local_cluster``, ``spare_cluster``,
 or any fixture named ``cluster_*`` or ``*_cluster`` (the convention for a module's private cluster, e.g.
 ``cluster_without_controller``, ``private_cluster``), so ``-m "not cluster"`` selects the tests that need none.
+After each test marked ``alone`` (it may kill a component of the session cluster), any component of the session
+cluster that is not running is started again, whether the test passed or failed.
 """
 
 from __future__ import annotations
@@ -122,6 +124,23 @@ def local_cluster() -> Iterator[LocalCluster]:
     yield cluster
     if owned:
         cluster.down()
+
+
+@pytest.fixture(autouse=True)
+def _alone_tests_leave_the_cluster_whole(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test marked ``alone`` that uses the session cluster (it may kill or stop a component: the kubelet),
+    start again whatever component is not running, whether the test passed or failed — so one failure cannot
+    leave the next tests without a kubelet."""
+    cluster = None
+    if request.node.get_closest_marker("alone") is not None and "local_cluster" in request.fixturenames:
+        cluster = request.getfixturevalue("local_cluster")
+    yield
+    if cluster is None:
+        return
+    missing = [c.name for c in cluster.status().components if not c.running and not c.note]
+    if missing:
+        print(f"after {request.node.nodeid}: starting again {', '.join(missing)}")
+        cluster.up()
 
 
 @contextmanager
