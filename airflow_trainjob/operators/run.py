@@ -33,9 +33,9 @@ At any time, ``on_kill`` -> :meth:`TrainingJobRun.kill`: the wait ends as "stopp
 deleted if this try still follows it.
 
 The try's record (:mod:`~airflow_trainjob.job_record`, when the context has a ``task_state_store``) is written when
-step 1 takes up the job (``create_or_attach``, or ``reconnect`` to a job that is not ``Failed``), and once more when
-the try ends, by whichever way out comes first, before the cleanup removes anything: the job, its pods and their
-events as they were then.
+step 1 takes up the job (``create_or_attach``, or ``reconnect`` to a job that is not ``Failed``), as the synchronous
+wait sees the job change (its last sight), and once more when the try ends, by whichever way out comes first, before
+the cleanup removes anything: the job, its pods and their events as they were then.
 
 Cleanup (the held ``cleanPodPolicy``, ``on_finish``, the released ``runPolicy``) runs once per run, on every way
 out of :meth:`~TrainingJobRun.wait`, :meth:`~TrainingJobRun.complete` and :meth:`~TrainingJobRun.result`, or in
@@ -502,6 +502,9 @@ class TrainingJobRun:
             if deadlines.state is not None and deadlines.state.queued:
                 line_in = QUEUE_LINE_SECONDS - (now - queue_line_at)
                 left = line_in if left is None else min(left, line_in)
+            record_in = self._recorder.seen_due_in() if self._recorder is not None else None  # a held-back sight
+            if record_in is not None:
+                left = record_in if left is None else min(left, record_in)
             return left + 0.05 if left is not None else None
 
         watch = self._watch(
@@ -530,6 +533,7 @@ class TrainingJobRun:
             pods = self._look_at_pods()
             if conditions.is_terminal(status):
                 return job
+            self._record_seen(job)
             passed = deadlines.passed(now)
             if passed is not None:
                 raise self._timeout(job, *passed, ref, status, pods or [], deadlines.state)
@@ -841,6 +845,13 @@ class TrainingJobRun:
         if self._recorder is not None and self._recorder.enabled:
             attached = not self.identity.created_by_this_try(job)
             self._recorder.started(job, self._manifest, attached=attached)
+
+    def _record_seen(self, job: dict[str, Any]) -> None:
+        """Record the job as the wait sees it now, with its pods as last seen, when its phase or replica counts
+        changed (:meth:`JobRecorder.seen`): a try killed where it cannot record its end (a clear) still says what it
+        saw last."""
+        if self._recorder is not None and not self._recorded_end:
+            self._recorder.seen(job, list(self._seen_pods.values()))
 
     def _record_end(
         self,

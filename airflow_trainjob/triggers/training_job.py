@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import importlib
 import json
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -49,6 +50,7 @@ from airflow_trainjob.triggers.stream_source import WATCH_SECONDS, StreamSource
 
 if TYPE_CHECKING:
     from airflow_trainjob.api_errors import ApiCall
+    from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
     from airflow_trainjob.triggers.job_stream import JobChanges, JobStream
 
 # Event outcomes.
@@ -60,6 +62,8 @@ FINISHED, DELETED, TIMED_OUT, ERROR = "finished", "deleted", "timeout", "error"
 EVENT_BUDGET = 2000
 #: Characters kept of a condition's message, or of the event's message, when the event would exceed its budget.
 SHORT_MESSAGE = 200
+#: Seconds ``on_kill`` gives to recording the try's end before it deletes the job (Airflow gives ``on_kill`` 30 s).
+RECORD_END_SECONDS = 10.0
 
 
 def desired_replicas(job: Mapping[str, Any]) -> dict[str, int]:
@@ -493,8 +497,10 @@ class TrainingJobTrigger(BaseEventTrigger):
         return max(1.0, self.poll_interval)
 
     async def on_kill(self) -> None:
-        """The user killed the deferred task: delete the job, if it is still the one this task's try follows
-        (:func:`~airflow_trainjob.ownership.why_not_followed`: its uid, its owner labels, the try that follows it).
+        """The user killed the deferred task (Airflow runs this in the triggerer: marked failed or success, or
+        cleared): record the try's end as this trigger sees the job (:meth:`_record_end`), then delete the job, if it
+        is still the one this task's try follows (:func:`~airflow_trainjob.ownership.why_not_followed`: its uid, its
+        owner labels, the try that follows it).
 
         A wait without ``owner_labels`` (a sensor's, on a job made elsewhere) owns nothing and deletes nothing.
 
@@ -510,14 +516,67 @@ class TrainingJobTrigger(BaseEventTrigger):
                 job = await hook.get_job_async(self.kind, self.name, self.namespace)
             except kubernetes_side.QuietApiException as e:
                 if e.status == 404:
+                    await self._record_end(hook, None)
                     return
                 raise
+            await self._record_end(hook, job if not self.uid or job["metadata"].get("uid") == self.uid else None)
             why_not = why_not_followed(job, self.owner_labels, uid=self.uid, try_number=self.try_number)
             if why_not is not None:
                 self.log.warning("Not deleting %s/%s: %s", self.namespace, self.name, why_not)
                 return
             if await hook.delete_job_async(self.kind, self.name, self.namespace, uid=job["metadata"]["uid"]):
                 self.log.info("Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name)
+
+    async def _record_end(self, hook: AsyncTrainingJobHook, job: dict[str, Any] | None) -> None:
+        """Leave the killed try's end, the job and its pods and events as this trigger reads them now (``job``: None
+        when gone), where the Training job tab finds it: the task instance's XCom
+        (:data:`~airflow_trainjob.job_record.PARKED_KEY`), since the triggerer cannot reach ``task_state_store``.
+        Best effort, within :data:`RECORD_END_SECONDS`: a failure is a warning, and the job is still deleted."""
+        ti = getattr(self, "task_instance", None)  # set by the triggerer; None when the trigger runs on its own
+        if ti is None or self.try_number is None:
+            return
+        try:
+            await asyncio.wait_for(self._park_end(hook, ti, job), RECORD_END_SECONDS)
+        except Exception as e:  # the record serves the UI: it must never keep the job from being deleted
+            self.log.warning(
+                "Could not record how try %s of the deferred task ended: %s",
+                self.try_number,
+                kubernetes_side.one_line(e),
+            )
+
+    async def _park_end(self, hook: AsyncTrainingJobHook, ti: Any, job: dict[str, Any] | None) -> None:
+        record = await asyncio.to_thread(importlib.import_module, "airflow_trainjob.job_record")
+        pods: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = []
+        if job is not None:
+            uid = job["metadata"].get("uid")
+            pods = [p for p in await hook.list_job_pods_async(self.name, self.namespace) if owned_by(p, uid)]
+            events = await hook.list_events_async(self.namespace, {self.name, *(pod_name(p) for p in pods)})
+        final = record.final_state(
+            "stopped",
+            job,
+            pods,
+            events,
+            message=(
+                f"Airflow stopped the deferred task (marked it failed or success, or cleared it) while its trigger "
+                f"waited for {self._ref}"
+            ),
+            recorded_by="trigger",
+        )
+        from airflow.sdk.execution_time.xcom import XCom
+
+        await XCom.aset(
+            record.PARKED_KEY,
+            record.parked_end(self.try_number, final),
+            dag_id=ti.dag_id,
+            task_id=ti.task_id,
+            run_id=ti.run_id,
+            map_index=ti.map_index,
+        )
+        seen = conditions.phase(job.get("status")) if job is not None else "gone"
+        self.log.info(
+            "Recorded how try %s ended, for the Training job tab: %s was %s", self.try_number, self._ref, seen
+        )
 
 
 def _job_summary(job: dict[str, Any]) -> dict[str, Any]:

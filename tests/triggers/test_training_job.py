@@ -343,3 +343,41 @@ def test_a_clear_that_races_the_next_try_leaves_the_job_to_that_try(namespace, c
     assert still["metadata"]["uid"] == job["metadata"]["uid"] and "deletionTimestamp" not in still["metadata"]
     summary = new.execute_complete({"ti": second}, first_event(new_trigger))
     assert summary["conditions"][-1]["type"] == "Succeeded"
+
+
+def test_a_killed_deferred_task_records_what_its_trigger_saw_before_the_job_goes(
+    ti, namespace, custom_objects, monkeypatch
+):
+    """Airflow runs ``on_kill`` in the triggerer, which cannot write ``task_state_store``: the trigger leaves the
+    try's end -- the job Running with its pod, as it reads them before deleting them -- in the task instance's XCom,
+    where the Training job tab reads it."""
+    from airflow.sdk.execution_time.xcom import XCom
+
+    from airflow_trainjob import job_record
+
+    parked: list[tuple[str, dict, dict]] = []
+
+    async def aset(key, value, **where):  # what the triggerer's comms would send to the api-server
+        parked.append((key, json.loads(json.dumps(value)), where))
+
+    monkeypatch.setattr(XCom, "aset", aset)
+    operator = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0), deferrable=True
+    )
+    trigger = rebuild(defer(operator, ti))
+    wait_for(
+        lambda: jobs(custom_objects, namespace),
+        lambda found: any(c["type"] == "Running" for c in (found[0].get("status") or {}).get("conditions") or []),
+        what="the job running",
+    )
+    trigger.task_instance = ti  # as the triggerer sets it
+    asyncio.run(trigger.on_kill())
+    wait_for(lambda: jobs(custom_objects, namespace) == [], what="on_kill deletion")
+    ((key, value, where),) = parked
+    assert key == job_record.PARKED_KEY
+    assert where == {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id, "map_index": ti.map_index}
+    try_number, final = job_record.read_parked(value)
+    assert (try_number, final.outcome, final.recorded_by) == (ti.try_number, "stopped", "trigger")
+    assert final.job is not None and final.job["status"]["conditions"][-1]["type"] == "Running"
+    assert [p["metadata"]["name"] for p in final.pods] == [f"{final.job['metadata']['name']}-master-0"]
+    assert "Airflow stopped the deferred task" in (final.message or "")
