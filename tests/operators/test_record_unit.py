@@ -394,7 +394,7 @@ def test_a_try_cleared_while_it_waits_keeps_its_last_sight_of_the_job(hook):
             raise RuntimeError("404 Not Found: task instance not found")
         Store.set(store, key, value, retention=retention)
 
-    store.set = set_unless_cleared  # type: ignore[method-assign]
+    store.set = set_unless_cleared
     op = operator(hook)
 
     def running(h):
