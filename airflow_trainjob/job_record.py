@@ -64,9 +64,11 @@ MAX_MESSAGE = 4000
 KILL_WRITE_SECONDS = 5.0
 #: XCom key of a try's end that its trigger recorded (:func:`parked_end`); renaming it loses the ends parked before.
 PARKED_KEY = "airflow_trainjob_try_end"
-#: Least seconds between two writes of ``last_seen`` for changed replica counts alone (a change of phase is written
-#: at once): a job of hundreds of replicas changes its counts as each pod starts.
-SEEN_WRITE_SECONDS = 30.0
+#: Writes of ``last_seen`` for changed replica counts alone that may follow one another at once (a change of phase is
+#: always written at once); then one more every :data:`SEEN_WRITE_SECONDS`: a job of hundreds of replicas changes its
+#: counts as each pod starts, a small one a few times.
+SEEN_BURST = 5
+SEEN_WRITE_SECONDS = 6.0
 
 Outcome = Literal["succeeded", "failed", "timed_out", "stopped", "deleted"]
 
@@ -529,8 +531,10 @@ class JobRecorder:
         self.kubernetes_conn_id = kubernetes_conn_id
         self.log = log
         self._seen_written: tuple[str, str] | None = None  # the (phase, replica counts) last written as last_seen
-        self._seen_written_at = 0.0  # when (monotonic seconds)
-        self._seen_pending = False  # a sight that differs from it waits for SEEN_WRITE_SECONDS to pass
+        self._seen_allowance = float(SEEN_BURST)  # writes of counts alone that may go now (refilled over time)
+        self._seen_counted_at = time.monotonic()  # when the allowance was last refilled
+        self._seen_pending = False  # a sight that differs from it waits for the allowance
+        self._ended = False  # ended() ran: no more sights
 
     @property
     def enabled(self) -> bool:
@@ -570,25 +574,27 @@ class JobRecorder:
 
     def seen(self, job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = ()) -> None:
         """The running try sees ``job``: record it as the try's ``last_seen`` (:class:`LastSeen`) when its phase or
-        replica counts differ from the sight written last: at once for a change of phase, else at most every
-        :data:`SEEN_WRITE_SECONDS` (:meth:`seen_due_in` says when to look again). Never over the try's end.
+        replica counts differ from the sight written last: at once for a change of phase; for counts alone, at once
+        :data:`SEEN_BURST` times, then once every :data:`SEEN_WRITE_SECONDS` (:meth:`seen_due_in` says when to look
+        again). Never over the try's end.
 
         :param job: the job as the wait sees it (API JSON).
         :param pods: its pods as last seen (API JSON).
         """
-        if not self.enabled:
+        if not self.enabled or self._ended:
             return
         status = job.get("status")
         sight_key = (conditions.phase(status), conditions.replica_counts(status))
         if sight_key == self._seen_written:
             self._seen_pending = False
             return
-        now = time.monotonic()
-        same_phase = self._seen_written is not None and sight_key[0] == self._seen_written[0]
-        if same_phase and now - self._seen_written_at < SEEN_WRITE_SECONDS:
+        allowance = self._refilled_allowance()
+        new_phase = self._seen_written is None or sight_key[0] != self._seen_written[0]
+        if not new_phase and allowance < 1:
             self._seen_pending = True
             return
-        self._seen_written, self._seen_written_at, self._seen_pending = sight_key, now, False
+        self._seen_allowance = max(0.0, allowance - 1)
+        self._seen_written, self._seen_pending = sight_key, False
         phase = sight_key[0]
         sight = LastSeen(seen_at=now_iso(), job=trim_job(job), pods=chosen_pods(pods, str(job.get("kind") or "")))
 
@@ -604,7 +610,14 @@ class JobRecorder:
         """Seconds until a sight :meth:`seen` held back may be written (0: now); None when none waits."""
         if not self._seen_pending:
             return None
-        return max(0.0, SEEN_WRITE_SECONDS - (time.monotonic() - self._seen_written_at))
+        return max(0.0, (1 - self._refilled_allowance()) * SEEN_WRITE_SECONDS)
+
+    def _refilled_allowance(self) -> float:
+        now = time.monotonic()
+        earned = (now - self._seen_counted_at) / SEEN_WRITE_SECONDS
+        self._seen_allowance = min(float(SEEN_BURST), self._seen_allowance + earned)
+        self._seen_counted_at = now
+        return self._seen_allowance
 
     def ended(
         self,
@@ -626,6 +639,7 @@ class JobRecorder:
         :param wait_seconds: write from another thread and wait at most this long (``on_kill`` runs in a signal
             handler, which may have interrupted the task's own call to the store); None: write here.
         """
+        self._ended, self._seen_pending = True, False
         final = final_state(outcome, job, pods, events, message=message)
 
         def change(records: list[JobRecord]) -> list[JobRecord]:

@@ -461,9 +461,9 @@ RESTARTING = {"conditions": [{"type": "Restarting", "status": "True"}], "replica
 
 
 def test_a_running_try_records_what_it_sees_at_each_phase_and_holds_back_mere_counts(monkeypatch):
-    """``last_seen`` is written at once when the phase changes; a change of replica counts alone waits until
-    ``SEEN_WRITE_SECONDS`` have passed since the last write (a job of hundreds of replicas changes them at each pod),
-    and ``seen_due_in`` tells the wait when to look again so the last change is written too."""
+    """``last_seen`` is written at once when the phase changes; changes of replica counts alone go at once
+    ``SEEN_BURST`` times, then once every ``SEEN_WRITE_SECONDS`` (a job of hundreds of replicas changes them at each
+    pod), and ``seen_due_in`` tells the wait when to look again so that the last change is written too."""
     clock = [1000.0]
     monkeypatch.setattr(job_record.time, "monotonic", lambda: clock[0])
     store, writes = Store(), []
@@ -477,14 +477,25 @@ def test_a_running_try_records_what_it_sees_at_each_phase_and_holds_back_mere_co
     assert [p["metadata"]["name"] for p in record.last_seen.pods] == ["train-job-master-0"]
     assert len(writes) == 2 and rec.seen_due_in() is None
     rec.seen(job(**RUNNING))  # nothing changed: nothing written
-    clock[0] += 5
-    rec.seen(job(**TWO_RUNNING))  # counts alone, 5 s after the last write: held back
-    assert len(writes) == 2 and rec.seen_due_in() == job_record.SEEN_WRITE_SECONDS - 5
-    clock[0] += job_record.SEEN_WRITE_SECONDS
-    rec.seen(job(**TWO_RUNNING))  # due now
-    assert len(writes) == 3 and rec.seen_due_in() is None
-    rec.seen(job(**RESTARTING))  # a new phase: at once
-    assert len(writes) == 4
+    assert len(writes) == 2
+    counts = [TWO_RUNNING, RUNNING] * job_record.SEEN_BURST
+    for status in counts[: job_record.SEEN_BURST - 1]:  # the burst, less the phase change's write
+        rec.seen(job(**status))
+    assert len(writes) == 2 + job_record.SEEN_BURST - 1 and rec.seen_due_in() is None
+    held = counts[job_record.SEEN_BURST - 1]
+    rec.seen(job(**held))  # past the burst: held back
+    assert len(writes) == 2 + job_record.SEEN_BURST - 1
+    assert rec.seen_due_in() == pytest.approx(job_record.SEEN_WRITE_SECONDS)
+    clock[0] += job_record.SEEN_WRITE_SECONDS / 2
+    rec.seen(job(**held))
+    assert rec.seen_due_in() == pytest.approx(job_record.SEEN_WRITE_SECONDS / 2)
+    clock[0] += job_record.SEEN_WRITE_SECONDS / 2
+    rec.seen(job(**held))  # due now
+    assert len(writes) == 2 + job_record.SEEN_BURST and rec.seen_due_in() is None
+    (record,) = read_records(store.get(RECORD_KEY))
+    assert record.last_seen is not None and record.last_seen.job["status"] == held
+    rec.seen(job(**RESTARTING))  # a new phase: at once, whatever the allowance
+    assert len(writes) == 3 + job_record.SEEN_BURST
     (record,) = read_records(store.get(RECORD_KEY))
     assert record.last_seen is not None and record.last_seen.job["status"] == RESTARTING
     rec.ended("failed", job(**RESTARTING))

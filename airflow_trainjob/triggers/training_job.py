@@ -62,8 +62,9 @@ FINISHED, DELETED, TIMED_OUT, ERROR = "finished", "deleted", "timeout", "error"
 EVENT_BUDGET = 2000
 #: Characters kept of a condition's message, or of the event's message, when the event would exceed its budget.
 SHORT_MESSAGE = 200
-#: Seconds ``on_kill`` gives to recording the try's end before it deletes the job (Airflow gives ``on_kill`` 30 s).
-RECORD_END_SECONDS = 10.0
+#: Seconds ``on_kill`` gives to recording the try's end, after the deletion (Airflow gives ``on_kill`` 30 s in all; the
+#: triggerer's first call to Airflow's API starts its in-process API server, several seconds on a loaded machine).
+RECORD_END_SECONDS = 20.0
 
 
 def desired_replicas(job: Mapping[str, Any]) -> dict[str, int]:
@@ -498,9 +499,11 @@ class TrainingJobTrigger(BaseEventTrigger):
 
     async def on_kill(self) -> None:
         """The user killed the deferred task (Airflow runs this in the triggerer: marked failed or success, or
-        cleared): record the try's end as this trigger sees the job (:meth:`_record_end`), then delete the job, if it
-        is still the one this task's try follows (:func:`~airflow_trainjob.ownership.why_not_followed`: its uid, its
-        owner labels, the try that follows it).
+        cleared): delete the job, if it is still the one this task's try follows
+        (:func:`~airflow_trainjob.ownership.why_not_followed`: its uid, its owner labels, the try that follows it);
+        then record the try's end as this trigger read the job (:meth:`_record_end`). The pods are read before the
+        job, and the end recorded after the deletion: nothing widens the window between reading the job and deleting
+        it, in which a later try may take it over.
 
         A wait without ``owner_labels`` (a sensor's, on a job made elsewhere) owns nothing and deletes nothing.
 
@@ -512,46 +515,73 @@ class TrainingJobTrigger(BaseEventTrigger):
         await kubernetes_side.load()
         hook = self.shared_stream_key().hook()
         async with hook.connect():
+            pods = await self._pods_if_any(hook)
             try:
-                job = await hook.get_job_async(self.kind, self.name, self.namespace)
+                job: dict[str, Any] | None = await hook.get_job_async(self.kind, self.name, self.namespace)
             except kubernetes_side.QuietApiException as e:
-                if e.status == 404:
-                    await self._record_end(hook, None)
-                    return
-                raise
-            await self._record_end(hook, job if not self.uid or job["metadata"].get("uid") == self.uid else None)
-            why_not = why_not_followed(job, self.owner_labels, uid=self.uid, try_number=self.try_number)
-            if why_not is not None:
-                self.log.warning("Not deleting %s/%s: %s", self.namespace, self.name, why_not)
-                return
-            if await hook.delete_job_async(self.kind, self.name, self.namespace, uid=job["metadata"]["uid"]):
-                self.log.info("Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name)
+                if e.status != 404:
+                    raise
+                job = None
+            if job is not None:
+                why_not = why_not_followed(job, self.owner_labels, uid=self.uid, try_number=self.try_number)
+                if why_not is not None:
+                    self.log.warning("Not deleting %s/%s: %s", self.namespace, self.name, why_not)
+                elif await hook.delete_job_async(self.kind, self.name, self.namespace, uid=job["metadata"]["uid"]):
+                    self.log.info(
+                        "Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name
+                    )
+            await self._record_end(hook, self._this_tries(job), pods)
 
-    async def _record_end(self, hook: AsyncTrainingJobHook, job: dict[str, Any] | None) -> None:
-        """Leave the killed try's end, the job and its pods and events as this trigger reads them now (``job``: None
-        when gone), where the Training job tab finds it: the task instance's XCom
+    def _this_tries(self, job: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``job`` if it is the object this wait is about; else (gone, or a successor) the last state the shared
+        stream of this process saw of it, if any."""
+        uid = self.uid or self._seen_uid
+        if job is not None and (not uid or job["metadata"].get("uid") == uid):
+            return job
+        stream = kubernetes_side.live_stream(self.shared_stream_key())
+        if stream is None:
+            return None
+        cached = stream.jobs.get(self.name)
+        if cached is not None and (not uid or cached["metadata"].get("uid") == uid):
+            return copy.deepcopy(cached)
+        return stream.final_state(self.name, uid)
+
+    async def _pods_if_any(self, hook: AsyncTrainingJobHook) -> list[dict[str, Any]]:
+        try:
+            return await hook.list_job_pods_async(self.name, self.namespace)
+        except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
+            return []  # the record is best effort; the deletion is what on_kill is for
+
+    async def _record_end(
+        self, hook: AsyncTrainingJobHook, job: dict[str, Any] | None, pods: list[dict[str, Any]]
+    ) -> None:
+        """Leave the killed try's end -- ``job`` (None: gone before this trigger could read it), its pods and the
+        events about them -- where the Training job tab finds it: the task instance's XCom
         (:data:`~airflow_trainjob.job_record.PARKED_KEY`), since the triggerer cannot reach ``task_state_store``.
-        Best effort, within :data:`RECORD_END_SECONDS`: a failure is a warning, and the job is still deleted."""
+        Best effort, within :data:`RECORD_END_SECONDS`: a failure is a warning."""
         ti = getattr(self, "task_instance", None)  # set by the triggerer; None when the trigger runs on its own
         if ti is None or self.try_number is None:
             return
         try:
-            await asyncio.wait_for(self._park_end(hook, ti, job), RECORD_END_SECONDS)
-        except Exception as e:  # the record serves the UI: it must never keep the job from being deleted
+            await asyncio.wait_for(self._park_end(hook, ti, job, pods), RECORD_END_SECONDS)
+        except Exception as e:  # the record serves the UI: a failure to write it is no failure of on_kill
             self.log.warning(
                 "Could not record how try %s of the deferred task ended: %s",
                 self.try_number,
                 kubernetes_side.one_line(e),
             )
 
-    async def _park_end(self, hook: AsyncTrainingJobHook, ti: Any, job: dict[str, Any] | None) -> None:
-        record = await asyncio.to_thread(importlib.import_module, "airflow_trainjob.job_record")
-        pods: list[dict[str, Any]] = []
+    async def _park_end(
+        self, hook: AsyncTrainingJobHook, ti: Any, job: dict[str, Any] | None, pods: list[dict[str, Any]]
+    ) -> None:
+        # Imported in a thread: the record's module (and the XCom backend's) must not stall the triggerer's loop.
+        record, xcom = await asyncio.to_thread(_record_modules)
+        uid = (job or {}).get("metadata", {}).get("uid")
+        pods = [p for p in pods if owned_by(p, uid)]
         events: list[dict[str, Any]] = []
         if job is not None:
-            uid = job["metadata"].get("uid")
-            pods = [p for p in await hook.list_job_pods_async(self.name, self.namespace) if owned_by(p, uid)]
-            events = await hook.list_events_async(self.namespace, {self.name, *(pod_name(p) for p in pods)})
+            with contextlib.suppress(*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
+                events = await hook.list_events_async(self.namespace, {self.name, *(pod_name(p) for p in pods)})
         final = record.final_state(
             "stopped",
             job,
@@ -563,9 +593,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             ),
             recorded_by="trigger",
         )
-        from airflow.sdk.execution_time.xcom import XCom
-
-        await XCom.aset(
+        await xcom.aset(
             record.PARKED_KEY,
             record.parked_end(self.try_number, final),
             dag_id=ti.dag_id,
@@ -577,6 +605,13 @@ class TrainingJobTrigger(BaseEventTrigger):
         self.log.info(
             "Recorded how try %s ended, for the Training job tab: %s was %s", self.try_number, self._ref, seen
         )
+
+
+def _record_modules() -> tuple[Any, Any]:
+    """:mod:`airflow_trainjob.job_record`, and the XCom class of the configured backend."""
+    from airflow.sdk.execution_time.xcom import XCom
+
+    return importlib.import_module("airflow_trainjob.job_record"), XCom
 
 
 def _job_summary(job: dict[str, Any]) -> dict[str, Any]:

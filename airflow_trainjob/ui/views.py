@@ -248,12 +248,14 @@ def replica_counts(
 
 
 def _finished_as(row: Mapping[str, Any]) -> str | None:
-    """``succeeded`` or ``failed`` for a replica of the table that has finished that way; None for one that has not
-    (or was stopped before it could)."""
+    """``succeeded`` for a replica of the table that succeeded; ``failed`` for one that failed (the task's judgement:
+    ``failed``, e.g. an exit 1 restarted, then stopped with its job; or its pod's phase); None for one that did
+    neither (stopped before it could)."""
     phase = row.get("phase")
     if phase == PodPhase.SUCCEEDED or (phase == POD_GONE and row.get("exit_class") == ExitClass.SUCCEEDED):
         return "succeeded"
-    if phase == PodPhase.FAILED or (phase == POD_GONE and row.get("exit_class") not in (None, ExitClass.SUCCEEDED)):
+    gone_failed = phase == POD_GONE and row.get("exit_class") not in (None, ExitClass.SUCCEEDED)
+    if row.get("failed") or phase == PodPhase.FAILED or gone_failed:
         return "failed"
     return None
 
@@ -397,6 +399,10 @@ def replicas(
             rows.append({**row, **_failure_columns(failures_of.get(str(row["pod"])), cause)})
     order = {t: i for i, t in enumerate(kind.lead_order)}
     rows.sort(key=lambda r: (order.get(str(r["replica_type"]), len(order)), str(r["replica_type"]), _index(r)))
+    if lead is None:  # no pod stands for the lead replica: its row from the events leads (as pods.lead_pod picks)
+        first = next((r for t in kind.lead_order for r in rows if (r["replica_type"], r["index"]) == (t, 0)), None)
+        if first is not None:
+            first["lead"] = True
     return rows
 
 
@@ -774,7 +780,8 @@ def try_view(
     phase = job_phase(job)
     finished = is_finished(phase)
     condition = conditions.deciding_condition(_status(job)) or {}
-    start, completion, duration = times(job, phase, now if on_cluster and not ended else None)
+    # A running job's duration runs to now while the try watches it live, else to when it was last seen.
+    start, completion, duration = times(job, phase, now if on_cluster and not ended else parse_time(sight.seen_at))
     relevant = about_job(sight.events, job, sight.pods)
     meta = _meta(job)
     if ended:
@@ -787,14 +794,16 @@ def try_view(
     desired = desired_replicas(specced, kind) or None
     # A finished job that is still there without pods: cleanPodPolicy (or the controller) removed them.
     pods_gone = on_cluster and exists and finished and pods_read and not sight.pods
+    # What the try recorded of pods removed since, and the exits the events report of replicas no pod stands for:
+    # once the job has finished (a running job's missing pod is one being made again).
+    present = {pods.pod_name(p) for p in sight.pods}
+    removed = [p for p in _recorded_pods(record) if pods.pod_name(p) not in present] if on_cluster and finished else []
     rows = replicas(
         sight.pods,
         kind,
         job_gone=not exists,
         ended_at=sight.seen_at or _recorded_at(record),
-        # What the try recorded of pods removed since, and the exits the events report of replicas no pod stands
-        # for: once the job has finished (a running job's missing pod is one being made again).
-        recorded=_recorded_pods(record) if on_cluster and finished else (),
+        recorded=removed,
         job_events=relevant if finished else (),
         job=specced,
     )
@@ -823,7 +832,7 @@ def try_view(
         "completion_time": completion,
         "duration_seconds": duration,
         "timeline": timeline(job),
-        "restarts": restart_marks(sight.pods, relevant, str(record.get("name") or ""), kind),
+        "restarts": restart_marks([*sight.pods, *removed], relevant, str(record.get("name") or ""), kind),
         "replica_counts": counts,
         "replicas": rows,
         "pods_gone": pods_gone,

@@ -1383,7 +1383,7 @@
           h("h2", { id: "replicas-h", text: "Replicas" }),
           h(
             "span",
-            { class: "muted", style: "font-size:var(--text-xs);font-weight:400", text: tr.pods_gone && replicas.length ? "Pods gone; last exits from the training operator's events" : replicas.length ? "Select a row to show its log" : "" }
+            { class: "muted", style: "font-size:var(--text-xs);font-weight:400", text: tr.pods_gone && replicas.length ? "Pods gone; as the task recorded them, and the training operator's exit events" : replicas.length ? "Select a row to show its log" : "" }
           )
         ),
         body
@@ -1434,8 +1434,9 @@
         parts.logMeta.textContent = replica && replica.pod ? "pod " + replica.pod : "";
         replaceChildren(parts.logLive);
         showLogNote(
-          tr && tr.pods_gone
-            ? PODS_GONE + " Their logs went with them (the task's log has the lead replica's)."
+          replica && replica.gone
+            ? (tr.pods_gone ? PODS_GONE + " Their logs went with them" : "This pod is gone (removed since the task recorded it); its log went with it") +
+                " (the task's log has the lead replica's, and its error the failed replicas' last lines)."
             : tr && tr.exists
               ? "No pod to read a log from yet."
               : "No pod was recorded for this try."
