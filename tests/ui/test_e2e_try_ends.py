@@ -18,6 +18,7 @@ Screenshots (1400x900) of the three states are saved where ``$AIRFLOW_TRAINJOB_T
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -161,7 +162,7 @@ def stopped_run(airflow: AirflowDeployment, ui: Ui, releases: Path) -> str:
     for task_id in LONG_SPECS:
         api.wait_for_task_state(STOPPED, run, task_id, "deferred" if task_id.endswith("deferred") else "running")
         wait_for(
-            lambda t=task_id: ui.latest(STOPPED, run, t),
+            functools.partial(ui.latest, STOPPED, run, task_id),
             lambda t: t is not None and t["phase"] == "Running" and len(t["replicas"]) == 2,
             timeout=240,
             what=f"{task_id}'s job running",
