@@ -62,9 +62,10 @@ FINISHED, DELETED, TIMED_OUT, ERROR = "finished", "deleted", "timeout", "error"
 EVENT_BUDGET = 2000
 #: Characters kept of a condition's message, or of the event's message, when the event would exceed its budget.
 SHORT_MESSAGE = 200
-#: Seconds ``on_kill`` gives to recording the try's end, after the deletion (Airflow gives ``on_kill`` 30 s in all; the
-#: triggerer's first call to Airflow's API starts its in-process API server, several seconds on a loaded machine).
-RECORD_END_SECONDS = 20.0
+#: Seconds ``on_kill`` keeps back of Airflow's ``[triggerer] on_kill_timeout`` (30 s by default) when it records the
+#: try's end, after the deletion: the triggerer's first call to Airflow's API starts its in-process API server, which
+#: took 19 s on a loaded test machine.
+RECORD_END_MARGIN_SECONDS = 1.0
 
 
 def desired_replicas(job: Mapping[str, Any]) -> dict[str, int]:
@@ -512,6 +513,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         if not self.owner_labels:
             self.log.info("Not deleting %s/%s: this wait does not own the job", self.namespace, self.name)
             return
+        record_by = time.monotonic() + _on_kill_seconds() - RECORD_END_MARGIN_SECONDS
         await kubernetes_side.load()
         hook = self.shared_stream_key().hook()
         async with hook.connect():
@@ -530,7 +532,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                     self.log.info(
                         "Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name
                     )
-            await self._record_end(hook, self._this_tries(job), pods)
+            await self._record_end(hook, self._this_tries(job), pods, max(1.0, record_by - time.monotonic()))
 
     def _this_tries(self, job: dict[str, Any] | None) -> dict[str, Any] | None:
         """``job`` if it is the object this wait is about; else (gone, or a successor) the last state the shared
@@ -553,17 +555,17 @@ class TrainingJobTrigger(BaseEventTrigger):
             return []  # the record is best effort; the deletion is what on_kill is for
 
     async def _record_end(
-        self, hook: AsyncTrainingJobHook, job: dict[str, Any] | None, pods: list[dict[str, Any]]
+        self, hook: AsyncTrainingJobHook, job: dict[str, Any] | None, pods: list[dict[str, Any]], seconds: float
     ) -> None:
         """Leave the killed try's end -- ``job`` (None: gone before this trigger could read it), its pods and the
         events about them -- where the Training job tab finds it: the task instance's XCom
         (:data:`~airflow_trainjob.job_record.PARKED_KEY`), since the triggerer cannot reach ``task_state_store``.
-        Best effort, within :data:`RECORD_END_SECONDS`: a failure is a warning."""
+        Best effort, within ``seconds``: a failure is a warning."""
         ti = getattr(self, "task_instance", None)  # set by the triggerer; None when the trigger runs on its own
         if ti is None or self.try_number is None:
             return
         try:
-            await asyncio.wait_for(self._park_end(hook, ti, job, pods), RECORD_END_SECONDS)
+            await asyncio.wait_for(self._park_end(hook, ti, job, pods), seconds)
         except Exception as e:  # the record serves the UI: a failure to write it is no failure of on_kill
             self.log.warning(
                 "Could not record how try %s of the deferred task ended: %s",
@@ -605,6 +607,13 @@ class TrainingJobTrigger(BaseEventTrigger):
         self.log.info(
             "Recorded how try %s ended, for the Training job tab: %s was %s", self.try_number, self._ref, seen
         )
+
+
+def _on_kill_seconds() -> float:
+    """Airflow's ``[triggerer] on_kill_timeout``: the seconds the triggerer gives ``on_kill``."""
+    from airflow.providers.common.compat.sdk import conf
+
+    return float(conf.getint("triggerer", "on_kill_timeout", fallback=30))
 
 
 def _record_modules() -> tuple[Any, Any]:

@@ -8,6 +8,9 @@ Routes (paths below the mount):
 - ``GET /api/task-instance/log?...&try_number=&pod=&tail_lines=200``: the tail of one replica's log.
 - ``GET /api/jobs?phase=&dag_id=``: every job Airflow launched in the configured connections' namespaces.
 
+A try's view also reads Airflow's state of the try (:func:`~.store.load_try_states`): a try that has ended is
+shown as the task last saw it, never as live (:func:`~.views.try_view`).
+
 Every ``/api`` route needs a user and the auth manager's leave (:mod:`.access`). No namespace or name comes from a
 request: a task instance's jobs are the ones its record names (:mod:`.store`), checked against the cluster's object
 (same uid, the task instance's ownership labels), and a pod must be one of that job's pods; the jobs page reads the

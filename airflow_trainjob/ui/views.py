@@ -1,8 +1,11 @@
 """Pure: a training job, its pods and its events -> the JSON of the UI's pages (the issue 13 contract).
 
 Nothing here reads the cluster or the database: :mod:`airflow_trainjob.ui.app` hands in what it read, live from the
-cluster or recorded by the task at the end of its try (``final`` of :mod:`airflow_trainjob.job_record`), and the same
-functions serve both. What a job's conditions mean is decided by :mod:`airflow_trainjob.conditions` (the phase and
+cluster or recorded by the task (``final`` of :mod:`airflow_trainjob.job_record` at the end of its try, its
+``last_seen`` while it ran, or the end its trigger recorded when Airflow killed it), and Airflow's state of each try;
+the same functions serve all of them. Which sight of a job a try shows, and whether the try is still under way, is
+decided here (:func:`chosen_sight`, :func:`try_has_ended`); which replicas failed, by the task's own judgement
+(:func:`failure_marks`). What a job's conditions mean is decided by :mod:`airflow_trainjob.conditions` (the phase and
 its deciding condition) and :mod:`airflow_trainjob.admission` (whether it waits in a queue); which replica a pod is,
 how its containers ended and which pod leads, by :mod:`airflow_trainjob.pods`; what an exit means, by
 :mod:`airflow_trainjob.failures`. All times are the API's RFC 3339 strings (UTC), durations seconds (float).
