@@ -564,8 +564,9 @@ class TrainingJobTrigger(BaseEventTrigger):
         ti = getattr(self, "task_instance", None)  # set by the triggerer; None when the trigger runs on its own
         if ti is None or self.try_number is None:
             return
+        until = time.monotonic() + seconds
         try:
-            await asyncio.wait_for(self._park_end(hook, ti, job, pods), seconds)
+            await asyncio.wait_for(self._park_end(hook, ti, job, pods, until), seconds)
         except Exception as e:  # the record serves the UI: a failure to write it is no failure of on_kill
             self.log.warning(
                 "Could not record how try %s of the deferred task ended: %s",
@@ -574,7 +575,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             )
 
     async def _park_end(
-        self, hook: AsyncTrainingJobHook, ti: Any, job: dict[str, Any] | None, pods: list[dict[str, Any]]
+        self, hook: AsyncTrainingJobHook, ti: Any, job: dict[str, Any] | None, pods: list[dict[str, Any]], until: float
     ) -> None:
         # Imported in a thread: the record's module (and the XCom backend's) must not stall the triggerer's loop.
         record, xcom = await asyncio.to_thread(_record_modules)
@@ -595,18 +596,53 @@ class TrainingJobTrigger(BaseEventTrigger):
             ),
             recorded_by="trigger",
         )
-        await xcom.aset(
-            record.PARKED_KEY,
-            record.parked_end(self.try_number, final),
-            dag_id=ti.dag_id,
-            task_id=ti.task_id,
-            run_id=ti.run_id,
-            map_index=ti.map_index,
-        )
+        value = record.parked_end(self.try_number, final)
+        where = {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id, "map_index": ti.map_index}
+        await xcom.aset(record.PARKED_KEY, value, **where)  # at once: a task instance marked failed or success
         seen = conditions.phase(job.get("status")) if job is not None else "gone"
         self.log.info(
             "Recorded how try %s ended, for the Training job tab: %s was %s", self.try_number, self._ref, seen
         )
+        if await self._next_try_started(ti, until - NEXT_TRY_WRITE_SECONDS):
+            await xcom.aset(record.PARKED_KEY, value, **where)  # again: the next try cleared the first on its start
+
+    async def _next_try_started(self, ti: Any, until: float) -> bool:
+        """Whether a next try of the task instance was coming (it was cleared, or is to be retried) and has started
+        since: it cleared the task instance's XComs as it started (Airflow lists the keys to clear then), so an end
+        recorded before is gone. Looks at its state until ``until`` (monotonic seconds); False at once for one marked
+        failed or success (no next try comes), and when its state cannot be read."""
+        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+        mapped = ti.map_index is not None and ti.map_index >= 0
+        key = f"{ti.task_id}_{ti.map_index}" if mapped else ti.task_id
+        coming = False
+        while time.monotonic() < until:
+            try:
+                states = await asyncio.to_thread(
+                    RuntimeTaskInstance.get_task_states,
+                    dag_id=ti.dag_id,
+                    map_index=ti.map_index if mapped else None,
+                    task_ids=[ti.task_id],
+                    run_ids=[ti.run_id],
+                )
+            except Exception as e:  # no comms (a trigger run on its own) or no answer: what was recorded stays
+                self.log.debug("Could not read the task instance's state: %s", e)
+                return False
+            state = (states.get(ti.run_id) or {}).get(key)
+            if state not in NEXT_TRY_COMING:
+                return coming
+            coming = True
+            await asyncio.sleep(min(NEXT_TRY_LOOK_SECONDS, max(0.0, until - time.monotonic())))
+        return False
+
+
+#: Airflow states of a task instance whose next try is coming: cleared (None, then scheduled and queued), or to be
+#: retried. The next try clears the task instance's XComs when it starts (``xcom_keys_to_clear``).
+NEXT_TRY_COMING = frozenset({None, "scheduled", "queued", "restarting", "up_for_retry"})
+#: Seconds between two looks at the task instance's state while its next try is coming.
+NEXT_TRY_LOOK_SECONDS = 1.0
+#: Seconds of ``on_kill``'s time kept for recording the end again once the next try has started.
+NEXT_TRY_WRITE_SECONDS = 3.0
 
 
 def _on_kill_seconds() -> float:

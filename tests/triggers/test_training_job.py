@@ -381,3 +381,38 @@ def test_a_killed_deferred_task_records_what_its_trigger_saw_before_the_job_goes
     assert final.job is not None and final.job["status"]["conditions"][-1]["type"] == "Running"
     assert [p["metadata"]["name"] for p in final.pods] == [f"{final.job['metadata']['name']}-master-0"]
     assert "Airflow stopped the deferred task" in (final.message or "")
+
+
+def test_a_cleared_deferred_task_records_its_end_once_the_next_try_has_started(
+    ti, namespace, custom_objects, monkeypatch
+):
+    """A cleared task instance's next try clears its XComs as it starts: the trigger records the killed try's end at
+    once, and again once the task instance has left the states of a try to come."""
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+    from airflow.sdk.execution_time.xcom import XCom
+
+    from airflow_trainjob.triggers import training_job
+
+    seen: list[str | None] = []
+    states = iter([None, "scheduled", "queued", "running"])  # as the scheduler moves the cleared task instance on
+
+    def get_task_states(**where):
+        state = next(states)
+        seen.append(state)
+        return {where["run_ids"][0]: {where["task_ids"][0]: state}}
+
+    async def aset(key, value, **where):
+        seen.append("recorded")
+
+    monkeypatch.setattr(RuntimeTaskInstance, "get_task_states", staticmethod(get_task_states))
+    monkeypatch.setattr(XCom, "aset", aset)
+    monkeypatch.setattr(training_job, "NEXT_TRY_LOOK_SECONDS", 0.05)
+    operator = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0), deferrable=True
+    )
+    trigger = rebuild(defer(operator, ti))
+    trigger.task_instance = ti
+    asyncio.run(trigger.on_kill())
+    # recorded at once (a task instance marked failed has no next try), and again once the next try has started:
+    # its start cleared the first
+    assert seen == ["recorded", None, "scheduled", "queued", "running", "recorded"]

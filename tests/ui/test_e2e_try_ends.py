@@ -27,15 +27,17 @@ import tempfile
 import textwrap
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import pytest
 
 from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.deployment import AirflowDeployment
 from tests.support.jobs import pytorch_specs
+from tests.support.report import record
 from tests.ui.test_e2e_ui import (
     ADMIN,
     Ui,
@@ -128,12 +130,15 @@ RUN_FIRST = 20
 @pytest.fixture(scope="module")
 def airflow(start_airflow) -> AirflowDeployment:
     # Each task process parses the DAG file (the provider's import is most of it): on a loaded machine that takes
-    # longer than Airflow's default 30 s, and the task would be rescheduled a minute later.
+    # longer than Airflow's default 30 s, and the task would be rescheduled a minute later. The deferred tries' on_kill
+    # records their end through the triggerer's first call to Airflow's API, which starts its in-process API server
+    # (13 s in a process of its own at load 16 on this 2-core machine, 19-28 s in the triggerer): within Airflow's
+    # default on_kill_timeout of 30 s only on a machine less loaded.
     return start_airflow(
         dags={"e2e_try_ends.py": DAG_SOURCE},
         dag_ids=[STOPPED, FAILED],
         users={ADMIN: "admin"},
-        env={"AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300"},
+        env={"AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300", "AIRFLOW__TRIGGERER__ON_KILL_TIMEOUT": "120"},
     )
 
 
@@ -169,9 +174,36 @@ def stopped_run(airflow: AirflowDeployment, ui: Ui, releases: Path) -> str:
         )
     time.sleep(RUN_FIRST)
     for mode in MODES:
-        api.set_task_state(STOPPED, run, f"killed_{mode}", "failed")
-        api.clear_task(STOPPED, run, [f"cleared_{mode}"])
+        killed, cleared = f"killed_{mode}", f"cleared_{mode}"
+        despite_a_busy_database(
+            functools.partial(api.set_task_state, STOPPED, run, killed, "failed"),
+            functools.partial(in_state, api, run, killed, {"failed"}),
+        )
+        despite_a_busy_database(
+            functools.partial(api.clear_task, STOPPED, run, [cleared]),
+            functools.partial(in_state, api, run, cleared, {None, "restarting", "scheduled", "queued"}),
+        )
     return run
+
+
+def in_state(api: Any, run: str, task_id: str, states: set[str | None]) -> bool:
+    return api.task_instance(STOPPED, run, task_id)["state"] in states
+
+
+def despite_a_busy_database(call: Callable[[], Any], done: Callable[[], bool]) -> None:
+    """``call()``, again while the api-server answers 500 "Database error" and ``done()`` does not hold (the
+    deployment's SQLite database stays locked for seconds on a loaded machine; Airflow's own audit log write then
+    fails the request): at most 5 times, 2 s apart."""
+    for attempt in range(5):
+        try:
+            call()
+            return
+        except httpx.HTTPStatusError as e:
+            if e.response.status_code != 500 or "Database error" not in e.response.text or attempt == 4:
+                raise
+        if done():
+            return
+        time.sleep(2)
 
 
 @pytest.fixture(scope="module")
@@ -312,16 +344,19 @@ def test_a_cleared_tasks_first_try_shows_how_it_ended(
     tab_state(browser, lambda s: len(s["tries"]) == 2, "both tries in the selector")
     browser.script(enter_try_1)
     shown = tab_state(browser, lambda s: s["tries"][1][1] == "true", "try 1 selected")
-    assert shown["phase"] in ("Stopped", "Ended"), f"try 1's badge says {shown['phase']!r} beside: {shown['alerts']}"
+    expected = "Stopped" if mode == "deferred" else "Ended"  # the trigger records the end; the cleared worker cannot
+    assert shown["phase"] == expected, f"try 1's badge says {shown['phase']!r} beside: {shown['alerts']}"
     assert "Live" not in shown["status"] and shown["status"].startswith("Try ended"), shown["status"]
-    assert shown["tries"][1][0] in ("Try 1: Stopped", "Try 1: Ended"), shown["tries"]
+    assert shown["tries"][1][0] == f"Try 1: {expected}", shown["tries"]
     assert "Unknown" not in shown["title"] and "No condition" not in words(shown["summary"]["Phase"])
     assert any("You are looking at try 1; the latest is try 2." in a for a in shown["alerts"])
     assert first["try_number"] == 1 and first["try_ended"] and first["airflow_state"] == "failed", first
     assert first["refresh_seconds"] is None and first["badge"] == shown["phase"], first["badge"]
-    assert first["phase"] == "Running" and first["seen_by"] in ("task", "trigger"), (first["phase"], first["seen_by"])
+    who = "trigger" if mode == "deferred" else "task"  # what it saw last: the trigger's record, the wait's last sight
+    assert (first["phase"], first["seen_by"]) == ("Running", who), (first["phase"], first["seen_by"])
     if first["badge"] == "Ended":  # the task could not record its end: what it saw last, while it ran
         assert first["outcome"] is None and first["seen_at"], first
+    record("ui_try_ends", mode=mode, cleared_try_badge=first["badge"], cleared_try_seen_by=first["seen_by"])
     if mode == "sync":
         screenshot(browser, screenshot_dir, "ui-task-cleared-light.png")
     no_script_errors(browser)
@@ -340,7 +375,7 @@ def test_every_replica_the_task_saw_fail_is_in_the_tab(
     airflow.api(ADMIN).wait_for_task_state(FAILED, failed_run, task_id, "failed", timeout=300)
     first, failed = named_failures(task_error(airflow, FAILED, failed_run, task_id))
     if mode == "sync":  # its pod watch saw both replicas exit 1, whatever the controller deleted since
-        assert (first, failed) == ("Master-0", {"Master-0", "Worker-0"}), (first, failed)
+        assert failed == {"Master-0", "Worker-0"} and first in failed, (first, failed)
     (job,) = ui.tries(FAILED, failed_run, task_id)
     assert job["phase"] == "Failed" and job["exists"], job["phase"]  # kept: on_finish keeps a failed job
     assert_agrees_with_the_error(job, first, failed)
