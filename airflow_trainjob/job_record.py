@@ -6,7 +6,17 @@ database, so the UI can show a try's job after the job itself is gone (``on_fini
 :data:`RECORD_KEY` it holds a JSON list of :class:`JobRecord`, latest try first, at most :data:`MAX_TRIES`:
 written when a try creates or attaches to its job (:meth:`JobRecorder.started`) and again when the try ends, by
 any road (:meth:`JobRecorder.ended`), with the job, its pods and its events as they were then, trimmed
-(:func:`trim_job`, :func:`trim_pod`, :func:`trim_event`).
+(:func:`trim_job`, :func:`trim_pod`, :func:`trim_event`). While the synchronous wait runs, the record also keeps the
+job and its pods as last seen (:meth:`JobRecorder.seen`, ``last_seen``): a try whose end cannot be written still
+says what it saw last. That happens when the task instance is cleared while it runs: the store is kept per task
+instance (its rows are keyed by the DAG run, task and map index, the same for every try), but the worker reaches it
+through the execution API by its task instance's id, which the clear replaces (Airflow keeps the old one only in
+``task_instance_history``): the killed try's write is refused with 404.
+
+A deferred task killed by the user (marked failed or success, or cleared) has no worker: Airflow runs its trigger's
+``on_kill`` in the triggerer, which cannot reach ``task_state_store``. The trigger leaves the try's end as it saw it
+in the task instance's XCom under :data:`PARKED_KEY` (:func:`parked_end`), which the UI reads beside the record
+(:func:`read_parked`). XComs are kept until the task instance's next try starts, which clears them.
 
 Retention: :data:`NEVER_EXPIRE` ties the record to the DAG run it describes. Its rows go with the run (the
 store's foreign key to ``dag_run`` cascades; ``airflow db clean`` deletes them with the run's task instances),
@@ -25,6 +35,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
@@ -32,6 +43,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from airflow_trainjob import conditions
 from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobStoppedError, TrainingJobTimeoutError
@@ -50,6 +62,13 @@ MAX_EVENTS = 50
 MAX_MESSAGE = 4000
 #: Seconds :meth:`JobRecorder.ended` waits for the store when asked to wait at most that long (``on_kill``).
 KILL_WRITE_SECONDS = 5.0
+#: XCom key of a try's end that its trigger recorded (:func:`parked_end`); renaming it loses the ends parked before.
+PARKED_KEY = "airflow_trainjob_try_end"
+#: Writes of ``last_seen`` for changed replica counts alone that may follow one another at once (a change of phase is
+#: always written at once); then one more every :data:`SEEN_WRITE_SECONDS`: a job of hundreds of replicas changes its
+#: counts as each pod starts, a small one a few times.
+SEEN_BURST = 5
+SEEN_WRITE_SECONDS = 6.0
 
 Outcome = Literal["succeeded", "failed", "timed_out", "stopped", "deleted"]
 
@@ -82,6 +101,8 @@ class FinalState(_Record):
     :param pods: its pods (:func:`trim_pod`), at most :data:`MAX_PODS`.
     :param events: the events of the job and its pods (:func:`trim_event`), at most :data:`MAX_EVENTS`, newest
         last.
+    :param recorded_by: ``trigger`` when the deferred task's trigger recorded it (:func:`parked_end`); None: the
+        task did.
     """
 
     ended_at: str
@@ -90,6 +111,20 @@ class FinalState(_Record):
     job: dict[str, Any] | None = None
     pods: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
+    recorded_by: str | None = None
+
+
+class LastSeen(_Record):
+    """The job as a running try last saw it (the synchronous wait writes it as the job changes).
+
+    :param seen_at: ISO-8601 UTC time of that sight.
+    :param job: the job (:func:`trim_job`).
+    :param pods: its pods (:func:`trim_pod`), at most :data:`MAX_PODS`.
+    """
+
+    seen_at: str
+    job: dict[str, Any]
+    pods: list[dict[str, Any]] = []
 
 
 class JobRecord(_Record):
@@ -104,9 +139,11 @@ class JobRecord(_Record):
     :param created_at: ISO-8601 UTC time this try created (or attached to) the job.
     :param attached: True when this try followed a job an earlier try created.
     :param manifest_yaml: the object as sent, as YAML, secrets redacted (:func:`manifest_text`).
-    :param final: how the try ended; None while it runs (or when it ended without a word: a killed worker).
+    :param final: how the try ended; None while it runs (or when it ended without a word: a killed worker, or a
+        clear that replaced the task instance's id before the try could write).
+    :param last_seen: the job as the try last saw it while it ran (:class:`LastSeen`); None once ``final`` is set.
     :param omitted: what was left out of this record to keep the list within ``[state_store]
-        max_value_storage_bytes`` (``events``, ``pods``, ``manifest_yaml``).
+        max_value_storage_bytes`` (``events``, ``pods``, ``last_seen``, ``manifest_yaml``).
     """
 
     try_number: int
@@ -119,6 +156,7 @@ class JobRecord(_Record):
     attached: bool = False
     manifest_yaml: str | None = None
     final: FinalState | None = None
+    last_seen: LastSeen | None = None
     omitted: list[str] = []
 
 
@@ -258,6 +296,80 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def final_state(
+    outcome: Outcome,
+    job: Mapping[str, Any] | None,
+    pods: Iterable[Mapping[str, Any]] = (),
+    events: Iterable[Mapping[str, Any]] = (),
+    *,
+    message: str | None = None,
+    recorded_by: str | None = None,
+) -> FinalState:
+    """How a try ended, now, with its job as it is: trimmed and redacted (see :class:`FinalState`).
+
+    :param outcome: see :class:`FinalState`.
+    :param job: the job as last read (API JSON), or None when it was gone.
+    :param pods: its pods as last read (API JSON).
+    :param events: the events about the job and its pods (API JSON).
+    :param message: the try's error.
+    :param recorded_by: ``trigger`` when the trigger records it; None: the task.
+    """
+    kind = job.get("kind", "") if job else ""
+    return FinalState(
+        ended_at=now_iso(),
+        outcome=outcome,
+        message=_redact(message[:MAX_MESSAGE]) if message else None,
+        job=trim_job(job) if job else None,
+        pods=chosen_pods(pods, kind),
+        events=newest_events(events),
+        recorded_by=recorded_by,
+    )
+
+
+# ---- a try's end recorded outside the store -----------------------------------------------------------------------
+
+
+def parked_end(try_number: int, final: FinalState) -> dict[str, Any]:
+    """The XCom value under :data:`PARKED_KEY` of a try's end that could not be written to ``task_state_store`` (a
+    deferred task killed in the triggerer): ``{"try_number", "final"}`` (JSON).
+
+    :param try_number: the try.
+    :param final: how it ended (:func:`final_state`).
+    """
+    return {"try_number": try_number, "final": final.model_dump(mode="json")}
+
+
+def read_parked(value: Any) -> tuple[int, FinalState] | None:
+    """The try and its end in an XCom value of :func:`parked_end`; None for anything else.
+
+    :param value: the XCom value under :data:`PARKED_KEY` (deserialized), or None.
+    """
+    if not isinstance(value, Mapping) or not isinstance(value.get("try_number"), int):
+        return None
+    try:
+        return value["try_number"], FinalState.model_validate(value.get("final"))
+    except ValidationError:
+        return None
+
+
+def with_parked(records: list[JobRecord], parked: tuple[int, FinalState] | None) -> list[JobRecord]:
+    """``records`` with a parked end (:func:`read_parked`) as the ``final`` of its try, when that try recorded none
+    itself (what the task wrote wins).
+
+    :param records: the records, latest try first (:func:`read_records`).
+    :param parked: the try and its end, or None.
+    """
+    if parked is None:
+        return records
+    try_number, final = parked
+    return [
+        r.model_copy(update={"final": final, "last_seen": None})
+        if r.try_number == try_number and r.final is None
+        else r
+        for r in records
+    ]
+
+
 # ---- the manifest as text ---------------------------------------------------------------------------------------
 
 
@@ -384,14 +496,15 @@ def rendered_manifest(manifest: Mapping[str, Any], limit: int | None = None) -> 
 
 def _shed(entries: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     """The entries within ``limit`` characters of JSON: leaves out, oldest try first, the events, then the pods,
-    then the manifests, noting each in the entry's ``omitted``; then drops the oldest tries (never the latest)."""
+    then the last sight, then the manifests, noting each in the entry's ``omitted``; then drops the oldest tries
+    (never the latest)."""
     if limit <= 0 or len(json.dumps(entries)) <= limit:
         return entries
-    for field in ("events", "pods", "manifest_yaml"):
+    for field in ("events", "pods", "last_seen", "manifest_yaml"):
         for entry in reversed(entries):
-            holder = entry if field == "manifest_yaml" else entry.get("final")
+            holder = entry if field in ("last_seen", "manifest_yaml") else entry.get("final")
             if holder and holder.get(field):
-                holder[field] = None if field == "manifest_yaml" else []
+                holder[field] = None if field in ("last_seen", "manifest_yaml") else []
                 entry.setdefault("omitted", []).append(field)
                 if len(json.dumps(entries)) <= limit:
                     return entries
@@ -422,6 +535,11 @@ class JobRecorder:
         self.identity = identity
         self.kubernetes_conn_id = kubernetes_conn_id
         self.log = log
+        self._seen_written: tuple[str, str] | None = None  # the (phase, replica counts) last written as last_seen
+        self._seen_allowance = float(SEEN_BURST)  # writes of counts alone that may go now (refilled over time)
+        self._seen_counted_at = time.monotonic()  # when the allowance was last refilled
+        self._seen_pending = False  # a sight that differs from it waits for the allowance
+        self._ended = False  # ended() ran: no more sights
 
     @property
     def enabled(self) -> bool:
@@ -459,6 +577,53 @@ class JobRecorder:
 
         self._update(change, f"that try {self.identity.try_number} follows {job['kind']} {meta['name']}")
 
+    def seen(self, job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = ()) -> None:
+        """The running try sees ``job``: record it as the try's ``last_seen`` (:class:`LastSeen`) when its phase or
+        replica counts differ from the sight written last: at once for a change of phase; for counts alone, at once
+        :data:`SEEN_BURST` times, then once every :data:`SEEN_WRITE_SECONDS` (:meth:`seen_due_in` says when to look
+        again). Never over the try's end.
+
+        :param job: the job as the wait sees it (API JSON).
+        :param pods: its pods as last seen (API JSON).
+        """
+        if not self.enabled or self._ended:
+            return
+        status = job.get("status")
+        sight_key = (conditions.phase(status), conditions.replica_counts(status))
+        if sight_key == self._seen_written:
+            self._seen_pending = False
+            return
+        allowance = self._refilled_allowance()
+        new_phase = self._seen_written is None or sight_key[0] != self._seen_written[0]
+        if not new_phase and allowance < 1:
+            self._seen_pending = True
+            return
+        self._seen_allowance = max(0.0, allowance - 1)
+        self._seen_written, self._seen_pending = sight_key, False
+        phase = sight_key[0]
+        sight = LastSeen(seen_at=now_iso(), job=trim_job(job), pods=chosen_pods(pods, str(job.get("kind") or "")))
+
+        def change(records: list[JobRecord]) -> list[JobRecord]:
+            mine = next((r for r in records if r.try_number == self.identity.try_number), None)
+            if mine is not None and mine.final is None:
+                mine.last_seen = sight
+            return records
+
+        self._update(change, f"what try {self.identity.try_number} saw of its job ({phase})")
+
+    def seen_due_in(self) -> float | None:
+        """Seconds until a sight :meth:`seen` held back may be written (0: now); None when none waits."""
+        if not self._seen_pending:
+            return None
+        return max(0.0, (1 - self._refilled_allowance()) * SEEN_WRITE_SECONDS)
+
+    def _refilled_allowance(self) -> float:
+        now = time.monotonic()
+        earned = (now - self._seen_counted_at) / SEEN_WRITE_SECONDS
+        self._seen_allowance = min(float(SEEN_BURST), self._seen_allowance + earned)
+        self._seen_counted_at = now
+        return self._seen_allowance
+
     def ended(
         self,
         outcome: Outcome,
@@ -479,15 +644,8 @@ class JobRecorder:
         :param wait_seconds: write from another thread and wait at most this long (``on_kill`` runs in a signal
             handler, which may have interrupted the task's own call to the store); None: write here.
         """
-        kind = job.get("kind", "") if job else ""
-        final = FinalState(
-            ended_at=now_iso(),
-            outcome=outcome,
-            message=_redact(message[:MAX_MESSAGE]) if message else None,
-            job=trim_job(job) if job else None,
-            pods=chosen_pods(pods, kind),
-            events=newest_events(events),
-        )
+        self._ended, self._seen_pending = True, False
+        final = final_state(outcome, job, pods, events, message=message)
 
         def change(records: list[JobRecord]) -> list[JobRecord]:
             mine = next((r for r in records if r.try_number == self.identity.try_number), None)
@@ -505,7 +663,7 @@ class JobRecorder:
                     created_at=str(meta.get("creationTimestamp") or now_iso()),
                     attached=not self.identity.created_by_this_try(job),
                 )
-            mine.final = final
+            mine.final, mine.last_seen = final, None
             return [mine, *(r for r in records if r.try_number != mine.try_number)]
 
         what = f"how try {self.identity.try_number} ended ({outcome})"

@@ -7,7 +7,7 @@ from its own log) and the recent events — before any cleanup deletes the pods.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -49,7 +49,7 @@ def announced_end(hook: Any, job: dict[str, Any]) -> dict[str, Any] | None:
     return None if status is None else {**job, "status": conditions.with_announced_end(job.get("status"), status)}
 
 
-def _template_container(job: dict[str, Any], kind: Any, replica: str) -> str:
+def _template_container(job: Mapping[str, Any], kind: Any, replica: str) -> str:
     """The container that speaks for ``replica`` (``Worker-0``) by the job's pod template, as for a live pod."""
     spec = ((job.get("spec") or {}).get(kind.replica_specs_key) or {}).get(replica.rpartition("-")[0]) or {}
     return log_container(spec.get("template") or {}, kind)
@@ -83,6 +83,28 @@ def read_tails(hook: Any, namespace: str, ends: Sequence[ContainerEnd], tail_lin
     return tails
 
 
+def failure_ends(
+    job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]]
+) -> list[ContainerEnd]:
+    """The container runs a failed job is judged by, oldest first, as :func:`failure_exception` reads them: the pods'
+    (:func:`pods.container_ends`); when none of them failed (the pods are gone: ``cleanPodPolicy``, or the
+    controller replaced them), the exits the training operator reported in its ``ExitedWithCode`` events, each
+    container named from the job's pod template. The Training job tab marks failed replicas by the same runs.
+
+    :param job: the job, an API JSON dict (``kind``, ``metadata.name``, the pod templates of ``spec``).
+    :param pods: its pods (API JSON dicts: now, and as last seen).
+    :param events: the events about the job and its pods (API JSON dicts).
+    """
+    kind = JOB_KINDS[job["kind"]]
+    ends = container_ends(pods, kind)
+    if any(e.failed for e in ends):
+        return ends
+    return [
+        replace(e, container=e.container or _template_container(job, kind, e.replica))
+        for e in ends_from_events(events, job["metadata"]["name"], kind)
+    ]
+
+
 def failure_exception(
     hook: Any, job: dict[str, Any], log_tail_lines: int = 50, seen_pods: Iterable[dict[str, Any]] = ()
 ) -> Exception:
@@ -111,12 +133,7 @@ def failure_exception(
     except ApiException as e:
         log.warning("Could not list the events of %s: %s", job_ref(job), one_line(e))
         raw_events = []
-    if not any(e.failed for e in ends):
-        # The pods are gone: their exits from the operator's events, each container named from the job's template.
-        ends = [
-            replace(e, container=e.container or _template_container(job, kind, e.replica))
-            for e in ends_from_events(raw_events, name, kind)
-        ]
+    ends = failure_ends(job, pods, raw_events)
     events = [
         f"{e.get('type')} {e.get('reason')} {e['involvedObject'].get('name')}: {e.get('message', '')}"
         for e in raw_events

@@ -447,3 +447,121 @@ def test_the_records_are_json_the_api_server_can_read():
     recorder(store).started(job(), manifest("print(1)"), attached=False)
     value = json.loads(store.values[RECORD_KEY])
     assert isinstance(value, list) and JobRecord.model_validate(value[0]).name == "train-job"
+
+
+# ---- the last sight of a running try, and an end recorded outside the store ----------------------------------
+
+
+RUNNING = {"conditions": [{"type": "Running", "status": "True"}], "replicaStatuses": {"Master": {"active": 1}}}
+TWO_RUNNING = {
+    "conditions": [{"type": "Running", "status": "True"}],
+    "replicaStatuses": {"Master": {"active": 1}, "Worker": {"active": 1}},
+}
+RESTARTING = {"conditions": [{"type": "Restarting", "status": "True"}], "replicaStatuses": {"Master": {"active": 1}}}
+
+
+def test_a_running_try_records_what_it_sees_at_each_phase_and_holds_back_mere_counts(monkeypatch):
+    """``last_seen`` is written at once when the phase changes; changes of replica counts alone go at once
+    ``SEEN_BURST`` times, then once every ``SEEN_WRITE_SECONDS`` (a job of hundreds of replicas changes them at each
+    pod), and ``seen_due_in`` tells the wait when to look again so that the last change is written too."""
+    clock = [1000.0]
+    monkeypatch.setattr(job_record.time, "monotonic", lambda: clock[0])
+    store, writes = Store(), []
+    original = store.set
+    store.set = lambda key, value, *, retention=None: (writes.append(key), original(key, value, retention=retention))
+    rec = recorder(store)
+    rec.started(job(), None, attached=False)
+    rec.seen(job(**RUNNING), [pod("train-job-master-0")])
+    (record,) = read_records(store.get(RECORD_KEY))
+    assert record.last_seen is not None and record.last_seen.job["status"] == RUNNING
+    assert [p["metadata"]["name"] for p in record.last_seen.pods] == ["train-job-master-0"]
+    assert len(writes) == 2 and rec.seen_due_in() is None
+    rec.seen(job(**RUNNING))  # nothing changed: nothing written
+    assert len(writes) == 2
+    counts = [TWO_RUNNING, RUNNING] * job_record.SEEN_BURST
+    for status in counts[: job_record.SEEN_BURST - 1]:  # the burst, less the phase change's write
+        rec.seen(job(**status))
+    assert len(writes) == 2 + job_record.SEEN_BURST - 1 and rec.seen_due_in() is None
+    held = counts[job_record.SEEN_BURST - 1]
+    rec.seen(job(**held))  # past the burst: held back
+    assert len(writes) == 2 + job_record.SEEN_BURST - 1
+    assert rec.seen_due_in() == pytest.approx(job_record.SEEN_WRITE_SECONDS)
+    clock[0] += job_record.SEEN_WRITE_SECONDS / 2
+    rec.seen(job(**held))
+    assert rec.seen_due_in() == pytest.approx(job_record.SEEN_WRITE_SECONDS / 2)
+    clock[0] += job_record.SEEN_WRITE_SECONDS / 2
+    rec.seen(job(**held))  # due now
+    assert len(writes) == 2 + job_record.SEEN_BURST and rec.seen_due_in() is None
+    (record,) = read_records(store.get(RECORD_KEY))
+    assert record.last_seen is not None and record.last_seen.job["status"] == held
+    rec.seen(job(**RESTARTING))  # a new phase: at once, whatever the allowance
+    assert len(writes) == 3 + job_record.SEEN_BURST
+    (record,) = read_records(store.get(RECORD_KEY))
+    assert record.last_seen is not None and record.last_seen.job["status"] == RESTARTING
+    rec.ended("failed", job(**RESTARTING))
+    (record,) = read_records(store.get(RECORD_KEY))
+    assert record.final is not None and record.last_seen is None  # the end supersedes the last sight
+    clock[0] += 3600
+    rec.seen(job(**RUNNING))  # never over the try's end
+    (record,) = read_records(store.get(RECORD_KEY))
+    assert record.final is not None and record.last_seen is None
+
+
+def test_a_try_whose_end_is_refused_still_says_what_it_saw_last():
+    """A clear replaces the task instance's id: the killed try's write of its end is refused (the execution API's
+    404); what it saw while it ran stays in the record."""
+
+    class ClearedMeanwhile(Store):
+        refusing = False
+
+        def set(self, key, value, *, retention=None):
+            if self.refusing:
+                raise RuntimeError("404: Task instance 0196... not found")
+            super().set(key, value, retention=retention)
+
+    store = ClearedMeanwhile()
+    rec = recorder(store)
+    rec.started(job(), None, attached=False)
+    rec.seen(job(**RUNNING), [pod("train-job-master-0")])
+    store.refusing = True
+    rec.ended("stopped", job(**RUNNING), wait_seconds=1)
+    (record,) = read_records(store.get(RECORD_KEY))
+    assert record.final is None
+    assert record.last_seen is not None and record.last_seen.job["status"] == RUNNING
+
+
+def test_a_parked_end_fills_the_try_that_recorded_none_and_never_the_tasks_own():
+    """The end a deferred try's trigger leaves in XCom (``parked_end``) is read back (``read_parked``) as the
+    ``final`` of that try when the task recorded none; what the task wrote itself wins."""
+    store = Store()
+    for n in (1, 2):
+        recorder(store, n).started(job(uid=f"u-{n}"), None, attached=False)
+    recorder(store, 1).ended("failed", job(uid="u-1"))
+    records = read_records(store.get(RECORD_KEY))
+    by_trigger = job_record.final_state("stopped", job(uid="u-2", **RUNNING), [pod("p")], recorded_by="trigger")
+    value = json.loads(json.dumps(job_record.parked_end(2, by_trigger)))  # as XCom keeps it
+    parked = job_record.read_parked(value)
+    assert parked is not None and parked[0] == 2
+    second, first = job_record.with_parked(records, parked)
+    assert second.final is not None and (second.final.outcome, second.final.recorded_by) == ("stopped", "trigger")
+    assert second.final.job is not None and second.final.job["status"] == RUNNING
+    assert first.final is not None and first.final.outcome == "failed" and first.final.recorded_by is None
+    # the task's own end of try 2 wins over the trigger's
+    recorder(store, 2).ended("succeeded", job(uid="u-2"))
+    second, _ = job_record.with_parked(read_records(store.get(RECORD_KEY)), parked)
+    assert second.final is not None and second.final.outcome == "succeeded"
+    for junk in (None, "ref://elsewhere", {"try_number": "2"}, {"try_number": 2, "final": {"outcome": "?"}}):
+        assert job_record.read_parked(junk) is None
+
+
+def test_the_last_sight_is_shed_before_the_manifests(monkeypatch):
+    monkeypatch.setenv("AIRFLOW__STATE_STORE__MAX_VALUE_STORAGE_BYTES", "9000")
+    store = Store()
+    for n in (1, 2):
+        rec = recorder(store, n)
+        rec.started(job(uid=f"u-{n}"), manifest("print(1)"), attached=False)
+        rec.seen(job(uid=f"u-{n}", **RUNNING), [pod(f"p-{i}") for i in range(8)])
+    assert len(store.values[RECORD_KEY]) <= 9000
+    latest, oldest = read_records(store.get(RECORD_KEY))
+    assert "last_seen" in oldest.omitted and oldest.last_seen is None and oldest.manifest_yaml
+    assert latest.last_seen is not None

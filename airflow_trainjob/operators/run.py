@@ -33,9 +33,9 @@ At any time, ``on_kill`` -> :meth:`TrainingJobRun.kill`: the wait ends as "stopp
 deleted if this try still follows it.
 
 The try's record (:mod:`~airflow_trainjob.job_record`, when the context has a ``task_state_store``) is written when
-step 1 takes up the job (``create_or_attach``, or ``reconnect`` to a job that is not ``Failed``), and once more when
-the try ends, by whichever way out comes first, before the cleanup removes anything: the job, its pods and their
-events as they were then.
+step 1 takes up the job (``create_or_attach``, or ``reconnect`` to a job that is not ``Failed``), as the synchronous
+wait sees the job change (its last sight), and once more when the try ends, by whichever way out comes first, before
+the cleanup removes anything: the job, its pods and their events as they were then.
 
 Cleanup (the held ``cleanPodPolicy``, ``on_finish``, the released ``runPolicy``) runs once per run, on every way
 out of :meth:`~TrainingJobRun.wait`, :meth:`~TrainingJobRun.complete` and :meth:`~TrainingJobRun.result`, or in
@@ -494,12 +494,17 @@ class TrainingJobRun:
             queue_timeout=settings.queue_timeout,
         )
         last_line: str | None = None
+
+        def next_look() -> float | None:
+            # The next deadline as it stands now, or the next "still queued" line (the pods, a container restarted
+            # in place, have their own watch), or when a sight of the job held back from the record may be written.
+            record_in = self._recorder.seen_due_in() if self._recorder is not None else None
+            return deadlines.next_look(time.time(), every=record_in)
+
         watch = self._watch(
             self.hook, job, poll_interval=settings.poll_interval, outage_tolerance=API_OUTAGE_TOLERANCE, log=self.log
         )
-        # Asked by the watch before each watch request and after each state seen: the next deadline as it stands
-        # now, or the next "still queued" line (the pods, a container restarted in place, have their own watch).
-        for seen in watch.follow(lambda: deadlines.next_look(time.time())):
+        for seen in watch.follow(next_look):  # asked before each watch request and after each state seen
             job, status = seen.job, seen.job.get("status")
             self._last_seen = job
             if seen.deleted or self._stopped_by_airflow:
@@ -521,6 +526,7 @@ class TrainingJobRun:
             pods = self._look_at_pods()
             if conditions.is_terminal(status):
                 return job
+            self._record_seen(job)
             passed = deadlines.passed(now)
             if passed is not None:
                 raise self._timeout(job, *passed, ref, status, pods or [], deadlines.state)
@@ -838,6 +844,13 @@ class TrainingJobRun:
         if self._recorder is not None and self._recorder.enabled:
             attached = not self.identity.created_by_this_try(job)
             self._recorder.started(job, self._manifest, attached=attached)
+
+    def _record_seen(self, job: dict[str, Any]) -> None:
+        """Record the job as the wait sees it now, with its pods as last seen, when its phase or replica counts
+        changed (:meth:`JobRecorder.seen`): a try killed where it cannot record its end (a clear) still says what it
+        saw last."""
+        if self._recorder is not None and not self._recorded_end:
+            self._recorder.seen(job, list(self._seen_pods.values()))
 
     def _record_end(
         self,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import importlib
 import json
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -57,6 +58,7 @@ from airflow_trainjob.triggers.stream_source import WATCH_SECONDS, StreamSource
 
 if TYPE_CHECKING:
     from airflow_trainjob.api_errors import ApiCall
+    from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
     from airflow_trainjob.triggers.job_stream import JobChanges, JobStream
 
 # Event outcomes.
@@ -68,6 +70,10 @@ FINISHED, DELETED, TIMED_OUT, ERROR = "finished", "deleted", "timeout", "error"
 EVENT_BUDGET = 2000
 #: Characters kept of a condition's message, or of the event's message, when the event would exceed its budget.
 SHORT_MESSAGE = 200
+#: Seconds ``on_kill`` keeps back of Airflow's ``[triggerer] on_kill_timeout`` (30 s by default) when it records the
+#: try's end, after the deletion: the triggerer's first call to Airflow's API starts its in-process API server, which
+#: took 19 s on a loaded test machine.
+RECORD_END_MARGIN_SECONDS = 1.0
 
 
 def desired_replicas(job: Mapping[str, Any]) -> dict[str, int]:
@@ -500,8 +506,12 @@ class TrainingJobTrigger(BaseEventTrigger):
         return float(WATCH_SECONDS) if look is None else look
 
     async def on_kill(self) -> None:
-        """The user killed the deferred task: delete the job, if it is still the one this task's try follows
-        (:func:`~airflow_trainjob.ownership.why_not_followed`: its uid, its owner labels, the try that follows it).
+        """The user killed the deferred task (Airflow runs this in the triggerer: marked failed or success, or
+        cleared): delete the job, if it is still the one this task's try follows
+        (:func:`~airflow_trainjob.ownership.why_not_followed`: its uid, its owner labels, the try that follows it);
+        then record the try's end as this trigger read the job (:meth:`_record_end`). The pods are read before the
+        job, and the end recorded after the deletion: nothing widens the window between reading the job and deleting
+        it, in which a later try may take it over.
 
         A wait without ``owner_labels`` (a sensor's, on a job made elsewhere) owns nothing and deletes nothing.
 
@@ -510,21 +520,150 @@ class TrainingJobTrigger(BaseEventTrigger):
         if not self.owner_labels:
             self.log.info("Not deleting %s/%s: this wait does not own the job", self.namespace, self.name)
             return
+        record_by = time.monotonic() + _on_kill_seconds() - RECORD_END_MARGIN_SECONDS
         await kubernetes_side.load()
         hook = self.shared_stream_key().hook()
         async with hook.connect():
+            pods = await self._pods_if_any(hook)
             try:
-                job = await hook.get_job_async(self.kind, self.name, self.namespace)
+                job: dict[str, Any] | None = await hook.get_job_async(self.kind, self.name, self.namespace)
             except kubernetes_side.QuietApiException as e:
-                if e.status == 404:
-                    return
-                raise
-            why_not = why_not_followed(job, self.owner_labels, uid=self.uid, try_number=self.try_number)
-            if why_not is not None:
-                self.log.warning("Not deleting %s/%s: %s", self.namespace, self.name, why_not)
-                return
-            if await hook.delete_job_async(self.kind, self.name, self.namespace, uid=job["metadata"]["uid"]):
-                self.log.info("Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name)
+                if e.status != 404:
+                    raise
+                job = None
+            if job is not None:
+                why_not = why_not_followed(job, self.owner_labels, uid=self.uid, try_number=self.try_number)
+                if why_not is not None:
+                    self.log.warning("Not deleting %s/%s: %s", self.namespace, self.name, why_not)
+                elif await hook.delete_job_async(self.kind, self.name, self.namespace, uid=job["metadata"]["uid"]):
+                    self.log.info(
+                        "Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name
+                    )
+            await self._record_end(hook, self._this_tries(job), pods, max(1.0, record_by - time.monotonic()))
+
+    def _this_tries(self, job: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``job`` if it is the object this wait is about; else (gone, or a successor) the last state the shared
+        stream of this process saw of it, if any."""
+        uid = self.uid or self._seen_uid
+        if job is not None and (not uid or job["metadata"].get("uid") == uid):
+            return job
+        stream = kubernetes_side.live_stream(self.shared_stream_key())
+        if stream is None:
+            return None
+        cached = stream.jobs.get(self.name)
+        if cached is not None and (not uid or cached["metadata"].get("uid") == uid):
+            return copy.deepcopy(cached)
+        return stream.final_state(self.name, uid)
+
+    async def _pods_if_any(self, hook: AsyncTrainingJobHook) -> list[dict[str, Any]]:
+        try:
+            return await hook.list_job_pods_async(self.name, self.namespace)
+        except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
+            return []  # the record is best effort; the deletion is what on_kill is for
+
+    async def _record_end(
+        self, hook: AsyncTrainingJobHook, job: dict[str, Any] | None, pods: list[dict[str, Any]], seconds: float
+    ) -> None:
+        """Leave the killed try's end -- ``job`` (None: gone before this trigger could read it), its pods and the
+        events about them -- where the Training job tab finds it: the task instance's XCom
+        (:data:`~airflow_trainjob.job_record.PARKED_KEY`), since the triggerer cannot reach ``task_state_store``.
+        Best effort, within ``seconds``: a failure is a warning."""
+        ti = getattr(self, "task_instance", None)  # set by the triggerer; None when the trigger runs on its own
+        if ti is None or self.try_number is None:
+            return
+        until = time.monotonic() + seconds
+        try:
+            await asyncio.wait_for(self._park_end(hook, ti, job, pods, until), seconds)
+        except Exception as e:  # the record serves the UI: a failure to write it is no failure of on_kill
+            self.log.warning(
+                "Could not record how try %s of the deferred task ended: %s",
+                self.try_number,
+                kubernetes_side.one_line(e),
+            )
+
+    async def _park_end(
+        self, hook: AsyncTrainingJobHook, ti: Any, job: dict[str, Any] | None, pods: list[dict[str, Any]], until: float
+    ) -> None:
+        # Imported in a thread: the record's module (and the XCom backend's) must not stall the triggerer's loop.
+        record, xcom = await asyncio.to_thread(_record_modules)
+        uid = (job or {}).get("metadata", {}).get("uid")
+        pods = [p for p in pods if owned_by(p, uid)]
+        events: list[dict[str, Any]] = []
+        if job is not None:
+            with contextlib.suppress(*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
+                events = await hook.list_events_async(self.namespace, {self.name, *(pod_name(p) for p in pods)})
+        final = record.final_state(
+            "stopped",
+            job,
+            pods,
+            events,
+            message=(
+                f"Airflow stopped the deferred task (marked it failed or success, or cleared it) while its trigger "
+                f"waited for {self._ref}"
+            ),
+            recorded_by="trigger",
+        )
+        value = record.parked_end(self.try_number, final)
+        where = {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id, "map_index": ti.map_index}
+        await xcom.aset(record.PARKED_KEY, value, **where)  # at once: a task instance marked failed or success
+        seen = conditions.phase(job.get("status")) if job is not None else "gone"
+        self.log.info(
+            "Recorded how try %s ended, for the Training job tab: %s was %s", self.try_number, self._ref, seen
+        )
+        if await self._next_try_started(ti, until - NEXT_TRY_WRITE_SECONDS):
+            await xcom.aset(record.PARKED_KEY, value, **where)  # again: the next try cleared the first on its start
+
+    async def _next_try_started(self, ti: Any, until: float) -> bool:
+        """Whether a next try of the task instance was coming (it was cleared, or is to be retried) and has started
+        since: it cleared the task instance's XComs as it started (Airflow lists the keys to clear then), so an end
+        recorded before is gone. Looks at its state until ``until`` (monotonic seconds); False at once for one marked
+        failed or success (no next try comes), and when its state cannot be read."""
+        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+        mapped = ti.map_index is not None and ti.map_index >= 0
+        key = f"{ti.task_id}_{ti.map_index}" if mapped else ti.task_id
+        coming = False
+        while time.monotonic() < until:
+            try:
+                states = await asyncio.to_thread(
+                    RuntimeTaskInstance.get_task_states,
+                    dag_id=ti.dag_id,
+                    map_index=ti.map_index if mapped else None,
+                    task_ids=[ti.task_id],
+                    run_ids=[ti.run_id],
+                )
+            except Exception as e:  # no comms (a trigger run on its own) or no answer: what was recorded stays
+                self.log.debug("Could not read the task instance's state: %s", e)
+                return False
+            state = (states.get(ti.run_id) or {}).get(key)
+            if state not in NEXT_TRY_COMING:
+                return coming
+            coming = True
+            await asyncio.sleep(min(NEXT_TRY_LOOK_SECONDS, max(0.0, until - time.monotonic())))
+        return False
+
+
+#: Airflow states of a task instance whose next try is coming: cleared (None, then scheduled and queued), or to be
+#: retried. The next try clears the task instance's XComs when it starts (``xcom_keys_to_clear``).
+NEXT_TRY_COMING = frozenset({None, "scheduled", "queued", "restarting", "up_for_retry"})
+#: Seconds between two looks at the task instance's state while its next try is coming.
+NEXT_TRY_LOOK_SECONDS = 1.0
+#: Seconds of ``on_kill``'s time kept for recording the end again once the next try has started.
+NEXT_TRY_WRITE_SECONDS = 3.0
+
+
+def _on_kill_seconds() -> float:
+    """Airflow's ``[triggerer] on_kill_timeout``: the seconds the triggerer gives ``on_kill``."""
+    from airflow.providers.common.compat.sdk import conf
+
+    return float(conf.getint("triggerer", "on_kill_timeout", fallback=30))
+
+
+def _record_modules() -> tuple[Any, Any]:
+    """:mod:`airflow_trainjob.job_record`, and the XCom class of the configured backend."""
+    from airflow.sdk.execution_time.xcom import XCom
+
+    return importlib.import_module("airflow_trainjob.job_record"), XCom
 
 
 def _job_summary(job: dict[str, Any]) -> dict[str, Any]:

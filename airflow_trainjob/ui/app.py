@@ -8,6 +8,9 @@ Routes (paths below the mount):
 - ``GET /api/task-instance/log?...&try_number=&pod=&tail_lines=200``: the tail of one replica's log.
 - ``GET /api/jobs?phase=&dag_id=``: every job Airflow launched in the configured connections' namespaces.
 
+A try's view also reads Airflow's state of the try (:func:`~.store.load_try_states`): a try that has ended is
+shown as the task last saw it, never as live (:func:`~.views.try_view`).
+
 Every ``/api`` route needs a user and the auth manager's leave (:mod:`.access`). No namespace or name comes from a
 request: a task instance's jobs are the ones its record names (:mod:`.store`), checked against the cluster's object
 (same uid, the task instance's ownership labels), and a pod must be one of that job's pods; the jobs page reads the
@@ -38,7 +41,7 @@ from airflow_trainjob.ui import settings, views
 from airflow_trainjob.ui.access import GetUserDep, readable_dag_ids, requires_task_instance_read
 from airflow_trainjob.ui.cache import UiCache, ui_source
 from airflow_trainjob.ui.plugin import URL_PREFIX
-from airflow_trainjob.ui.store import RecordUnavailableError, load_tries
+from airflow_trainjob.ui.store import RecordUnavailableError, load_tries, load_try_states
 
 #: The pages' files.
 STATIC_DIR = Path(__file__).parent / "static"
@@ -134,19 +137,29 @@ class _Try:
 
 
 async def _task_instance_tries(
-    cache: UiCache, identity: TaskInstanceIdentity, records: list[dict[str, Any]], now: datetime
+    cache: UiCache,
+    identity: TaskInstanceIdentity,
+    records: list[dict[str, Any]],
+    airflow: dict[int, dict[str, Any]],
+    now: datetime,
 ) -> list[Json]:
     tries = [_Try(r, dataclasses.replace(identity, try_number=int(r.get("try_number") or 1))) for r in records]
     await asyncio.gather(*(t.look(cache) for t in tries))
-    return list(await asyncio.gather(*(_try_view(cache, t, latest=i == 0, now=now) for i, t in enumerate(tries))))
+    return list(
+        await asyncio.gather(*(_try_view(cache, t, airflow, latest=i == 0, now=now) for i, t in enumerate(tries)))
+    )
 
 
-async def _try_view(cache: UiCache, t: _Try, *, latest: bool, now: datetime) -> Json:
+async def _try_view(
+    cache: UiCache, t: _Try, airflow: dict[int, dict[str, Any]], *, latest: bool, now: datetime
+) -> Json:
     template = await cache.dashboard_template(t.conn_id)
     try:
         link = job_url(template, t.kind, t.namespace, t.name) if t.kind in JOB_KINDS else None
     except ValueError as e:
         link, t.errors = None, [*t.errors, str(e)]
+    found_pods: list[dict[str, Any]] | None = []
+    found_events: list[dict[str, Any]] | None = []
     if t.job is not None and t.stream is not None:
         stream, job = t.stream, t.job
         uid = (job.get("metadata") or {}).get("uid")
@@ -154,44 +167,35 @@ async def _try_view(cache: UiCache, t: _Try, *, latest: bool, now: datetime) -> 
         names = [pods.pod_name(p) for p in found_pods or []]
         found_events = await _read(lambda: cache.job_events(stream, t.name, uid, names), t.errors)
         t.unreadable = t.unreadable or found_pods is None or found_events is None
-        return views.try_view(
-            t.record,
-            job=job,
-            found_pods=found_pods or [],
-            found_events=found_events or [],
-            source="live",
-            exists=True,
-            now=now,
-            link=link,
-            error="; ".join(t.errors) or None,
-            unreadable_since=t.unreadable_since(cache, now),
-            pods_read=found_pods is not None,
-        )
-    recorded_job, recorded_pods, recorded_events = views.recorded_parts(t.record)
     gone = t.gone_job()
-    # The record of the try's end has its pods and events; else the stream's last sight of the job, if any.
-    recorded = recorded_job is not None
+    # views.try_view picks what to show: the job live, what the try recorded, or the stream's last sight of it.
     return views.try_view(
         t.record,
-        job=recorded_job if recorded else gone,
-        found_pods=recorded_pods if recorded else [],
-        found_events=recorded_events if recorded else [],
-        source="recorded" if recorded else "live",
-        exists=False,
-        now=None,
+        live=t.job,
+        live_pods=found_pods or [],
+        live_events=found_events or [],
+        gone=gone,
+        now=now,
+        airflow=airflow,
         link=link,
         error="; ".join(t.errors) or None,
-        may_appear=latest and not t.record.get("final") and gone is None,
+        may_appear=latest and t.job is None and not t.record.get("final") and gone is None,
         unreadable_since=t.unreadable_since(cache, now),
+        pods_read=found_pods is not None,
     )
 
 
-async def _load_tries(dag_id: str, run_id: str, task_id: str, map_index: int) -> list[dict[str, Any]]:
+async def _load_tries(
+    dag_id: str, run_id: str, task_id: str, map_index: int
+) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:
+    """The task instance's records (:func:`load_tries`) and Airflow's state of each of its tries
+    (:func:`load_try_states`), read in one session."""
     from airflow.utils.session import create_session
 
-    def read() -> list[dict[str, Any]]:
+    def read() -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:
         with create_session() as session:
-            return load_tries(dag_id, run_id, task_id, map_index, session=session)
+            records = load_tries(dag_id, run_id, task_id, map_index, session=session)
+            return records, load_try_states(dag_id, run_id, task_id, map_index, session=session)
 
     try:
         return await asyncio.to_thread(read)
@@ -269,8 +273,8 @@ def create_app(cache: UiCache | None = None) -> FastAPI:
     ) -> Json:
         """Every try's training job of the task instance, latest first (the contract's ``tries``)."""
         identity = TaskInstanceIdentity(dag_id, task_id, run_id, map_index, 1)
-        records = await _load_tries(dag_id, run_id, task_id, map_index)
-        tries = await _task_instance_tries(_cache(request), identity, records, _now())
+        records, airflow = await _load_tries(dag_id, run_id, task_id, map_index)
+        tries = await _task_instance_tries(_cache(request), identity, records, airflow, _now())
         return {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index, "tries": tries}
 
     @app.get("/api/task-instance/log", dependencies=[Depends(requires_task_instance_read)])
@@ -286,7 +290,7 @@ def create_app(cache: UiCache | None = None) -> FastAPI:
     ) -> Json:
         """The tail of one pod's log of the try's job (the lead replica's by default); the pod must be one of the
         job's pods (live, or recorded at the end of the try)."""
-        records = await _load_tries(dag_id, run_id, task_id, map_index)
+        records, _ = await _load_tries(dag_id, run_id, task_id, map_index)
         record = next((r for r in records if try_number is None or r.get("try_number") == try_number), None)
         if record is None:
             detail = (
@@ -307,7 +311,12 @@ def create_app(cache: UiCache | None = None) -> FastAPI:
         _, recorded_pods, _ = views.recorded_parts(record)
         chosen = pod
         if chosen is None and kind is not None:
-            lead = pods.lead_pod(live_pods, kind) or pods.lead_pod(recorded_pods, kind)
+            # The lead as the tab's table has it: of the pods there, and, once the job has finished, of those the try
+            # recorded that are gone since.
+            present = {pods.pod_name(p) for p in live_pods}
+            finished = t.job is None or views.is_finished(views.job_phase(t.job))
+            removed = [p for p in recorded_pods if pods.pod_name(p) not in present] if finished else []
+            lead = pods.lead_pod([*live_pods, *removed], kind)
             chosen = pods.pod_name(lead) if lead else None
         answer: Json = {"pod": chosen, "container": None, "lines": [], "running": False, "available": False}
         live = next((p for p in live_pods if pods.pod_name(p) == chosen), None)

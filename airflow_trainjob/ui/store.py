@@ -6,6 +6,11 @@ The task writes the record (:mod:`airflow_trainjob.job_record`) to its ``task_st
 (``[workers] state_store_backend``) the row holds only a reference, ``{"__airflow_state_ref__": "<ref>"}``, which the
 same backend, configured in the api-server too, resolves (``deserialize_task_state_store_from_ref``), as the task
 SDK does. The record is the only source of a job's namespace and name on the task instance page.
+
+Beside it: the end a deferred try's trigger recorded in the task instance's XCom when Airflow killed it
+(:data:`~airflow_trainjob.job_record.PARKED_KEY`, merged into that try's record), and Airflow's own state of each try
+(:func:`load_try_states`: the task instance's, and ``task_instance_history``'s for the earlier tries), which says
+whether a try is still under way.
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ from functools import cache
 from typing import Any
 
 from airflow.models.task_state_store import TaskStateStoreModel
+from airflow.models.taskinstance import TaskInstance
+from airflow.models.taskinstancehistory import TaskInstanceHistory
+from airflow.models.xcom import XComModel
 from airflow.providers.common.compat.module_loading import import_string
 from airflow.providers.common.compat.sdk import conf
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from airflow_trainjob.job_record import RECORD_KEY, read_records
+from airflow_trainjob.job_record import PARKED_KEY, RECORD_KEY, read_parked, read_records, with_parked
 
 #: The key under which the task SDK marks a value kept by a custom state store backend.
 EXTERNAL_REF_KEY = "__airflow_state_ref__"
@@ -93,5 +101,54 @@ def load_tries(dag_id: str, run_id: str, task_id: str, map_index: int, *, sessio
         stored = json.loads(value)
     except ValueError:
         raise RecordUnavailableError(f"the task's record ({RECORD_KEY}) is not JSON") from None
-    records = read_records(resolve(stored))
+    records = with_parked(read_records(resolve(stored)), _parked(dag_id, run_id, task_id, map_index, session))
     return [r.model_dump(mode="json") for r in records]
+
+
+def _parked(dag_id: str, run_id: str, task_id: str, map_index: int, session: Session) -> Any:
+    """The try's end its trigger left in the task instance's XCom (:func:`~airflow_trainjob.job_record.read_parked`),
+    or None."""
+    row = session.execute(
+        select(XComModel.value).where(
+            XComModel.dag_id == dag_id,
+            XComModel.run_id == run_id,
+            XComModel.task_id == task_id,
+            XComModel.map_index == map_index,
+            XComModel.key == PARKED_KEY,
+        )
+    ).first()
+    return read_parked(XComModel.deserialize_value(row)) if row is not None else None
+
+
+def load_try_states(
+    dag_id: str, run_id: str, task_id: str, map_index: int, *, session: Session
+) -> dict[int, dict[str, Any]]:
+    """Airflow's state of each try of the task instance: try number -> ``state`` (``running``, ``deferred``,
+    ``failed``...; None: not set), ``end_date`` (RFC 3339 UTC, or None) and ``current`` (the task instance's own
+    try, else one ``task_instance_history`` keeps). {} when the task instance is not in the database.
+
+    :param dag_id: the DAG id.
+    :param run_id: the DAG run id.
+    :param task_id: the task id.
+    :param map_index: the map index (``-1``: not mapped).
+    :param session: a metadata database session.
+    """
+    found: dict[int, dict[str, Any]] = {}
+    for model, current in ((TaskInstanceHistory, False), (TaskInstance, True)):
+        rows = session.execute(
+            select(model.try_number, model.state, model.end_date).where(
+                model.dag_id == dag_id,
+                model.run_id == run_id,
+                model.task_id == task_id,
+                model.map_index == map_index,
+            )
+        )
+        for try_number, state, end_date in rows:
+            if current and try_number in found:  # a try the history keeps already ended (a clear moved it there)
+                continue
+            found[int(try_number)] = {
+                "state": str(state.value if hasattr(state, "value") else state) if state is not None else None,
+                "end_date": end_date.isoformat() if end_date is not None else None,
+                "current": current,
+            }
+    return found

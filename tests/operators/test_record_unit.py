@@ -380,3 +380,37 @@ def test_a_pod_stopped_at_the_end_is_recorded_as_last_seen(hook):
         f"{NAME}-master-0": "Succeeded",
         f"{NAME}-worker-0": "Running",
     }
+
+
+def test_a_try_cleared_while_it_waits_keeps_its_last_sight_of_the_job(hook):
+    """A clear replaces the task instance's id before Airflow kills the try: the store refuses the killed try's write
+    of its end (the execution API's 404). The record still has the job as the wait last saw it, Running with its
+    pods, written as the job changed, not only that the try started."""
+    store = Store()
+    refused: list[str] = []
+
+    def set_unless_cleared(key: str, value: Any, *, retention: Any = None) -> None:
+        if refused:
+            raise RuntimeError("404 Not Found: task instance not found")
+        Store.set(store, key, value, retention=retention)
+
+    store.set = set_unless_cleared
+    op = operator(hook)
+
+    def running(h):
+        h.add_pod(NAME, "Master")
+        h.set_status(NAME, RUNNING)
+
+    def cleared(h):
+        refused.append("cleared")
+        op.on_kill()
+
+    hook.on_get(running, lambda h: None, cleared)
+    with pytest.raises(TrainingJobStoppedError):
+        op.execute(context(store))
+    record = the_record(store)
+    assert record.final is None  # its end could not be written
+    assert record.last_seen is not None
+    assert record.last_seen.job["status"]["conditions"][-1]["type"] == "Running"
+    assert [p["metadata"]["name"] for p in record.last_seen.pods] == [f"{NAME}-master-0"]
+    assert hook.jobs == {}  # and the kill still deleted the job

@@ -343,3 +343,76 @@ def test_a_clear_that_races_the_next_try_leaves_the_job_to_that_try(namespace, c
     assert still["metadata"]["uid"] == job["metadata"]["uid"] and "deletionTimestamp" not in still["metadata"]
     summary = new.execute_complete({"ti": second}, first_event(new_trigger))
     assert summary["conditions"][-1]["type"] == "Succeeded"
+
+
+def test_a_killed_deferred_task_records_what_its_trigger_saw_before_the_job_goes(
+    ti, namespace, custom_objects, monkeypatch
+):
+    """Airflow runs ``on_kill`` in the triggerer, which cannot write ``task_state_store``: the trigger leaves the
+    try's end -- the job Running with its pod, as it reads them before deleting them -- in the task instance's XCom,
+    where the Training job tab reads it."""
+    from airflow.sdk.execution_time.xcom import XCom
+
+    from airflow_trainjob import job_record
+
+    parked: list[tuple[str, dict, dict]] = []
+
+    async def aset(key, value, **where):  # what the triggerer's comms would send to the api-server
+        parked.append((key, json.loads(json.dumps(value)), where))
+
+    monkeypatch.setattr(XCom, "aset", aset)
+    operator = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0), deferrable=True
+    )
+    trigger = rebuild(defer(operator, ti))
+    wait_for(
+        lambda: jobs(custom_objects, namespace),
+        lambda found: any(c["type"] == "Running" for c in (found[0].get("status") or {}).get("conditions") or []),
+        what="the job running",
+    )
+    trigger.task_instance = ti  # as the triggerer sets it
+    asyncio.run(trigger.on_kill())
+    wait_for(lambda: jobs(custom_objects, namespace) == [], what="on_kill deletion")
+    ((key, value, where),) = parked
+    assert key == job_record.PARKED_KEY
+    assert where == {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id, "map_index": ti.map_index}
+    try_number, final = job_record.read_parked(value)
+    assert (try_number, final.outcome, final.recorded_by) == (ti.try_number, "stopped", "trigger")
+    assert final.job is not None and final.job["status"]["conditions"][-1]["type"] == "Running"
+    assert [p["metadata"]["name"] for p in final.pods] == [f"{final.job['metadata']['name']}-master-0"]
+    assert "Airflow stopped the deferred task" in (final.message or "")
+
+
+def test_a_cleared_deferred_task_records_its_end_once_the_next_try_has_started(
+    ti, namespace, custom_objects, monkeypatch
+):
+    """A cleared task instance's next try clears its XComs as it starts: the trigger records the killed try's end at
+    once, and again once the task instance has left the states of a try to come."""
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+    from airflow.sdk.execution_time.xcom import XCom
+
+    from airflow_trainjob.triggers import training_job
+
+    seen: list[str | None] = []
+    states = iter([None, "scheduled", "queued", "running"])  # as the scheduler moves the cleared task instance on
+
+    def get_task_states(**where):
+        state = next(states)
+        seen.append(state)
+        return {where["run_ids"][0]: {where["task_ids"][0]: state}}
+
+    async def aset(key, value, **where):
+        seen.append("recorded")
+
+    monkeypatch.setattr(RuntimeTaskInstance, "get_task_states", staticmethod(get_task_states))
+    monkeypatch.setattr(XCom, "aset", aset)
+    monkeypatch.setattr(training_job, "NEXT_TRY_LOOK_SECONDS", 0.05)
+    operator = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0), deferrable=True
+    )
+    trigger = rebuild(defer(operator, ti))
+    trigger.task_instance = ti
+    asyncio.run(trigger.on_kill())
+    # recorded at once (a task instance marked failed has no next try), and again once the next try has started:
+    # its start cleared the first
+    assert seen == ["recorded", None, "scheduled", "queued", "running", "recorded"]

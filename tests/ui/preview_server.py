@@ -436,6 +436,46 @@ def succeeded_gone_try(dag: str) -> Json:
     )
 
 
+def stopped_try(dag: str) -> Json:
+    """A deferred try marked failed while its job ran: the trigger's last sight of it, the try ended (never live)."""
+    name = "retrain-digits-train-5f1c-1"
+    running = f"PyTorchJob {name} is running."
+    return base_try(
+        1,
+        name,
+        dag,
+        created_at=at(700),
+        exists=False,
+        source="recorded",
+        seen_by="trigger",
+        seen_at=at(300),
+        phase="Running",
+        badge="Stopped",
+        reason="PyTorchJobRunning",
+        message=running,
+        start_time=at(690),
+        duration_seconds=390.0,
+        timeline=[
+            {"type": "Created", "status": "True", "reason": "PyTorchJobCreated", "message": None, "time": at(700)},
+            {"type": "Running", "status": "True", "reason": "PyTorchJobRunning", "message": running, "time": at(690)},
+        ],
+        replica_counts={
+            "Master": {"desired": 1, "active": 1, "succeeded": 0, "failed": 0, "text": "1/1 active"},
+            "Worker": {"desired": 2, "active": 2, "succeeded": 0, "failed": 0, "text": "2/2 active"},
+        },
+        replicas=[
+            replica(r, i, f"{name}-{r.lower()}-{i}", "Stopped", 695, reason="removed with its job", age_seconds=395.0)
+            for r, i in (("Master", 0), ("Worker", 0), ("Worker", 1))
+        ],
+        outcome="stopped",
+        outcome_message="Airflow stopped the deferred task (marked it failed or success, or cleared it)",
+        ended_at=at(300),
+        try_ended=True,
+        airflow_state="failed",
+        airflow_ended_at=at(301),
+    )
+
+
 def queued_try(dag: str) -> Json:
     return base_try(
         1,
@@ -478,6 +518,8 @@ def task_instance(dag: str) -> tuple[int, Json]:
         tries = [succeeded_gone_try(dag)]
     elif dag == "batch_embed":
         tries = [queued_try(dag)]
+    elif dag == "retrain_stopped":
+        tries = [stopped_try(dag)]
     elif dag == "many_tries":
         tries = [failed_try(dag, n, exists=n == 8) for n in range(8, 0, -1)]
     elif dag == "empty":

@@ -575,7 +575,8 @@ def test_the_tab_of_a_synchronous_task_whose_job_is_gone(
         ("Worker-0", "Succeeded", "0 Completed"),
     ]
     assert "the job no longer exists" in shown["log_note"]  # its pods' logs went with it
-    assert shown["events"] and "Updated" in shown["status"] and "Live" not in shown["status"]
+    assert shown["events"] and "Live" not in shown["status"]
+    assert words(shown["status"]).startswith("Try ended") and "Airflow: success" in shown["status"]  # Airflow's word
     screenshot(browser, screenshot_dir, "ui-task-recorded-light.png")
     no_script_errors(browser)
 
@@ -607,7 +608,7 @@ def test_the_tab_of_a_failed_task_with_two_tries(
     assert shown["tries"] == [["Try 2: Failed", "true"], ["Try 1: Failed", "false"]]  # latest first, shown
     assert words(shown["summary"]["Phase"]) == f"Failed PyTorchJobFailed {latest['message']}"
     assert [(words(r[0]).split()[0], r[2], words(r[4])) for r in shown["replicas"]] == [
-        ("Master-0", "Failed", "1 Error · permanent"),  # the exit code's class
+        ("Master-0", "Failed", "1 Error · permanent first failure"),  # the exit code's class; the error's first
         ("Worker-0", "Failed", "1 Error · permanent"),
     ]
     reasons = [row[2] for row in shown["events"]]

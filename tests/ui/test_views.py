@@ -215,6 +215,9 @@ def test_replicas_table_lead_first_with_last_exit_and_its_class():
         "age_seconds": None,  # a live pod: the page counts its age
         "lead": True,
         "gone": False,
+        "failed": False,  # no job given: no judgement of its failure
+        "first_failure": False,
+        "failure": None,
     }
     assert (evicted["exit_code"], evicted["reason"], evicted["exit_class"], evicted["lead"]) == (
         None,
@@ -264,7 +267,7 @@ def test_a_terminal_jobs_replica_counts_say_only_what_finished():
         "Master": (None, "1 failed"),
         "Worker": (None, "none finished"),
     }
-    view = views.try_view(record(), job=made, found_pods=[], found_events=[], source="live", exists=True, now=NOW)
+    view = views.try_view(record(), live=made, now=NOW)
     assert view["summary"].endswith(" — Master 1 failed, Worker none finished")  # the same decision, once
     assert view["replica_counts"] == counts
 
@@ -381,11 +384,9 @@ def test_a_running_live_try_refreshes_and_shows_everything():
     made = job(RUNNING, startTime="2026-12-02T05:01:30Z", replicaStatuses={"Master": {"active": 1}})
     view = views.try_view(
         record(),
-        job=made,
-        found_pods=[pod("Master", 0)],
-        found_events=[event("Scheduled", "assigned", "2026-12-02T05:01:00Z")],
-        source="live",
-        exists=True,
+        live=made,
+        live_pods=[pod("Master", 0)],
+        live_events=[event("Scheduled", "assigned", "2026-12-02T05:01:00Z")],
         now=NOW,
         link="https://kubeflow.example/ml/train-1",
     )
@@ -407,9 +408,7 @@ def test_a_running_live_try_refreshes_and_shows_everything():
 
 
 def test_a_finished_live_try_stops_refreshing():
-    view = views.try_view(
-        record(), job=job(FAILED), found_pods=[], found_events=[], source="live", exists=True, now=NOW
-    )
+    view = views.try_view(record(), live=job(FAILED), now=NOW)
     assert (view["phase"], view["refresh_seconds"]) == ("Failed", None)
 
 
@@ -421,7 +420,7 @@ def test_the_recorded_copy_says_what_the_live_job_said():
         event("Scheduled", "assigned", "2026-12-02T05:01:00Z"),
         event("Killing", "oom", "2026-12-02T05:03:00Z", name="train-1-worker-1"),
     ]
-    live = views.try_view(record(), job=made, found_pods=found, found_events=seen, source="live", exists=True, now=NOW)
+    live = views.try_view(record(), live=made, live_pods=found, live_events=seen, now=NOW)
     kept = record(
         ended_at="2026-12-02T05:05:10Z",
         outcome="failed",
@@ -430,16 +429,7 @@ def test_the_recorded_copy_says_what_the_live_job_said():
         pods=[trim_pod(p) for p in found],
         events=[trim_event(e) for e in seen],
     )
-    recorded_job, recorded_pods, recorded_events = views.recorded_parts(kept)
-    recorded = views.try_view(
-        kept,
-        job=recorded_job,
-        found_pods=recorded_pods,
-        found_events=recorded_events,
-        source="recorded",
-        exists=False,
-        now=None,
-    )
+    recorded = views.try_view(kept, live=None, now=None)
     for key in ("phase", "reason", "message", "timeline", "restarts", "events", "start_time", "duration_seconds"):
         assert recorded[key] == live[key], key
     # No spec: no containers; a pod still running when the try recorded it went with the job since.
@@ -468,9 +458,7 @@ def test_a_finished_job_whose_pods_are_gone_shows_what_the_events_know():
         exited("train-1-worker-0", 1, "2026-12-02T05:04:00Z"),
         exited("train-1-master-0", 1, "2026-12-02T05:04:30Z"),
     ]
-    view = views.try_view(
-        record(), job=job(FAILED), found_pods=[], found_events=seen, source="live", exists=True, now=NOW
-    )
+    view = views.try_view(record(), live=job(FAILED), live_events=seen, now=NOW)
     assert view["pods_gone"] is True
     rows = [(r["replica_type"], r["index"], r["phase"], r["restarts"], r["exit_code"], r["exit_class"], r["gone"])
             for r in view["replicas"]]  # fmt: skip
@@ -480,18 +468,15 @@ def test_a_finished_job_whose_pods_are_gone_shows_what_the_events_know():
     ]
     assert [(m["replica"], m["exit_code"]) for m in view["restarts"]] == [("Worker-0", 137)]
     # a running job with no pods has none yet; a read that failed says nothing of them
-    assert views.try_view(record(), job=job(RUNNING), found_pods=[], found_events=[], source="live", exists=True,
-                          now=NOW)["pods_gone"] is False  # fmt: skip
-    unread = views.try_view(
-        record(), job=job(FAILED), found_pods=[], found_events=[], source="live", exists=True, now=NOW, pods_read=False
-    )
+    assert views.try_view(record(), live=job(RUNNING), now=NOW)["pods_gone"] is False
+    unread = views.try_view(record(), live=job(FAILED), now=NOW, pods_read=False)
     assert unread["pods_gone"] is False
 
 
 def test_while_the_cluster_cannot_be_read_the_try_says_since_when_and_keeps_polling():
     """A finished job would stop polling; while its cluster cannot be read the page polls on (it recovers by itself)
     and says since when."""
-    args = dict(job=job(FAILED), found_pods=[], found_events=[], source="live", exists=True, now=NOW)
+    args = dict(live=job(FAILED), now=NOW)
     down = views.try_view(
         record(), **args, error="ClientConnectorError: ...", unreadable_since="2026-12-02T05:09:00+00:00"
     )
@@ -507,7 +492,7 @@ def test_terminal_codes_are_stripped_from_log_text():
 
 
 def test_a_try_whose_job_is_not_seen_yet_keeps_polling_and_an_ended_one_does_not():
-    args = dict(job=None, found_pods=[], found_events=[], source="live", exists=False, now=None)
+    args = dict(live=None, now=None)
     waiting = views.try_view(record(), **args, may_appear=True)
     assert (waiting["phase"], waiting["refresh_seconds"]) == ("Unknown", 5)
     assert views.try_view(record(), **args, may_appear=False)["refresh_seconds"] is None
@@ -669,3 +654,203 @@ def test_record_value_as_it_is_or_through_the_configured_backend(monkeypatch):
         assert store.resolve({"__airflow_state_ref__": "s3://bucket/key"}) == [{"ref": "s3://bucket/key"}]
     finally:
         store._backend.cache_clear()
+
+
+# --- the tab agrees with the task's error and with Airflow's state of the try (issue 24, item 4) ------------------
+
+from airflow_trainjob import failures, verdict  # noqa: E402
+
+BOTH_FAILED = [
+    condition("Created", "True", "2026-12-02T05:00:01Z"),
+    condition("Running", "False", "2026-12-02T05:02:00Z", "PyTorchJobFailed"),
+    condition("Failed", "True", "2026-12-02T05:02:00Z", "PyTorchJobFailed", "1 Worker replica(s) failed."),
+]
+
+
+def test_every_replica_the_task_saw_fail_is_in_the_table_as_its_error_ranks_them():
+    """Master and Worker both exited 1; the controller counted only the Worker (the job failed with it, and stops
+    counting then) and the Master's pod is gone since (the task stopped it: cleanPodPolicy). The tab lists both --
+    the Master from the task's record -- Master first, the same first failure as the task's error, the lead's log by
+    default, and counts that agree with the rows."""
+    master = pod("Master", 0, phase="Failed", state=terminated(1, "Error", "2026-12-02T05:01:58Z"))
+    worker = pod("Worker", 0, phase="Failed", state=terminated(1, "Error", "2026-12-02T05:01:59Z"))
+    made = job(BOTH_FAILED, workers=1, replicaStatuses={"Master": {"active": 1}, "Worker": {"failed": 1}})
+    kept = record(
+        ended_at="2026-12-02T05:02:05Z",
+        outcome="failed",
+        message="PyTorchJob ml/train-1 failed",
+        job=trim_job(made),
+        pods=[trim_pod(master), trim_pod(worker)],
+    )
+    view = views.try_view(kept, live=made, live_pods=[worker], now=NOW)
+    rows = [(r["replica_type"], r["index"], r["phase"], r["exit_code"], r["gone"], r["failed"], r["first_failure"])
+            for r in view["replicas"]]  # fmt: skip
+    assert rows == [
+        ("Master", 0, "Failed", 1, True, True, True),  # from the record: its pod is gone
+        ("Worker", 0, "Failed", 1, False, True, False),
+    ]
+    assert [r["lead"] for r in view["replicas"]] == [True, False]  # the tab opens the lead's log
+    assert {t: c["text"] for t, c in view["replica_counts"].items()} == {"Master": "1 failed", "Worker": "1 failed"}
+    assert view["summary"].endswith("— Master 1 failed, Worker 1 failed")
+    # The task's error, from the same pods, names the same replica first.
+    ends = verdict.failure_ends(made, [worker, master], [])
+    message = failures.failure_message("PyTorchJob ml/train-1", made["status"], ends)
+    assert "First failure (permanent: not retried): Master-0 (pod train-1-master-0" in message
+    assert "also failed: Worker-0" in message
+
+
+def test_a_replica_that_failed_before_it_was_stopped_shows_the_failure_that_counts():
+    """restartPolicy OnFailure: the Master exited 1, restarted, and was stopped (143) when the job failed by its
+    backoff limit; its last exit is 143, the failure that failed the job its exit 1."""
+    master = pod(
+        "Master",
+        0,
+        phase="Failed",
+        restarts=1,
+        last_state=terminated(1, "Error", "2026-12-02T05:01:10Z"),
+        state=terminated(143, "Error", "2026-12-02T05:02:00Z"),
+    )
+    made = job(BOTH_FAILED, workers=0, replicaStatuses={"Master": {}})
+    made["spec"]["pytorchReplicaSpecs"]["Master"]["restartPolicy"] = "OnFailure"
+    view = views.try_view(record(), live=made, live_pods=[master], now=NOW)
+    (row,) = view["replicas"]
+    assert (row["exit_code"], row["failed"], row["first_failure"]) == (143, True, True)
+    assert row["failure"] == {"exit_code": 1, "reason": "Error", "exit_class": "Permanent"}
+    assert view["replica_counts"]["Master"]["text"] == "1 failed"  # the controller counted none
+
+
+def states(**tries: tuple[str | None, bool, str | None]) -> dict[int, dict[str, Any]]:
+    """Airflow's state of each try, as store.load_try_states reads it: ``t1=("failed", False, end)``..."""
+    return {
+        int(k[1:]): {"state": state, "current": current, "end_date": end} for k, (state, current, end) in tries.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("airflow", "ended"),
+    [
+        ({}, None),  # no task instance row: no word
+        (states(t2=("running", True, None)), False),
+        (states(t2=("deferred", True, None)), False),
+        (states(t2=("queued", True, None)), False),  # a deferred try resuming on a worker
+        (states(t2=("scheduled", True, None)), False),
+        (states(t2=("failed", True, "2026-12-02T05:09:00+00:00")), True),  # marked failed
+        (states(t2=("success", True, "2026-12-02T05:09:00+00:00")), True),
+        (states(t2=("up_for_retry", True, "2026-12-02T05:09:00+00:00")), True),  # its worker died
+        (states(t2=("upstream_failed", True, None)), True),
+        (states(t2=("failed", False, "2026-12-02T05:09:00+00:00"), t3=("running", True, None)), True),  # cleared
+        (states(t3=("queued", True, None)), True),  # a later try: this one ended
+    ],
+)
+def test_whether_a_try_has_ended_is_airflows_word(airflow, ended):
+    assert views.try_has_ended(2, airflow) is ended
+
+
+GONE_RUNNING = job(RUNNING, replicaStatuses={"Master": {"active": 1}, "Worker": {"active": 2}})
+MARKED_FAILED = states(t2=("failed", True, "2026-12-02T05:09:00+00:00"))
+
+
+def test_a_deferred_try_marked_failed_shows_what_its_trigger_saw_and_is_not_live():
+    """The trigger's on_kill left its last sight (``recorded_by: trigger``); the job is gone (on_kill deleted it).
+    Not "Unknown", not "has not ended", not live."""
+    by_trigger = record(
+        ended_at="2026-12-02T05:09:01Z",
+        outcome="stopped",
+        message="Airflow stopped the deferred task",
+        job=trim_job(GONE_RUNNING),
+        pods=[trim_pod(pod("Master", 0)), trim_pod(pod("Worker", 0)), trim_pod(pod("Worker", 1))],
+        recorded_by="trigger",
+    )
+    view = views.try_view(by_trigger, live=None, now=NOW, airflow=MARKED_FAILED, may_appear=True)
+    assert (view["try_ended"], view["airflow_state"], view["refresh_seconds"]) == (True, "failed", None)
+    assert (view["phase"], view["badge"], view["seen_by"], view["seen_at"]) == (
+        "Running",
+        "Stopped",
+        "trigger",
+        "2026-12-02T05:09:01Z",
+    )
+    assert {r["phase"] for r in view["replicas"]} == {"Stopped"}  # removed with the job
+    # Before this change the same try, with nothing but its start recorded, read "Unknown" and polled on as live.
+    started_only = views.try_view(record(), live=None, now=NOW, airflow=MARKED_FAILED, may_appear=True)
+    assert (started_only["badge"], started_only["refresh_seconds"], started_only["try_ended"]) == ("Ended", None, True)
+
+
+def test_an_ended_try_never_wears_its_jobs_last_live_phase():
+    """The page's own watch saw the job Running before it was deleted; the try has ended (cleared): the badge says
+    the try ended, the phase is the last seen, nothing polls."""
+    view = views.try_view(record(), live=None, gone=GONE_RUNNING, now=NOW, airflow=states(
+        t2=("failed", False, "2026-12-02T05:09:00+00:00"), t3=("running", True, None)))  # fmt: skip
+    assert (view["phase"], view["badge"], view["seen_by"], view["exists"]) == ("Running", "Ended", "page", False)
+    assert view["refresh_seconds"] is None and view["cluster_unreadable_since"] is None
+    # under way, the same sight is the job's phase and keeps polling
+    running = views.try_view(
+        record(), live=None, gone=GONE_RUNNING, now=NOW, airflow=states(t2=("running", True, None))
+    )
+    assert (running["badge"], running["try_ended"]) == ("Running", False)
+
+
+def test_a_cleared_synchronous_try_shows_what_it_saw_last():
+    """Its end was refused (the clear replaced the task instance's id): the record has the wait's last sight."""
+    seen = {
+        **record(),
+        "last_seen": {
+            "seen_at": "2026-12-02T05:08:30Z",
+            "job": trim_job(GONE_RUNNING),
+            "pods": [trim_pod(pod("Master", 0)), trim_pod(pod("Worker", 0))],
+        },
+    }
+    cleared = states(t2=("failed", False, "2026-12-02T05:09:00+00:00"), t3=("running", True, None))
+    view = views.try_view(seen, live=None, gone=job(FAILED), now=NOW, airflow=cleared)
+    assert (view["phase"], view["badge"], view["seen_by"], view["seen_at"], view["source"]) == (
+        "Running",
+        "Ended",
+        "task",  # the task's own word wins over the page's watch
+        "2026-12-02T05:08:30Z",
+        "recorded",
+    )
+    assert [(r["replica_type"], r["phase"], r["age_seconds"]) for r in view["replicas"]] == [
+        ("Master", "Stopped", 450.0),  # 05:01:00 to the sight at 05:08:30
+        ("Worker", "Stopped", 450.0),
+    ]
+    assert view["summary"] == "Running (PyTorchJobRunning: running) — Master 1 active, Worker 2 active"
+
+
+def test_an_ended_try_whose_job_still_runs_shows_its_own_last_sight():
+    """Killed, its job still there (being deleted, or a later try follows it now): the try shows what it saw, the job
+    is said to exist, and nothing polls."""
+    live = job(RUNNING, replicaStatuses={"Master": {"active": 1}, "Worker": {"active": 2}})
+    kept = record(ended_at="2026-12-02T05:09:01Z", outcome="stopped", job=trim_job(job(RUNNING)), pods=[])
+    view = views.try_view(kept, live=live, now=NOW, airflow=MARKED_FAILED)
+    assert (view["exists"], view["source"], view["seen_by"], view["badge"], view["refresh_seconds"]) == (
+        True,
+        "recorded",
+        "task",
+        "Stopped",
+        None,
+    )
+    # with nothing recorded but its start, the job as it is now, still not live
+    now_only = views.try_view(record(), live=live, now=NOW, airflow=MARKED_FAILED)
+    assert (now_only["seen_by"], now_only["badge"], now_only["refresh_seconds"]) == ("cluster", "Ended", None)
+    # a finished job still there is shown live (its pods' logs can be read), and is not polled either
+    finished = views.try_view(kept, live=job(FAILED), now=NOW, airflow=MARKED_FAILED)
+    assert (finished["seen_by"], finished["badge"], finished["refresh_seconds"]) == ("cluster", "Failed", None)
+
+
+def test_an_ended_try_polls_a_minute_for_its_record_of_its_end():
+    """``on_kill`` writes the end after Airflow has marked the task: the tab looks again for a minute, then stops."""
+    just_now = states(t2=("failed", True, "2026-12-02T05:09:30+00:00"))  # 30 s before NOW
+    assert views.try_view(record(), live=None, now=NOW, airflow=just_now)["refresh_seconds"] == 5
+    long_ago = states(t2=("failed", True, "2026-12-02T05:08:00+00:00"))
+    assert views.try_view(record(), live=None, now=NOW, airflow=long_ago)["refresh_seconds"] is None
+    ended = record(ended_at="2026-12-02T05:09:31Z", outcome="stopped", job=trim_job(job(RUNNING)))
+    assert views.try_view(ended, live=None, now=NOW, airflow=just_now)["refresh_seconds"] is None
+
+
+def test_a_try_under_way_is_live_as_before():
+    view = views.try_view(record(), live=GONE_RUNNING, now=NOW, airflow=states(t2=("running", True, None)))
+    assert (view["seen_by"], view["badge"], view["try_ended"], view["refresh_seconds"]) == (
+        "cluster",
+        "Running",
+        False,
+        5,
+    )

@@ -222,6 +222,11 @@
     return withZone && p.timeZoneName ? text + " " + p.timeZoneName : text;
   }
 
+  /** An API word as text: "up_for_retry" -> "up for retry". */
+  function words(value) {
+    return String(value).replace(/_/g, " ");
+  }
+
   function clockTime(ms, withSeconds) {
     var p = parts(new Date(ms));
     return p.hour + ":" + p.minute + (withSeconds ? ":" + p.second : "");
@@ -340,6 +345,10 @@
     Suspended: ["reschedule", "pause"],
     Stopped: ["removed", "x"],
     Gone: ["removed", "x"],
+    // an ended try's outcome, when its job did not finish (views.OUTCOME_BADGES)
+    Deleted: ["removed", "x"],
+    "Timed out": ["failed", "clock"],
+    Ended: ["removed", "circle"],
     Unknown: ["none", "help"],
   };
 
@@ -383,6 +392,17 @@
       return h("span", null, r.reason || "no exit code", cls);
     }
     return h("span", null, h("span", { class: r.exit_code === 0 ? "" : "tag failed", text: String(r.exit_code) }), r.reason ? " " + r.reason : "", cls);
+  }
+
+  /** The task's judgement of a replica's failure (views.failure_marks, as its error gives it): "first failure" on the
+   * run that failed the job, and that run when it is not the last one the table shows. */
+  function failureNote(r) {
+    var f = r.failure;
+    if (!f) return null;
+    var same = f.exit_code === r.exit_code && (f.reason || null) === (r.reason || null);
+    var first = r.first_failure ? h("span", { class: "tag failed", title: "The failure the task's error names first: it failed the job", text: "first failure" }) : null;
+    var earlier = same ? null : h("span", { class: "muted", text: (first ? " " : "") + "failed with " + (f.exit_code === null || f.exit_code === undefined ? "no exit code" : f.exit_code) + (f.reason ? " " + f.reason : "") });
+    return first || earlier ? h("div", { class: "failure-note" }, first, earlier) : null;
   }
 
   // ------------------------------------------------------------------ the API
@@ -971,21 +991,22 @@
           "div",
           { class: "btn-group", role: "group", "aria-label": "Try" },
           tries.map(function (t, i) {
-            var style = phaseStyle(t.phase);
+            var shown = t.badge || t.phase;
+            var style = phaseStyle(shown);
             return h(
               "button",
               {
                 type: "button",
                 class: "btn state-" + style[0],
                 "aria-pressed": t === tr ? "true" : "false",
-                title: "Try " + t.try_number + ": " + (t.phase || "Unknown"),
+                title: "Try " + t.try_number + ": " + (shown || "Unknown"),
                 onclick: function () {
                   selectTry(i === 0 ? null : t.try_number);
                 },
               },
               h("span", { class: "dot", "aria-hidden": "true" }),
               "Try " + t.try_number,
-              h("span", { class: "visually-hidden", text: ", " + (t.phase || "Unknown") })
+              h("span", { class: "visually-hidden", text: ", " + (shown || "Unknown") })
             );
           })
         );
@@ -1004,7 +1025,7 @@
               },
             },
             tries.map(function (t) {
-              var option = h("option", { value: t.try_number }, "Try " + t.try_number + " — " + (t.phase || "Unknown"));
+              var option = h("option", { value: t.try_number }, "Try " + t.try_number + " — " + (t.badge || t.phase || "Unknown"));
               option.selected = t === tr;
               return option;
             })
@@ -1014,10 +1035,10 @@
       var status = statusLine(tr);
       var signature = JSON.stringify([
         tries.map(function (t) {
-          return [t.try_number, t.phase];
+          return [t.try_number, t.badge || t.phase];
         }),
         tr.try_number,
-        tr.phase,
+        tr.badge || tr.phase,
         tr.kind,
         tr.name,
         tr.link,
@@ -1029,7 +1050,7 @@
       parts.headerStatus = h("span", null, status);
       replaceChildren(
         parts.header,
-        h("h1", null, badge(tr.phase, true), h("span", null, tr.kind + " "), h("span", { class: "mono", text: tr.name })),
+        h("h1", null, badge(tr.badge || tr.phase, true), h("span", null, tr.kind + " "), h("span", { class: "mono", text: tr.name })),
         h("div", { class: "spacer" }),
         selector,
         tr.link ? h("span", null, externalLink(tr.link, "Kubeflow dashboard"), " ") : null,
@@ -1052,6 +1073,16 @@
       }
       if (state.error) {
         return h("span", { class: "status-line" }, icon("alert"), " Not updated: the last refresh failed" + updated);
+      }
+      if (tr.try_ended) {
+        var ended = toDate(tr.airflow_ended_at) || toDate(tr.ended_at);
+        return h(
+          "span",
+          { class: "status-line" },
+          "Try ended" + (ended ? " " + clockTime(ended.getTime(), true) : "") + (tr.airflow_state ? " · Airflow: " + words(tr.airflow_state) : ""),
+          tr.refresh_seconds ? " · waiting for the task's record of its end" : "",
+          updated
+        );
       }
       if (down) {
         return h(
@@ -1084,16 +1115,42 @@
       render();
     }
 
+    /** What the tab shows of the job, in words (views.chosen_sight: who saw it). */
+    function sightText(tr) {
+      if (tr.seen_by === "trigger") return "what the trigger saw when Airflow stopped the task";
+      if (tr.seen_by === "task") return tr.ended_at ? "what the task recorded at its end" : "what the task last saw while it ran";
+      if (tr.seen_by === "page") return "the job as this page last saw it";
+      if (tr.seen_by === "cluster") return "the job as it is now";
+      return null;
+    }
+
+    /** How the try ended, in words: the task's record of its end, else Airflow's state of the try. */
+    function endText(tr) {
+      var when = tr.ended_at || tr.airflow_ended_at;
+      var how = tr.outcome ? words(tr.outcome) : tr.airflow_state ? "Airflow: " + words(tr.airflow_state) : "";
+      var text = " The try ended" + (when ? " at " + formatTime(when) : "") + (how ? " (" + how + ")" : "");
+      if (tr.ended_at) return text + "; pods and events are as they were then.";
+      return text + (tr.refresh_seconds ? "; waiting for the task's record of its end." : "; it recorded no end of its own.") + (tr.seen_at ? " Last seen at " + formatTime(tr.seen_at) + "." : "");
+    }
+
     function renderNotice(tr) {
       var notes = [];
+      var sight = sightText(tr);
       if (!tr.exists) {
-        var recorded = tr.ended_at
-          ? " The try ended at " + formatTime(tr.ended_at) + (tr.outcome ? " (" + tr.outcome.replace("_", " ") + ")" : "") + "; pods and events are as they were then."
+        var detail = tr.try_ended || tr.ended_at
+          ? endText(tr)
           : tr.refresh_seconds
             ? " The try has not ended: the job may still appear."
             : "";
+        var title = sight ? "This job no longer exists — showing " + sight + "." : "This job no longer exists, and nothing recorded its last state.";
+        notes.push(alertBox("info", title, h("span", { class: "muted", text: detail })));
+      } else if (tr.try_ended && !isTerminal(tr.phase)) {
         notes.push(
-          alertBox("info", "This job no longer exists — showing what the task recorded at its end.", h("span", { class: "muted", text: recorded }))
+          alertBox(
+            "info",
+            "This try has ended — showing " + (sight || "the job") + ".",
+            h("span", { class: "muted", text: endText(tr) + " The job is still in the cluster: being deleted, or followed by a later try." })
+          )
         );
       } else if (tr.source === "recorded" && !tr.error) {
         notes.push(alertBox("warning", "The cluster could not be read just now — showing what the task recorded."));
@@ -1123,7 +1180,10 @@
               tr.reason ? h("span", { class: "reason", text: tr.reason }) : null,
               tr.message ? h("span", { text: tr.message }) : null
             )
-          : h("div", { class: "condition-line" }, badge(tr.phase), h("span", { class: "muted", text: "No condition reported yet" }));
+          : h("div", { class: "condition-line" }, badge(tr.phase), h("span", { class: "muted", text: tr.try_ended && !tr.timeline.length ? "No condition seen" : "No condition reported yet" }));
+      if (tr.try_ended && !isTerminal(tr.phase) && tr.seen_by && tr.seen_by !== "cluster") {
+        condition.appendChild(h("span", { class: "muted", text: "as last seen" + (tr.seen_at ? " " + formatTime(tr.seen_at) : "") }));
+      }
       var down = toDate(tr.cluster_unreadable_since);
       var existence = down
         ? h(
@@ -1134,7 +1194,7 @@
           )
         : tr.exists
           ? h("span", null, "Still exists", tr.source === "live" ? h("span", { class: "muted", text: " (read from the cluster)" }) : null)
-          : h("span", null, h("strong", { text: "No longer exists" }), " — showing what the task recorded at its end");
+          : h("span", null, h("strong", { text: "No longer exists" }), sightText(tr) ? " — showing " + sightText(tr) : "");
       var when = toDate(tr.created_at) ? formatTime(tr.created_at) : null;
       var origin = tr.attached
         ? "Followed a job an earlier try created" + (when ? " (attached " + when + ")" : "")
@@ -1159,10 +1219,18 @@
             item("Replicas", replicaCounts(tr)),
             item("In the cluster", existence),
             item("Try", origin),
+            item("Try state", tryState(tr)),
             item("Connection", h("span", { class: "mono", text: tr.kubernetes_conn_id || "—" }))
           )
         )
       );
+    }
+
+    /** Airflow's state of the try, as its task instance (or its history) has it. */
+    function tryState(tr) {
+      if (!tr.airflow_state) return h("span", { class: "muted", text: tr.try_ended ? "Ended" : "—" });
+      var ended = tr.try_ended && toDate(tr.airflow_ended_at);
+      return h("span", null, words(tr.airflow_state), ended ? h("span", { class: "muted", text: " (ended " + formatTime(tr.airflow_ended_at) + ")" }) : null);
     }
 
     function replicaCounts(tr) {
@@ -1262,10 +1330,10 @@
               r.lead ? h("span", null, " ", h("span", { class: "tag", text: "lead" })) : null,
               selected ? h("span", { class: "visually-hidden", text: " (log shown below)" }) : null
             ),
-            h("td", null, h("span", { class: "mono", text: r.pod || "—" })),
+            h("td", null, h("span", { class: "mono", text: r.pod || "—" }), r.gone && tr.exists ? h("span", { class: "muted", text: " · gone", title: "Removed since; shown as the task recorded it" }) : null),
             h("td", null, r.phase ? badge(r.phase) : h("span", { class: "muted", text: "—" })),
             h("td", { class: "num" }, h("span", { class: r.restarts ? "tag warning" : "", text: String(r.restarts || 0) })),
-            h("td", null, exit),
+            h("td", null, exit, failureNote(r)),
             h("td", null, h("span", { class: "mono", text: r.node || "—" })),
             h(
               "td",
@@ -1315,7 +1383,7 @@
           h("h2", { id: "replicas-h", text: "Replicas" }),
           h(
             "span",
-            { class: "muted", style: "font-size:var(--text-xs);font-weight:400", text: tr.pods_gone && replicas.length ? "Pods gone; last exits from the training operator's events" : replicas.length ? "Select a row to show its log" : "" }
+            { class: "muted", style: "font-size:var(--text-xs);font-weight:400", text: tr.pods_gone && replicas.length ? "Pods gone; as the task recorded them, and the training operator's exit events" : replicas.length ? "Select a row to show its log" : "" }
           )
         ),
         body
@@ -1366,8 +1434,9 @@
         parts.logMeta.textContent = replica && replica.pod ? "pod " + replica.pod : "";
         replaceChildren(parts.logLive);
         showLogNote(
-          tr && tr.pods_gone
-            ? PODS_GONE + " Their logs went with them (the task's log has the lead replica's)."
+          replica && replica.gone
+            ? (tr.pods_gone ? PODS_GONE + " Their logs went with them" : "This pod is gone (removed since the task recorded it); its log went with it") +
+                " (the task's log has the lead replica's, and its error the failed replicas' last lines)."
             : tr && tr.exists
               ? "No pod to read a log from yet."
               : "No pod was recorded for this try."
