@@ -128,16 +128,18 @@ class PodsLeft:
 
 
 def pods_left(pods: Iterable[Pod], clean_pod_policy: str, *, job_deleted: bool) -> PodsLeft:
-    """What is left, in the job's pods as listed now, of the pods the end of the task removes: every pod when the
-    job is deleted (``on_finish``, or a job still running), else those the user's ``cleanPodPolicy`` removes
-    (:func:`~airflow_trainjob.pods.pods_to_clean`); and every pod being deleted, until it is gone.
+    """What is left, in the job's pods as listed now, of the pods the end of the task removes: those the user's
+    ``cleanPodPolicy`` removes (:func:`~airflow_trainjob.pods.pods_to_clean`), and when the job is deleted
+    (``on_finish``, or a job still running) every pod still Pending or Running too (its finished pods go with it by
+    garbage collection: none of them runs); and every pod being deleted, until it is gone.
 
     :param pods: the job's pods (owned by it), API JSON dicts.
     :param clean_pod_policy: the user's ``spec.runPolicy.cleanPodPolicy`` (:attr:`UserRunPolicy.clean_pod_policy`).
-    :param job_deleted: the task deleted the job: its pods go with it, whatever the policy.
+    :param job_deleted: the task deleted the job: its running pods go with it, whatever the policy.
     """
     pods = list(pods)
-    removed = pods if job_deleted else pods_to_clean(pods, clean_pod_policy)
+    cleaned = pods_to_clean(pods, clean_pod_policy)
+    removed = [p for p in pods if any(p is c for c in cleaned) or (job_deleted and is_active(p))]
     return PodsLeft(
         to_delete=[p for p in removed if not is_being_deleted(p)],
         stopping=[p for p in pods if is_being_deleted(p)],

@@ -108,8 +108,10 @@ END_PODS = [
         ("All", False, {"p", "r", "s", "f"}),
         ("Running", False, {"p", "r"}),
         ("None", False, set()),
-        ("None", True, {"p", "r", "s", "f"}),  # the job's deletion takes every pod, whatever the policy
-        ("Running", True, {"p", "r", "s", "f"}),
+        # The job's deletion stops its running pods, whatever the policy; its finished ones go by garbage collection.
+        ("None", True, {"p", "r"}),
+        ("Running", True, {"p", "r"}),
+        ("All", True, {"p", "r", "s", "f"}),
     ],
 )
 def test_pods_left_are_those_to_delete_and_those_still_stopping(policy, job_deleted, to_delete):
@@ -124,6 +126,7 @@ def test_pods_left_are_those_to_delete_and_those_still_stopping(policy, job_dele
     ("pods", "policy", "job_deleted"),
     [
         ([], "All", True),
+        ([pod("s", "Succeeded"), pod("f", "Failed")], "None", True),  # a deleted job's finished pods: its GC's
         ([pod("s", "Succeeded"), pod("f", "Failed")], "Running", False),  # Running keeps finished pods
         ([pod("r", "Running")], "None", False),  # None keeps every pod of a kept job
     ],

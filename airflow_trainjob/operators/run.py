@@ -922,13 +922,13 @@ class TrainingJobRun:
     ) -> None:
         """List the job's pods until none the cleanup removes is left (:func:`cleanup_hold.pods_left`), at most
         :data:`PODS_GONE_SECONDS`: delete those that appeared since ``listed`` (a controller whose cache lagged
-        created a replica's pod after the terminal transition) and those of a deleted job, and wait for the deleted
-        ones to be gone, so that no pod of the job runs on once the task has ended. Best effort: every deletion
+        created a replica's pod after the terminal transition) and the running ones of a deleted job, and wait for the
+        deleted ones to be gone, so that no pod of the job runs on once the task has ended. Best effort: every deletion
         is asked; a failed LIST or DELETE here is logged, never raised over the verdict.
 
         :param job: the job as the cleanup read it.
         :param clean_pod_policy: the user's ``cleanPodPolicy``.
-        :param job_deleted: the cleanup deleted the job: every pod of it goes.
+        :param job_deleted: the cleanup deleted the job: its running pods go too.
         :param listed: the pods the cleanup listed (and deleted as the policy says) before; None: it listed none
             (a job still running, deleted whole).
         """
@@ -946,9 +946,9 @@ class TrainingJobRun:
                 appeared = [p["metadata"]["name"] for p in left.to_delete if p["metadata"].get("uid") not in known]
                 if appeared:
                     self.log.info(
-                        "%s: deleting %s too: created after the cleanup listed the job's pods",
-                        job_ref(job),
+                        "Deleting %s of %s too: created after the cleanup listed the job's pods",
                         ", ".join(appeared),
+                        job_ref(job),
                     )
                 for pod in left.to_delete:
                     self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
@@ -959,11 +959,11 @@ class TrainingJobRun:
                 elapsed = time.monotonic() - started
                 if elapsed >= PODS_GONE_SECONDS:
                     self.log.warning(
-                        "%s: %s still stopping %g s after the task deleted them; their deletion stands "
+                        "Pods of %s still stopping %g s after the task deleted them: %s; their deletion stands "
                         "(the kubelet kills a container terminationGracePeriodSeconds after it was asked to stop)",
                         job_ref(job),
-                        ", ".join(p["metadata"]["name"] for p in left.to_delete + left.stopping),
                         PODS_GONE_SECONDS,
+                        ", ".join(p["metadata"]["name"] for p in left.to_delete + left.stopping),
                     )
                     return
                 time.sleep(min(pause, PODS_GONE_SECONDS - elapsed))
@@ -973,7 +973,7 @@ class TrainingJobRun:
             return
         if waited_for:
             self.log.info(
-                "%s: pods stopped and gone after %.1f s: %s",
+                "Pods of %s stopped and gone after %.1f s: %s",
                 job_ref(job),
                 time.monotonic() - started,
                 ", ".join(sorted(waited_for)),

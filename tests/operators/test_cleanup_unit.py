@@ -105,7 +105,7 @@ def test_the_task_ends_once_the_pods_it_deleted_are_gone(clock, log_text):
     run.complete(event)
     assert hook.pods == {}  # the Worker stopped, and the finished Master (All) went too
     assert clock.sleeps == [0.2, 0.4]  # LISTs after 0.2 s, then twice as long each time
-    assert f"{REF}: pods stopped and gone after 0.6 s: {NAME}-master-0, {NAME}-worker-0" in log_text()
+    assert f"Pods of {REF} stopped and gone after 0.6 s: {NAME}-master-0, {NAME}-worker-0" in log_text()
     assert f"Keeping Succeeded {REF} for inspection" in log_text()
 
 
@@ -131,7 +131,7 @@ def test_a_deleted_jobs_pods_are_deleted_by_the_task_and_waited_for(clock, log_t
     assert hook.called("delete_pod") == [("delete_pod", NS, f"{NAME}-master-0", master["metadata"]["uid"])]
     assert f"Deleting {REF} (not finished)" in log_text()
     assert clock.sleeps == [0.2, 0.4]  # deleted at the first LIST, gone at the third
-    assert f"{REF}: pods stopped and gone after 0.6 s: {NAME}-master-0" in log_text()
+    assert f"Pods of {REF} stopped and gone after 0.6 s: {NAME}-master-0" in log_text()
 
 
 def test_a_pod_created_after_the_cleanup_listed_the_pods_is_deleted_too(clock, log_text):
@@ -147,7 +147,7 @@ def test_a_pod_created_after_the_cleanup_listed_the_pods_is_deleted_too(clock, l
     hook.delete_pod = delete_after_a_late_create
     run.complete(event)
     assert hook.pods == {}
-    assert f"{REF}: deleting {NAME}-worker-1 too: created after the cleanup listed the job's pods" in log_text()
+    assert f"Deleting {NAME}-worker-1 of {REF} too: created after the cleanup listed the job's pods" in log_text()
 
 
 def test_pods_still_stopping_after_the_bound_are_named_and_the_verdict_stands(clock, log_text):
@@ -157,8 +157,8 @@ def test_pods_still_stopping_after_the_bound_are_named_and_the_verdict_stands(cl
     assert sum(clock.sleeps) == pytest.approx(run_module.PODS_GONE_SECONDS)
     assert lists(hook) <= run_module.PODS_GONE_SECONDS + 5  # about one LIST a second
     assert (
-        f"{REF}: {NAME}-master-0, {NAME}-worker-0 still stopping 60 s after the task deleted them; their deletion "
-        "stands"
+        f"Pods of {REF} still stopping 60 s after the task deleted them: {NAME}-master-0, {NAME}-worker-0; their "
+        "deletion stands"
     ) in log_text()
 
 

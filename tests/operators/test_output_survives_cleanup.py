@@ -158,9 +158,11 @@ def test_a_pod_that_stops_slowly_is_gone_when_the_task_ends(mode, ti, namespace,
     assert live_pods(core_v1, namespace, name) == {}  # the stopping Worker too: no pod left once the task ended
     out = capfd.readouterr().out
     assert f"stopping {name}-worker-0 (pods deleted), as cleanPodPolicy All asks" in out
-    (gone,) = [line for line in out.splitlines() if f"{name}: pods stopped and gone after" in line]
+    (gone,) = [
+        line for line in out.splitlines() if f"Pods of PyTorchJob {namespace}/{name} stopped and gone after" in line
+    ]
     assert f"{name}-worker-0" in gone, gone
-    waited = float(gone.split("pods stopped and gone after ")[1].split(" s")[0])
+    waited = float(gone.split("stopped and gone after ")[1].split(" s")[0])
     print(f"{mode}: the task waited {waited:.1f} s for the Worker to stop ({SLOW_STOP:g} s to end after SIGTERM)")
 
 
@@ -234,8 +236,8 @@ def test_a_pod_created_after_the_cleanup_listed_the_pods_is_gone_when_the_task_e
     assert live_pods(core_v1, namespace, summary["name"]) == {}  # the late pod too: no pod left
     out = capfd.readouterr().out
     if on_finish == "keep_job":  # a deleted job's pods go with it: the garbage collector may delete it first
-        assert f"deleting {made[0]} too: created after the cleanup listed the job's pods" in out
-    (gone,) = [line for line in out.splitlines() if "pods stopped and gone after" in line]
+        assert f"Deleting {made[0]} of PyTorchJob {namespace}/{summary['name']} too: created after the cleanup" in out
+    (gone,) = [line for line in out.splitlines() if "stopped and gone after" in line]
     assert made[0] in gone, gone
     print(gone)
     print(f"{mode}, {on_finish}: checked {time.monotonic() - ended:.2f} s after the task ended")
