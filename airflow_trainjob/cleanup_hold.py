@@ -138,8 +138,8 @@ def pods_left(pods: Iterable[Pod], clean_pod_policy: str, *, job_deleted: bool) 
     :param job_deleted: the task deleted the job: its running pods go with it, whatever the policy.
     """
     pods = list(pods)
-    cleaned = pods_to_clean(pods, clean_pod_policy)
-    removed = [p for p in pods if any(p is c for c in cleaned) or (job_deleted and is_active(p))]
+    cleaned = {id(p) for p in pods_to_clean(pods, clean_pod_policy)}
+    removed = [p for p in pods if id(p) in cleaned or (job_deleted and is_active(p))]
     return PodsLeft(
         to_delete=[p for p in removed if not is_being_deleted(p)],
         stopping=[p for p in pods if is_being_deleted(p)],
