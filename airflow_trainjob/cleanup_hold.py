@@ -12,6 +12,10 @@ asked for on the job (annotation :data:`ANNOTATION_HELD_RUN_POLICY`), and applie
 2. When the task ends, the rest of the policy (finished pods too, for ``All``: :func:`pods.pods_to_clean`) and
    ``on_finish``; a job that is kept gets its ``runPolicy`` back as the user wrote it (:func:`release_patch`),
    so the controller applies the TTL from the job's ``completionTime``, as it would have.
+3. Before the task ends, the pods it removed are gone (:func:`pods_left`): a deleted pod runs on until the kubelet
+   has stopped its containers, and a pod may appear after the task listed them (a controller whose cache lagged
+   creates a replica's pod after the terminal transition), so the task lists them again until none it removes is
+   left, deleting those that appeared.
 
 Pure functions over API JSON dicts; the operator and the trigger do the calls.
 """
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_trainjob.constants import LABEL_PREFIX, CleanPodPolicy
-from airflow_trainjob.pods import Pod, is_active
+from airflow_trainjob.pods import Pod, is_active, is_being_deleted, pods_to_clean
 
 #: The user's ``cleanPodPolicy`` and ``ttlSecondsAfterFinished`` while the provider holds them, as JSON.
 ANNOTATION_HELD_RUN_POLICY = f"{LABEL_PREFIX}/held-run-policy"
@@ -104,6 +108,42 @@ def pods_to_stop(pods: Iterable[Pod], policy: UserRunPolicy) -> list[Pod]:
     if not policy.held or policy.clean_pod_policy not in (CleanPodPolicy.RUNNING, CleanPodPolicy.ALL):
         return []
     return [p for p in pods if is_active(p)]
+
+
+@dataclass(frozen=True)
+class PodsLeft:
+    """What is left of the pods the end of the task removes.
+
+    :param to_delete: pods to delete now: the cleanup removes them and nobody has asked for their deletion yet.
+    :param stopping: pods whose deletion was asked (``metadata.deletionTimestamp``) that are not gone yet.
+    """
+
+    to_delete: list[Pod]
+    stopping: list[Pod]
+
+    @property
+    def done(self) -> bool:
+        """True when no pod the cleanup removes is left: none to delete, none still stopping."""
+        return not self.to_delete and not self.stopping
+
+
+def pods_left(pods: Iterable[Pod], clean_pod_policy: str, *, job_deleted: bool) -> PodsLeft:
+    """What is left, in the job's pods as listed now, of the pods the end of the task removes: those the user's
+    ``cleanPodPolicy`` removes (:func:`~airflow_trainjob.pods.pods_to_clean`), and when the job is deleted
+    (``on_finish``, or a job still running) every pod still Pending or Running too (its finished pods go with it by
+    garbage collection: none of them runs); and every pod being deleted, until it is gone.
+
+    :param pods: the job's pods (owned by it), API JSON dicts.
+    :param clean_pod_policy: the user's ``spec.runPolicy.cleanPodPolicy`` (:attr:`UserRunPolicy.clean_pod_policy`).
+    :param job_deleted: the task deleted the job: its running pods go with it, whatever the policy.
+    """
+    pods = list(pods)
+    cleaned = {id(p) for p in pods_to_clean(pods, clean_pod_policy)}
+    removed = [p for p in pods if id(p) in cleaned or (job_deleted and is_active(p))]
+    return PodsLeft(
+        to_delete=[p for p in removed if not is_being_deleted(p)],
+        stopping=[p for p in pods if is_being_deleted(p)],
+    )
 
 
 def release_patch(job: Mapping[str, Any]) -> dict[str, Any] | None:

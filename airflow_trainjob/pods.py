@@ -70,6 +70,15 @@ def is_finished(pod: Pod) -> bool:
     return phase_of(pod) in (PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 
+def is_being_deleted(pod: Pod) -> bool:
+    """True once the pod's deletion was asked (``metadata.deletionTimestamp``) and until it is gone: its containers
+    are being stopped (within ``terminationGracePeriodSeconds``), or have been and the kubelet has yet to remove it.
+
+    :param pod: the pod, an API JSON dict.
+    """
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
 def replica_of(pod: Pod, kind: JobKind) -> tuple[str, int]:
     """``(replica type in the API's spelling, index)`` from the operator's labels on the pod.
 

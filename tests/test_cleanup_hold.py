@@ -1,4 +1,5 @@
-"""The cleanup hold: what is sent, what the user asked for, which pods stop at the terminal transition."""
+"""The cleanup hold: what is sent, what the user asked for, which pods stop at the terminal transition, which are
+left for the end of the task."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from airflow_trainjob.cleanup_hold import (
     ANNOTATION_HELD_RUN_POLICY,
     UserRunPolicy,
     hold,
+    pods_left,
     pods_to_stop,
     release_patch,
     user_run_policy,
@@ -24,8 +26,9 @@ def manifest(**run_policy) -> dict:
     }
 
 
-def pod(name: str, phase: str) -> dict:
-    return {"metadata": {"name": name}, "status": {"phase": phase}}
+def pod(name: str, phase: str, deleting: bool = False) -> dict:
+    deletion = {"deletionTimestamp": "2026-01-01T00:00:30Z"} if deleting else {}
+    return {"metadata": {"name": name, **deletion}, "status": {"phase": phase}}
 
 
 @pytest.mark.parametrize(
@@ -86,3 +89,48 @@ def test_release_gives_the_run_policy_back_and_drops_the_annotation():
     }
     no_ttl = release_patch(hold(manifest(cleanPodPolicy="Running")))
     assert no_ttl["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "ttlSecondsAfterFinished": None}
+
+
+#: A job's pods at the end of the task: pending, running, finished, and one of each being deleted.
+END_PODS = [
+    pod("p", "Pending"),
+    pod("r", "Running"),
+    pod("s", "Succeeded"),
+    pod("f", "Failed"),
+    pod("r-stopping", "Running", deleting=True),
+    pod("f-stopped", "Failed", deleting=True),
+]
+
+
+@pytest.mark.parametrize(
+    ("policy", "job_deleted", "to_delete"),
+    [
+        ("All", False, {"p", "r", "s", "f"}),
+        ("Running", False, {"p", "r"}),
+        ("None", False, set()),
+        # The job's deletion stops its running pods, whatever the policy; its finished ones go by garbage collection.
+        ("None", True, {"p", "r"}),
+        ("Running", True, {"p", "r"}),
+        ("All", True, {"p", "r", "s", "f"}),
+    ],
+)
+def test_pods_left_are_those_to_delete_and_those_still_stopping(policy, job_deleted, to_delete):
+    left = pods_left(END_PODS, policy, job_deleted=job_deleted)
+    assert {p["metadata"]["name"] for p in left.to_delete} == to_delete
+    # A pod whose deletion was asked is waited for until it is gone, whether it still runs or not.
+    assert {p["metadata"]["name"] for p in left.stopping} == {"r-stopping", "f-stopped"}
+    assert not left.done
+
+
+@pytest.mark.parametrize(
+    ("pods", "policy", "job_deleted"),
+    [
+        ([], "All", True),
+        ([pod("s", "Succeeded"), pod("f", "Failed")], "None", True),  # a deleted job's finished pods: its GC's
+        ([pod("s", "Succeeded"), pod("f", "Failed")], "Running", False),  # Running keeps finished pods
+        ([pod("r", "Running")], "None", False),  # None keeps every pod of a kept job
+    ],
+)
+def test_nothing_left_when_no_pod_goes_and_none_is_stopping(pods, policy, job_deleted):
+    left = pods_left(pods, policy, job_deleted=job_deleted)
+    assert left.done and left.to_delete == [] and left.stopping == []

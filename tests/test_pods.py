@@ -10,6 +10,7 @@ from airflow_trainjob.pods import (
     container_ends,
     ends_from_events,
     is_active,
+    is_being_deleted,
     is_finished,
     lead_pod,
     phase_of,
@@ -115,3 +116,16 @@ def test_pod_phase_classes(status, phase, active, finished):
     pod = {"metadata": {"name": "p"}, "status": status}
     assert phase_of(pod) == phase
     assert (is_active(pod), is_finished(pod)) == (active, finished)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "being_deleted"),
+    [
+        ({"name": "p"}, False),
+        ({"name": "p", "deletionTimestamp": None}, False),
+        ({"name": "p", "deletionTimestamp": "2026-01-01T00:00:30Z"}, True),  # asked to stop, not gone yet
+        ({}, False),
+    ],
+)
+def test_is_being_deleted_reads_the_deletion_timestamp(metadata, being_deleted):
+    assert is_being_deleted({"metadata": metadata, "status": {"phase": "Running"}}) is being_deleted

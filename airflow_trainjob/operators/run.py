@@ -63,7 +63,7 @@ from airflow_trainjob.admission import (
     queue_state,
 )
 from airflow_trainjob.api_errors import one_line
-from airflow_trainjob.cleanup_hold import pods_to_stop, release_patch, user_run_policy
+from airflow_trainjob.cleanup_hold import pods_left, pods_to_stop, release_patch, user_run_policy
 from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_TRY_NUMBER
 from airflow_trainjob.exceptions import (
     JobDeletedError,
@@ -115,6 +115,12 @@ POD_LOOK_SECONDS = 60.0
 #: Seconds the status polling rides out an API that keeps failing transiently (an apiserver restart, a long
 #: run of 5xx/resets) after each call's own retries are spent, before the task fails with the last error.
 API_OUTAGE_TOLERANCE = 300.0
+#: Seconds the end of the task waits for the pods it removed to be gone (their containers stopped and the pods
+#: removed by the kubelet): above the default ``terminationGracePeriodSeconds`` (30 s), after which the kubelet kills
+#: a container that ignores SIGTERM. A pod still there then is named in a warning; its deletion stands.
+PODS_GONE_SECONDS = 60.0
+#: Seconds between the end of the task's LISTs of the pods it waits for: the first, doubled up to the last.
+PODS_GONE_POLL_SECONDS = (0.2, 1.0)
 
 
 @dataclass(frozen=True)
@@ -924,6 +930,68 @@ class TrainingJobRun:
 
     # ---- cleanup -----------------------------------------------------------------------------------
 
+    def _remove_pods_left(
+        self, job: dict[str, Any], clean_pod_policy: str, *, job_deleted: bool, listed: list[dict[str, Any]] | None
+    ) -> None:
+        """List the job's pods until none the cleanup removes is left (:func:`cleanup_hold.pods_left`), at most
+        :data:`PODS_GONE_SECONDS`: delete those that appeared since ``listed`` (a controller whose cache lagged
+        created a replica's pod after the terminal transition) and the running ones of a deleted job, and wait for the
+        deleted ones to be gone, so that no pod of the job runs on once the task has ended. Best effort: every deletion
+        is asked; a failed LIST or DELETE here is logged, never raised over the verdict.
+
+        :param job: the job as the cleanup read it.
+        :param clean_pod_policy: the user's ``cleanPodPolicy``.
+        :param job_deleted: the cleanup deleted the job: its running pods go too.
+        :param listed: the pods the cleanup listed (and deleted as the policy says) before; None: it listed none
+            (a job still running, deleted whole).
+        """
+        meta = job["metadata"]
+        name, namespace, uid = meta["name"], meta["namespace"], meta.get("uid")
+        known = None if listed is None else {p["metadata"].get("uid") for p in listed}
+        started = time.monotonic()
+        pause, longest = PODS_GONE_POLL_SECONDS
+        waited_for: set[str] = set()
+        try:
+            while True:
+                pods = [p for p in self.hook.list_job_pods(name, namespace) if owned_by(p, uid)]
+                left = pods_left(pods, clean_pod_policy, job_deleted=job_deleted)
+                known = known if known is not None else {p["metadata"].get("uid") for p in pods}
+                appeared = [p["metadata"]["name"] for p in left.to_delete if p["metadata"].get("uid") not in known]
+                if appeared:
+                    self.log.info(
+                        "Deleting %s of %s too: created after the cleanup listed the job's pods",
+                        ", ".join(appeared),
+                        job_ref(job),
+                    )
+                for pod in left.to_delete:
+                    self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
+                known.update(p["metadata"].get("uid") for p in pods)
+                if left.done:
+                    break
+                waited_for.update(p["metadata"]["name"] for p in left.to_delete + left.stopping)
+                elapsed = time.monotonic() - started
+                if elapsed >= PODS_GONE_SECONDS:
+                    self.log.warning(
+                        "Pods of %s still stopping %g s after the task deleted them: %s; their deletion stands "
+                        "(the kubelet kills a container terminationGracePeriodSeconds after it was asked to stop)",
+                        job_ref(job),
+                        PODS_GONE_SECONDS,
+                        ", ".join(p["metadata"]["name"] for p in left.to_delete + left.stopping),
+                    )
+                    return
+                time.sleep(min(pause, PODS_GONE_SECONDS - elapsed))
+                pause = min(pause * 2, longest)
+        except Exception as e:
+            self.log.warning("Could not make sure the pods of %s are gone (%s)", job_ref(job), one_line(e))
+            return
+        if waited_for:
+            self.log.info(
+                "Pods of %s stopped and gone after %.1f s: %s",
+                job_ref(job),
+                time.monotonic() - started,
+                ", ".join(sorted(waited_for)),
+            )
+
     def _stop_follower(self, drain: bool = False) -> None:
         follower, self._follower = self._follower, None
         if follower is not None:
@@ -947,7 +1015,8 @@ class TrainingJobRun:
 
     def _cleanup(self, outcome: str) -> None:
         """Apply ``cleanPodPolicy`` to the job's pods, then ``on_finish`` to the job. A job that is
-        still running is deleted whatever ``on_finish`` says. Touches only this task instance's job."""
+        still running is deleted whatever ``on_finish`` says. Except when Airflow stopped the task, the pods removed
+        are gone when this returns (:meth:`_remove_pods_left`). Touches only this task instance's job."""
         job, self._job = self._job, None  # once: kill() and the wait's way out may both get here
         if job is None:
             return
@@ -974,14 +1043,18 @@ class TrainingJobRun:
             return
         policy = user_run_policy(current)
         running = not conditions.is_terminal(current.get("status"))
+        deleting = (
+            running or on_finish == "delete_job" or (on_finish == "delete_succeeded_job" and outcome == "succeeded")
+        )
         left_running: list[str] = []
-        if not running:  # a running job goes whole (its pods by garbage collection): no pod dies before it
-            pods = [p for p in self.hook.list_job_pods(name, namespace) if owned_by(p, uid)]
-            cleaned = pods_to_clean(pods, policy.clean_pod_policy)
+        listed: list[dict[str, Any]] | None = None
+        if not running:  # a running job goes whole, its pods after it: none dies before it (it would be restarted)
+            listed = [p for p in self.hook.list_job_pods(name, namespace) if owned_by(p, uid)]
+            cleaned = pods_to_clean(listed, policy.clean_pod_policy)
             for pod in cleaned:
                 self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
-            left_running = [p["metadata"]["name"] for p in pods if p not in cleaned and is_active(p)]
-        if running or on_finish == "delete_job" or (on_finish == "delete_succeeded_job" and outcome == "succeeded"):
+            left_running = [p["metadata"]["name"] for p in listed if p not in cleaned and is_active(p)]
+        if deleting:
             self.log.info(
                 "Deleting %s %s/%s (%s)%s",
                 kind,
@@ -991,6 +1064,9 @@ class TrainingJobRun:
                 f"; its pods still running stop with it: {', '.join(left_running)}" if left_running else "",
             )
             self.hook.delete_job(kind, name, namespace, uid=uid)
+        if not self._stopped_by_airflow:  # on_kill has seconds before Airflow kills the process: deletions are asked
+            self._remove_pods_left(current, policy.clean_pod_policy, job_deleted=deleting, listed=listed)
+        if deleting:
             return
         patch = release_patch(current)
         if patch is not None:
