@@ -6,7 +6,10 @@ database, so the UI can show a try's job after the job itself is gone (``on_fini
 :data:`RECORD_KEY` it holds a JSON list of :class:`JobRecord`, latest try first, at most :data:`MAX_TRIES`:
 written when a try creates or attaches to its job (:meth:`JobRecorder.started`) and again when the try ends, by
 any road (:meth:`JobRecorder.ended`), with the job, its pods and its events as they were then, trimmed
-(:func:`trim_job`, :func:`trim_pod`, :func:`trim_event`).
+(:func:`trim_job`, :func:`trim_pod`, :func:`trim_event`). A record also says which series of tries it belongs to
+(:class:`TrySeries`: the tries between two clears) and, for a success, the summary the try returned: what a retry
+of the same series returns instead of training again (:mod:`airflow_trainjob.earlier_success`,
+:meth:`JobRecorder.reused`).
 
 Retention: :data:`NEVER_EXPIRE` ties the record to the DAG run it describes. Its rows go with the run (the
 store's foreign key to ``dag_run`` cascades; ``airflow db clean`` deletes them with the run's task instances),
@@ -23,6 +26,7 @@ kept within ``[core] max_templated_field_length`` for the task's rendered templa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -70,6 +74,46 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+class TrySeries(_Record):
+    """Which series of tries of a task instance a try belongs to: the tries between two clears. A retry keeps both
+    numbers; a clear changes at least one of them.
+
+    :param clear_number: the DAG run's ``clear_number`` (Airflow adds 1 each time tasks of the run are cleared and
+        the run is reset: the UI's Clear, ``clearTaskInstances`` with ``reset_dag_runs``, the default); None when the
+        context has no DAG run.
+    :param max_tries: the task instance's ``max_tries`` (Airflow sets it to ``try_number + retries`` at every clear,
+        including one that leaves the run alone); None when the context's task instance has none.
+    """
+
+    clear_number: int | None = None
+    max_tries: int | None = None
+
+    @classmethod
+    def from_context(cls, context: Mapping[str, Any]) -> TrySeries:
+        """The series of the try an Airflow task context describes.
+
+        :param context: the task context (``dag_run.clear_number``, ``ti.max_tries``).
+        """
+        return cls(
+            clear_number=_int_or_none(getattr(context.get("dag_run"), "clear_number", None)),
+            max_tries=_int_or_none(getattr(context.get("ti"), "max_tries", None)),
+        )
+
+    def same_as(self, other: TrySeries) -> bool:
+        """Both numbers equal: the two tries are of one series (no clear between them).
+
+        :param other: another try's series."""
+        return (self.clear_number, self.max_tries) == (other.clear_number, other.max_tries)
+
+    def describe(self) -> str:
+        """``clear_number 0, max_tries 2``: the numbers as Airflow names them."""
+        return f"clear_number {self.clear_number}, max_tries {self.max_tries}"
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 class FinalState(_Record):
     """How a try ended, and its job as it was then.
 
@@ -82,6 +126,8 @@ class FinalState(_Record):
     :param pods: its pods (:func:`trim_pod`), at most :data:`MAX_PODS`.
     :param events: the events of the job and its pods (:func:`trim_event`), at most :data:`MAX_EVENTS`, newest
         last.
+    :param summary: after a success, the summary the try returned (its XCom ``return_value``), redacted; None
+        otherwise.
     """
 
     ended_at: str
@@ -90,6 +136,7 @@ class FinalState(_Record):
     job: dict[str, Any] | None = None
     pods: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
+    summary: dict[str, Any] | None = None
 
 
 class JobRecord(_Record):
@@ -107,6 +154,11 @@ class JobRecord(_Record):
     :param final: how the try ended; None while it runs (or when it ended without a word: a killed worker).
     :param omitted: what was left out of this record to keep the list within ``[state_store]
         max_value_storage_bytes`` (``events``, ``pods``, ``manifest_yaml``).
+    :param series: the series of tries the try belongs to (:class:`TrySeries`); None in a record written by an
+        earlier version of this provider, which did not note it.
+    :param spec_sha256: :func:`spec_digest` of the job this try built (None: not built).
+    :param reused_from_try: the try whose job's success this try returned instead of training again (None: it
+        created or followed a job).
     """
 
     try_number: int
@@ -120,6 +172,9 @@ class JobRecord(_Record):
     manifest_yaml: str | None = None
     final: FinalState | None = None
     omitted: list[str] = []
+    series: TrySeries | None = None
+    spec_sha256: str | None = None
+    reused_from_try: int | None = None
 
 
 def read_records(value: Any) -> list[JobRecord]:
@@ -251,6 +306,16 @@ def outcome_of(error: BaseException | None, *, stopped: bool = False) -> Outcome
 def now_iso() -> str:
     """The current time, ISO-8601 UTC with a ``Z``, to the second."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def spec_digest(manifest: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of the job's ``kind`` and ``spec``: what it trains, not which try sent it (the try's labels and
+    annotations are in ``metadata``). Two tries that built the same job have the same digest.
+
+    :param manifest: the job object as built (a JSON dict).
+    """
+    canonical = json.dumps({"kind": manifest.get("kind"), "spec": manifest.get("spec")}, sort_keys=True, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 # ---- the manifest as text ---------------------------------------------------------------------------------------
@@ -410,13 +475,22 @@ class JobRecorder:
     :param identity: the task instance and try.
     :param kubernetes_conn_id: the connection the try uses.
     :param log: the task's logger.
+    :param series: the series of tries this try belongs to (:meth:`TrySeries.from_context`), noted in its record.
     """
 
-    def __init__(self, store: Any, identity: TaskInstanceIdentity, kubernetes_conn_id: str | None, log: Any) -> None:
+    def __init__(
+        self,
+        store: Any,
+        identity: TaskInstanceIdentity,
+        kubernetes_conn_id: str | None,
+        log: Any,
+        series: TrySeries | None = None,
+    ) -> None:
         self.store = store
         self.identity = identity
         self.kubernetes_conn_id = kubernetes_conn_id
         self.log = log
+        self.series = series or TrySeries()
 
     @property
     def enabled(self) -> bool:
@@ -449,6 +523,8 @@ class JobRecorder:
                 created_at=now_iso(),
                 attached=attached,
                 manifest_yaml=sent or (manifest_text(manifest) if manifest else None),
+                series=self.series,
+                spec_sha256=spec_digest(manifest) if manifest else None,
             )
             return [record, *(r for r in records if r.try_number != record.try_number)]
 
@@ -462,6 +538,7 @@ class JobRecorder:
         events: Iterable[Mapping[str, Any]] = (),
         *,
         message: str | None = None,
+        summary: Mapping[str, Any] | None = None,
         wait_seconds: float | None = None,
     ) -> None:
         """This try ended: record how, with its job as it was then.
@@ -471,6 +548,7 @@ class JobRecorder:
         :param pods: its pods as last read (API JSON).
         :param events: the events about the job and its pods (API JSON).
         :param message: the try's error.
+        :param summary: after a success, the summary the try returns (its XCom ``return_value``).
         :param wait_seconds: write from another thread and wait at most this long (``on_kill`` runs in a signal
             handler, which may have interrupted the task's own call to the store); None: write here.
         """
@@ -482,6 +560,7 @@ class JobRecorder:
             job=trim_job(job) if job else None,
             pods=chosen_pods(pods, kind),
             events=newest_events(events),
+            summary=_redacted(dict(summary)) if summary is not None else None,
         )
 
         def change(records: list[JobRecord]) -> list[JobRecord]:
@@ -499,6 +578,7 @@ class JobRecorder:
                     uid=meta.get("uid"),
                     created_at=str(meta.get("creationTimestamp") or now_iso()),
                     attached=not self.identity.created_by_this_try(job),
+                    series=self.series,
                 )
             mine.final = final
             return [mine, *(r for r in records if r.try_number != mine.try_number)]
@@ -512,6 +592,49 @@ class JobRecorder:
         writer.join(wait_seconds)
         if writer.is_alive():
             self.log.warning("Could not record %s within %.0f s: the store did not answer", what, wait_seconds)
+
+    def reused(
+        self,
+        source: JobRecord,
+        succeeded_try: int,
+        summary: Mapping[str, Any],
+        job: Mapping[str, Any] | None,
+    ) -> None:
+        """This try returned the success of an earlier try's job instead of training again: record it as a try that
+        succeeded with that job, ``reused_from_try`` naming the try whose job it was.
+
+        :param source: the earlier try's record (its job, manifest and, when it recorded its end, the job's last
+            state, pods and events).
+        :param succeeded_try: the try whose job succeeded (``source``'s, or the one ``source`` reused in turn).
+        :param summary: the summary this try returns (its XCom ``return_value``).
+        :param job: the job as read now, when it still exists (API JSON); None: as ``source`` recorded it.
+        """
+        earlier = source.final
+        final = FinalState(
+            ended_at=now_iso(),
+            outcome="succeeded",
+            job=trim_job(job) if job else earlier.job if earlier else None,
+            pods=earlier.pods if earlier else [],
+            events=earlier.events if earlier else [],
+            summary=_redacted(dict(summary)),
+        )
+        record = source.model_copy(
+            update={
+                "try_number": self.identity.try_number,
+                "kubernetes_conn_id": self.kubernetes_conn_id,
+                "created_at": now_iso(),
+                "attached": True,
+                "final": final,
+                "series": self.series,
+                "reused_from_try": succeeded_try,
+            },
+            deep=True,
+        )
+
+        def change(records: list[JobRecord]) -> list[JobRecord]:
+            return [record, *(r for r in records if r.try_number != record.try_number)]
+
+        self._update(change, f"that try {self.identity.try_number} returned the success of try {succeeded_try}")
 
     def _update(self, change: Callable[[list[JobRecord]], list[JobRecord]], what: str) -> None:
         if not self.enabled:
