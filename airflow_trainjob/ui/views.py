@@ -552,6 +552,8 @@ def try_view(
         "uid": meta.get("uid") or record.get("uid"),
         "created_at": stamp(record.get("created_at")),
         "attached": bool(record.get("attached")),
+        # This try returned the success of that try's job instead of training again (Airflow ran it after the success).
+        "reused_from_try": record.get("reused_from_try"),
         "exists": exists,
         "source": source,
         "phase": phase,
