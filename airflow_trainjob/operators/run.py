@@ -335,12 +335,17 @@ class TrainingJobRun:
             if decision.reason:
                 self.log.info("%s", decision.reason)
             return None
-        self._earlier = decision
         job = self._recorded_job(decision.source)
+        if job is None and decision.summary is None:
+            # Gone, and its try had not recorded its end when the records were read. A try records its end before
+            # its cleanup deletes the job, so if that try (still running: Airflow ran this one beside it) deleted
+            # it, the records say so now.
+            decision = decide(recorder.records(), self.identity.try_number, recorder.series, spec_digest(self.manifest))
+            if isinstance(decision, StartOver) or decision.summary is None:
+                return None  # no word of how it ended: trains again
+        self._earlier = decision
         if job is not None and not conditions.is_succeeded(job.get("status")):
             return None  # its try was lost while it ran: followed as usual (a failed one is replaced)
-        if job is None and decision.summary is None:
-            return None  # gone, and no word of how it ended: trains again
         return self._return_earlier(decision, job)
 
     def _return_earlier(self, decision: Reuse, job: dict[str, Any] | None) -> dict[str, Any]:

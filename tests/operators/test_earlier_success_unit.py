@@ -10,13 +10,14 @@ The cluster-side versions (the worker SIGKILLed right after the cleanup, against
 
 from __future__ import annotations
 
+import logging
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from airflow.providers.common.compat.sdk import TaskDeferred
 
-from airflow_trainjob.job_record import RECORD_KEY, JobRecord, read_records
+from airflow_trainjob.job_record import RECORD_KEY, JobRecord, JobRecorder, TrySeries, read_records
 from airflow_trainjob.links.training_job import TrainingJobLink
 from airflow_trainjob.operators.run import JOB_NOT_REUSED, RunSettings, TrainingJobRun, job_summary
 from airflow_trainjob.operators.training_job import TrainingJobOperator
@@ -33,6 +34,7 @@ SUCCEEDED = job_status(
     "Created", "Running", "Succeeded", end="2026-01-01T00:01:30Z", replica_statuses={"Master": {"succeeded": 1}}
 )
 MODES = ["synchronous", "deferred"]
+LOG = logging.getLogger("tests.earlier_success_unit")
 NOT_AGAIN = f"Not training again: try 1's PyTorchJob {NS}/{NAME} succeeded (completed 2026-01-01T00:01:30Z)"
 
 
@@ -256,6 +258,31 @@ def test_a_lost_try_whose_job_succeeds_right_after_the_first_look(hook, mode, ca
         assert f"Attaching to PyTorchJob {NS}/{NAME}, Succeeded, created by try 1" in capfd.readouterr().out
         assert not hook.called("delete_job")  # not replaced
     assert len(hook.called("create_job")) == 1 + (mode == "deferred")  # deferred: try 2's create met a 409
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_earlier_try_ends_beside_this_one(hook, mode, capfd):
+    """Airflow runs try 2 while try 1's resumed task still finishes (the scheduler failed try 1 on a stale executor
+    event): try 2 reads the records before try 1 has recorded its end, then finds the job gone, deleted by try 1's
+    cleanup, which comes after its record. Reading the records again finds the success."""
+    store = FakeTaskStateStore()
+    ctx = context(store, 1)
+    operator(hook, mode).submit_job(ctx)
+    hook.set_status(NAME, SUCCEEDED)
+    expected = job_summary(hook.job(NAME))
+    first = JobRecorder(
+        store, TaskInstanceIdentity.from_context(ctx), "kubernetes_default", LOG, TrySeries(clear_number=0, max_tries=2)
+    )
+
+    def try_1_ends(h: FakeTrainingJobHook) -> None:  # its record, then its cleanup: before try 2's read answers
+        first.ended("succeeded", h.job(NAME), summary=expected)
+        h.remove_job(NAME)
+
+    hook.on_get(try_1_ends)
+    capfd.readouterr()
+    assert operator(hook, mode).execute(context(store, 2)) == expected
+    assert len(hook.called("create_job")) == 1
+    assert f"{NOT_AGAIN}, and this is try 2" in capfd.readouterr().out
 
 
 @pytest.mark.parametrize("mode", MODES)
