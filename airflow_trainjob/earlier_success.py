@@ -7,6 +7,9 @@ Airflow can run a task instance again after its training job has succeeded:
   deletes the job (``on_finish="delete_succeeded_job"``) and pushes its XCom; then the scheduler logs
   ``... finished with state success, but the task instance's state attribute is running`` and fails the task, and
   it is retried;
+- its variant where the deferring worker's exit reaches the scheduler after the trigger fired (``... finished with
+  state success, but the task instance's state attribute is queued``): the resume never runs, and Airflow runs the
+  task's ``execute`` again, in a new try or in the same one;
 - a worker lost after the job succeeded, during or after the try's cleanup, before the task runner reported the
   success.
 
@@ -26,7 +29,7 @@ from airflow_trainjob.job_record import JobRecord, TrySeries
 
 #: Why Airflow runs a task instance again after its job succeeded, for the task log.
 WHY_AGAIN = (
-    "Airflow ran the task again after that success (the scheduler's race after a deferred task resumes, "
+    "Airflow ran the task again after that success (the scheduler's race around a deferred task's resume, "
     "apache/airflow#72716, or a worker lost before it reported the success)"
 )
 
@@ -67,9 +70,10 @@ def _job(record: JobRecord) -> str:
 def decide(
     records: Iterable[JobRecord], try_number: int, series: TrySeries, spec_sha256: str | None
 ) -> Reuse | StartOver:
-    """Reuse the success of the latest earlier try of this task instance, or start over.
+    """Reuse the success of the latest try of this task instance so far, or start over.
 
-    Only the latest earlier try counts: a success before a failed, timed-out or stopped try is not this task's
+    The latest try so far is an earlier one, or this very try when Airflow runs its ``execute`` again (its record
+    exists already). Only that try counts: a success before a failed, timed-out or stopped try is not this task's
     result any more. It is reused when its record says its job succeeded (or it ended without a word: the caller
     reads the job) and it belongs to this try's series: the same ``clear_number`` and ``max_tries``
     (:class:`~airflow_trainjob.job_record.TrySeries`). A record without a series (written by an earlier version of
@@ -80,7 +84,7 @@ def decide(
     :param series: this try's series (:meth:`TrySeries.from_context`).
     :param spec_sha256: :func:`~airflow_trainjob.job_record.spec_digest` of the job this try built; None: unknown.
     """
-    earlier = [r for r in records if r.try_number < try_number]
+    earlier = [r for r in records if r.try_number <= try_number]
     if not earlier:
         return StartOver()
     last = max(earlier, key=lambda r: r.try_number)
@@ -125,7 +129,14 @@ def reuse_lines(reuse: Reuse, try_number: int, series: TrySeries, *, job_exists:
     summary = reuse.summary or {}
     completed = f" (completed {summary['completionTime']})" if summary.get("completionTime") else ""
     unrecorded = (
-        f"; try {source.try_number} ended without recording it (its worker was lost)" if source.final is None else ""
+        f"; try {source.try_number} ended without recording it (its worker was lost, or Airflow did not resume it)"
+        if source.final is None
+        else ""
+    )
+    this = (
+        f"Airflow runs try {try_number} again"
+        if try_number == source.try_number
+        else f"this is try {try_number} of the same series of tries"
     )
     if job_exists:
         fate = f"The job is still there: cleaning it up now as that try would have (on_finish={on_finish!r})."
@@ -134,9 +145,9 @@ def reuse_lines(reuse: Reuse, try_number: int, series: TrySeries, *, job_exists:
     else:
         fate = "The job is gone."
     lines = [
-        f"Not training again: try {done}'s {_job(source)} succeeded{completed}{unrecorded}, and this is try "
-        f"{try_number} of the same series of tries (no clear since: {series.describe()}). {WHY_AGAIN}; this try "
-        f"returns try {done}'s result as its own. {fate} To train again, clear the task.",
+        f"Not training again: try {done}'s {_job(source)} succeeded{completed}{unrecorded}, and {this} (no clear "
+        f"since: {series.describe()}). {WHY_AGAIN}; this try returns try {done}'s result as its own. {fate} To train "
+        "again, clear the task.",
     ]
     if reuse.spec_changed:
         lines.append(

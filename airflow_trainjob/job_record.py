@@ -601,7 +601,8 @@ class JobRecorder:
         job: Mapping[str, Any] | None,
     ) -> None:
         """This try returned the success of an earlier try's job instead of training again: record it as a try that
-        succeeded with that job, ``reused_from_try`` naming the try whose job it was.
+        succeeded with that job, ``reused_from_try`` naming the try whose job it was (none when it is this try's own
+        job: Airflow ran this try's ``execute`` again).
 
         :param source: the earlier try's record (its job, manifest and, when it recorded its end, the job's last
             state, pods and events).
@@ -610,6 +611,7 @@ class JobRecorder:
         :param job: the job as read now, when it still exists (API JSON); None: as ``source`` recorded it.
         """
         earlier = source.final
+        own = succeeded_try == self.identity.try_number  # Airflow ran this try's execute again: its own job
         final = FinalState(
             ended_at=now_iso(),
             outcome="succeeded",
@@ -622,11 +624,11 @@ class JobRecorder:
             update={
                 "try_number": self.identity.try_number,
                 "kubernetes_conn_id": self.kubernetes_conn_id,
-                "created_at": now_iso(),
-                "attached": True,
+                "created_at": source.created_at if own else now_iso(),
+                "attached": source.attached if own else True,
                 "final": final,
                 "series": self.series,
-                "reused_from_try": succeeded_try,
+                "reused_from_try": None if own else succeeded_try,
             },
             deep=True,
         )

@@ -54,7 +54,16 @@ def record(
 
 def test_a_first_try_has_nothing_to_reuse():
     assert decide([], 1, SERIES, "aaa") == StartOver()
-    assert decide([record(1), record(2)], 1, SERIES, "aaa") == StartOver()  # only earlier tries count
+    assert decide([record(2)], 1, SERIES, "aaa") == StartOver()  # a later try's record does not count
+
+
+def test_a_try_whose_execute_airflow_runs_again_reuses_its_own_job():
+    """The deferring worker's exit reached the scheduler after the trigger fired: the resume never ran, and Airflow
+    runs the same try's ``execute`` again. Its own record (no end) is the latest: the caller reads the job."""
+    deferred = record(1, outcome=None)
+    assert decide([deferred], 1, SERIES, "aaa") == Reuse(
+        source=deferred, succeeded_try=1, summary=None, spec_changed=False
+    )
 
 
 def test_a_retry_of_the_same_series_reuses_the_success():
@@ -139,7 +148,7 @@ def test_what_the_task_log_says_when_the_job_is_gone():
     assert line == (
         "Not training again: try 1's TFJob ml/train-job succeeded (completed 2026-01-01T00:00:07Z), and this is try 2 "
         "of the same series of tries (no clear since: clear_number 0, max_tries 2). Airflow ran the task again after "
-        "that success (the scheduler's race after a deferred task resumes, apache/airflow#72716, or a worker lost "
+        "that success (the scheduler's race around a deferred task's resume, apache/airflow#72716, or a worker lost "
         "before it reported the success); this try returns try 1's result as its own. The job is gone: that try's "
         "cleanup deleted it (on_finish='delete_succeeded_job'). To train again, clear the task."
     )
@@ -148,7 +157,12 @@ def test_what_the_task_log_says_when_the_job_is_gone():
 def test_what_the_task_log_says_when_the_job_is_still_there_and_changed():
     decision = Reuse(source=record(1, outcome=None), succeeded_try=1, summary=SUMMARY, spec_changed=True)
     first, second = reuse_lines(decision, 2, SERIES, job_exists=True, on_finish="keep_job")
-    assert "succeeded (completed 2026-01-01T00:00:07Z); try 1 ended without recording it (its worker was lost)" in first
+    assert (
+        "succeeded (completed 2026-01-01T00:00:07Z); try 1 ended without recording it (its worker was lost, or Airflow "
+        "did not resume it), and this is try 2 of the same series"
+    ) in first
+    (again,) = reuse_lines(decision, 1, SERIES, job_exists=True, on_finish="keep_job")[:1]
+    assert "it), and Airflow runs try 1 again (no clear since: clear_number 0, max_tries 2)." in again
     assert "The job is still there: cleaning it up now as that try would have (on_finish='keep_job')." in first
     assert second.startswith("The job this try would create differs from the one try 1 ran")
     kept_gone = reuse_lines(decide([record(1)], 2, SERIES, "aaa"), 2, SERIES, job_exists=False, on_finish="keep_job")

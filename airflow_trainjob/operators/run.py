@@ -328,7 +328,7 @@ class TrainingJobRun:
         if recorder is None or not recorder.enabled:
             return None
         records = recorder.records()
-        if not any(r.try_number < self.identity.try_number for r in records):
+        if not any(r.try_number <= self.identity.try_number for r in records):
             return None  # a first try: its manifest is built when it is needed, as before
         decision = decide(records, self.identity.try_number, recorder.series, spec_digest(self.manifest))
         if isinstance(decision, StartOver):

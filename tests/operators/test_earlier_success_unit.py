@@ -215,7 +215,7 @@ def test_a_worker_lost_before_it_recorded_the_success(hook, mode, capfd):
     assert summary == expected
     assert len(hook.called("create_job")) == 1 and hook.jobs == {}
     task_log = capfd.readouterr().out
-    assert f"{NOT_AGAIN}; try 1 ended without recording it (its worker was lost)" in task_log
+    assert f"{NOT_AGAIN}; try 1 ended without recording it (its worker was lost, or Airflow" in task_log
     latest = records(store)[0]
     assert latest.reused_from_try == 1 and latest.final is not None and latest.final.summary == summary
 
@@ -258,6 +258,24 @@ def test_a_lost_try_whose_job_succeeds_right_after_the_first_look(hook, mode, ca
         assert f"Attaching to PyTorchJob {NS}/{NAME}, Succeeded, created by try 1" in capfd.readouterr().out
         assert not hook.called("delete_job")  # not replaced
     assert len(hook.called("create_job")) == 1 + (mode == "deferred")  # deferred: try 2's create met a 409
+
+
+def test_a_deferred_try_whose_execute_airflow_runs_again(hook, capfd):
+    """Seen in a real deployment (``... finished with state success, but the task instance's state attribute is
+    queued``): try 1 deferred, its trigger fired, and Airflow ran try 1's ``execute`` again instead of resuming it.
+    Its own job, succeeded, is its result: not replaced."""
+    store = FakeTaskStateStore()
+    with pytest.raises(TaskDeferred):
+        operator(hook, "deferred").execute(context(store, 1))
+    hook.set_status(NAME, SUCCEEDED)
+    expected = job_summary(hook.job(NAME))
+    capfd.readouterr()
+    assert operator(hook, "deferred").execute(context(store, 1)) == expected
+    assert len(hook.called("create_job")) == 1 and hook.jobs == {}  # cleaned up, as the resume would have
+    assert "and Airflow runs try 1 again (no clear since: clear_number 0, max_tries 2)" in capfd.readouterr().out
+    (record,) = records(store)
+    assert record.final is not None and record.final.summary == expected
+    assert (record.reused_from_try, record.attached) == (None, False)  # it is try 1's own job
 
 
 @pytest.mark.parametrize("mode", MODES)
