@@ -469,9 +469,14 @@ class TrainingJobRun:
                 f"instance's (dag_id={identity.dag_id}, task_id={identity.task_id}, run_id={identity.run_id}, "
                 f"map_index={identity.map_index}); it was left untouched. Set another job_name or remove it."
             )
-        # A finished job is replaced, unless it is the earlier try's job whose success is this try's result (it
-        # succeeded after earlier_success read it): taken up, its end is seen at once.
-        finished = conditions.is_terminal(existing.get("status")) and not self._is_earlier_result(existing)
+        # A finished job is replaced (this try starts over), unless it succeeded for this try: taken up, its end is
+        # seen at once. That is this try's own job (Airflow ran this try's execute again, e.g. after its trigger fired;
+        # even when the records cannot be read: a stale try's store reads come back empty), or the earlier try's job
+        # whose success earlier_success found to be this try's result (it succeeded after earlier_success read it).
+        taken_up = conditions.is_succeeded(existing.get("status")) and (
+            identity.follows(existing) or self._is_earlier_result(existing)
+        )
+        finished = conditions.is_terminal(existing.get("status")) and not taken_up
         same_try = identity.created_by_this_try(existing)
         deleting = bool(existing["metadata"].get("deletionTimestamp"))  # e.g. by the killed try before this one
         if not finished and not deleting and (same_try or self.settings.reattach_on_restart):

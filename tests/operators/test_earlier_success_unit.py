@@ -278,6 +278,38 @@ def test_a_deferred_try_whose_execute_airflow_runs_again(hook, capfd):
     assert (record.reused_from_try, record.attached) == (None, False)  # it is try 1's own job
 
 
+class StaleTryStore:
+    """``task_state_store`` as a try sees it once Airflow has moved the task instance on (seen in a real deployment):
+    a read answers 404 "Task instance not found", which the task SDK returns as "no such key"; a write raises."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return default
+
+    def set(self, key: str, value: Any, *, retention: Any = None) -> None:
+        raise RuntimeError("API_SERVER_ERROR: 404 Task instance not found")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_stale_run_of_the_same_try_never_replaces_its_succeeded_job(hook, mode):
+    """Try 1 deferred and its trigger fired; Airflow ran try 1's ``execute`` again after it had moved the task
+    instance on, so that run reads no records at all. Its own job, succeeded, is taken up, not replaced: the try that
+    Airflow runs next finds it and returns its success."""
+    with pytest.raises(TaskDeferred):
+        operator(hook, "deferred").execute(context(FakeTaskStateStore(), 1))
+    hook.set_status(NAME, SUCCEEDED)
+    stale = context(StaleTryStore(), 1)  # type: ignore[arg-type]
+    if mode == "deferred":
+        with pytest.raises(TaskDeferred) as deferred:
+            operator(hook, mode).execute(stale)
+        assert deferred.value.trigger.serialize()[1]["uid"] == "uid-1"  # the trigger sees it succeeded at once
+    else:
+        with pytest.raises(RuntimeError, match="404"):  # ResumableJobMixin's own write of the job's identity
+            operator(hook, mode).execute(stale)
+    assert hook.job(NAME)["metadata"]["uid"] == "uid-1"  # still there, succeeded: the next try's result
+    assert not [c for c in hook.called("delete_job") if c[-1] == "Foreground"]  # never replaced
+    assert len(hook.called("create_job")) == 2  # try 1's; the stale run's, which met the job (409)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_the_earlier_try_ends_beside_this_one(hook, mode, capfd):
     """Airflow runs try 2 while try 1's resumed task still finishes (the scheduler failed try 1 on a stale executor
