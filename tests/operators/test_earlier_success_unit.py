@@ -297,7 +297,7 @@ def test_a_stale_run_of_the_same_try_never_replaces_its_succeeded_job(hook, mode
     with pytest.raises(TaskDeferred):
         operator(hook, "deferred").execute(context(FakeTaskStateStore(), 1))
     hook.set_status(NAME, SUCCEEDED)
-    stale = context(StaleTryStore(), 1)  # type: ignore[arg-type]
+    stale = context(StaleTryStore(), 1)
     if mode == "deferred":
         with pytest.raises(TaskDeferred) as deferred:
             operator(hook, mode).execute(stale)
