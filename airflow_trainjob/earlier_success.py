@@ -39,7 +39,7 @@ class Reuse:
     """Return the success of an earlier try's job: its summary, without creating a job.
 
     :param source: the latest earlier try's record: one that says its job succeeded, or one of a try that ended
-        without recording how (its worker was lost), whose job may have succeeded since.
+        without recording how (its worker was lost) or that Airflow stopped, whose job may have succeeded since.
     :param succeeded_try: the try whose job succeeded (``source``'s, or the one ``source`` itself reused).
     :param summary: the summary to return (that try's XCom ``return_value``); None when the try did not record it:
         then only the job, read now, can tell, and it is reused only if it has succeeded.
@@ -67,6 +67,13 @@ def _job(record: JobRecord) -> str:
     return f"{record.kind} {record.namespace}/{record.name}"
 
 
+def _unfinished(record: JobRecord) -> str:
+    """How a try that did not see its job's end ended: without a word, or stopped by Airflow."""
+    if record.final is None:
+        return "ended without recording how (its worker was lost, or Airflow did not resume it)"
+    return "was stopped by Airflow before it saw the job's end"
+
+
 def decide(
     records: Iterable[JobRecord], try_number: int, series: TrySeries, spec_sha256: str | None
 ) -> Reuse | StartOver:
@@ -74,8 +81,8 @@ def decide(
 
     The latest try so far is an earlier one, or this very try when Airflow runs its ``execute`` again (its record
     exists already). Only that try counts: a success before a failed, timed-out or stopped try is not this task's
-    result any more. It is reused when its record says its job succeeded (or it ended without a word: the caller
-    reads the job) and it belongs to this try's series: the same ``clear_number`` and ``max_tries``
+    result any more. It is reused when its record says its job succeeded (or it ended without a word, or Airflow
+    stopped it: the caller reads the job, and reuses it only if it has succeeded) and it belongs to this try's series: the same ``clear_number`` and ``max_tries``
     (:class:`~airflow_trainjob.job_record.TrySeries`). A record without a series (written by an earlier version of
     this provider) cannot tell a retry from a clear: start over.
 
@@ -89,13 +96,13 @@ def decide(
         return StartOver()
     last = max(earlier, key=lambda r: r.try_number)
     final = last.final
-    if final is not None and final.outcome != "succeeded":
+    if final is not None and final.outcome not in ("succeeded", "stopped"):
         return StartOver()
     succeeded_try = last.reused_from_try or last.try_number
     what = (
         f"Try {succeeded_try}'s {_job(last)} succeeded"
-        if final is not None
-        else f"Try {last.try_number} followed {_job(last)} and ended without recording how"
+        if final is not None and final.outcome == "succeeded"
+        else f"Try {last.try_number} followed {_job(last)} and {_unfinished(last)}"
     )
     if last.series is None:
         return StartOver(
@@ -110,7 +117,7 @@ def decide(
     return Reuse(
         source=last,
         succeeded_try=succeeded_try,
-        summary=final.summary if final is not None else None,
+        summary=final.summary if final is not None and final.outcome == "succeeded" else None,
         spec_changed=bool(spec_sha256 and last.spec_sha256 and spec_sha256 != last.spec_sha256),
     )
 
@@ -128,11 +135,8 @@ def reuse_lines(reuse: Reuse, try_number: int, series: TrySeries, *, job_exists:
     source, done = reuse.source, reuse.succeeded_try
     summary = reuse.summary or {}
     completed = f" (completed {summary['completionTime']})" if summary.get("completionTime") else ""
-    unrecorded = (
-        f"; try {source.try_number} ended without recording it (its worker was lost, or Airflow did not resume it)"
-        if source.final is None
-        else ""
-    )
+    unseen = source.final is None or source.final.outcome != "succeeded"
+    unrecorded = f"; try {source.try_number} {_unfinished(source)}" if unseen else ""
     this = (
         f"Airflow runs try {try_number} again"
         if try_number == source.try_number

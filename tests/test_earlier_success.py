@@ -102,11 +102,25 @@ def test_a_record_without_a_series_read_back_from_json_is_one_of_an_earlier_prov
     assert old.series is None and isinstance(decide([old], 2, SERIES, "aaa"), StartOver)
 
 
-@pytest.mark.parametrize("outcome", ["failed", "timed_out", "stopped", "deleted"])
+@pytest.mark.parametrize("outcome", ["failed", "timed_out", "deleted"])
 def test_only_the_latest_earlier_try_counts(outcome):
-    """A success followed by a try that failed, timed out, was stopped or lost its job is no result any more."""
+    """A success followed by a try that failed, timed out or lost its job is no result any more."""
     assert decide([record(1), record(2, outcome)], 3, SERIES, "aaa") == StartOver()
     assert decide([record(1, outcome)], 2, SERIES, "aaa") == StartOver()
+
+
+def test_a_try_that_airflow_stopped_is_judged_by_its_job():
+    """Airflow stopped the try (a worker shut down, a stale resume killed): its job may have succeeded, and was kept
+    by the kill's cleanup; the caller reads it. A clear since (a user's Clear) starts over."""
+    stopped = record(1, "stopped")
+    assert decide([stopped], 2, SERIES, "aaa") == Reuse(
+        source=stopped, succeeded_try=1, summary=None, spec_changed=False
+    )
+    cleared = decide([stopped], 2, TrySeries(clear_number=1, max_tries=3), "aaa")
+    assert isinstance(cleared, StartOver) and (cleared.reason or "").startswith(
+        "Try 1 followed TFJob ml/train-job and was stopped by Airflow before it saw the job's end, but the task was "
+        "cleared since"
+    )
 
 
 def test_a_try_that_ended_without_a_word_is_reused_only_as_its_job_says():
@@ -115,7 +129,8 @@ def test_a_try_that_ended_without_a_word_is_reused_only_as_its_job_says():
     assert decide([lost], 2, SERIES, "aaa") == Reuse(source=lost, succeeded_try=1, summary=None, spec_changed=False)
     cleared = decide([lost], 2, TrySeries(clear_number=1, max_tries=3), "aaa")
     assert isinstance(cleared, StartOver) and (cleared.reason or "").startswith(
-        "Try 1 followed TFJob ml/train-job and ended without recording how, but the task was cleared since"
+        "Try 1 followed TFJob ml/train-job and ended without recording how (its worker was lost, or Airflow did not "
+        "resume it), but the task was cleared since"
     )
 
 
@@ -158,8 +173,8 @@ def test_what_the_task_log_says_when_the_job_is_still_there_and_changed():
     decision = Reuse(source=record(1, outcome=None), succeeded_try=1, summary=SUMMARY, spec_changed=True)
     first, second = reuse_lines(decision, 2, SERIES, job_exists=True, on_finish="keep_job")
     assert (
-        "succeeded (completed 2026-01-01T00:00:07Z); try 1 ended without recording it (its worker was lost, or Airflow "
-        "did not resume it), and this is try 2 of the same series"
+        "succeeded (completed 2026-01-01T00:00:07Z); try 1 ended without recording how (its worker was lost, or "
+        "Airflow did not resume it), and this is try 2 of the same series"
     ) in first
     (again,) = reuse_lines(decision, 1, SERIES, job_exists=True, on_finish="keep_job")[:1]
     assert "it), and Airflow runs try 1 again (no clear since: clear_number 0, max_tries 2)." in again

@@ -255,7 +255,8 @@ class TrainingJobRun:
         self._stopped_by_airflow = False  # kill() ran: a deletion seen after it is this task's own
         self._recorder = recorder
         self._last_seen: dict[str, Any] | None = None  # the job as the wait or the event last showed it
-        self._recorded_end = False  # the try's end is recorded once, by whichever way out comes first
+        #: The outcome recorded of the try's end (once, by whichever way out comes first; see _record_end).
+        self._recorded_end: str | None = None
         #: What earlier_success decided, when it found an earlier try whose job's success may be this try's result.
         self._earlier: Reuse | None = None
 
@@ -369,7 +370,7 @@ class TrainingJobRun:
             self.log.info("%s", line)
         self.summary = summary
         if recorder is not None:
-            self._recorded_end = True  # this try's record is this one
+            self._recorded_end = "succeeded"  # this try's record is this one
             recorder.reused(decision.source, decision.succeeded_try, summary, job)
         if job is not None:
             self.job = job
@@ -965,8 +966,9 @@ class TrainingJobRun:
         look: bool = True,
         wait_seconds: float | None = None,
     ) -> None:
-        """Record how the try ended (once: the first way out that gets here), with the job, its pods and their
-        events as they are now, read before the cleanup removes anything.
+        """Record how the try ended (once: the first way out that gets here; but a success seen after :meth:`kill`
+        recorded the try as stopped is recorded over it), with the job, its pods and their events as they are now,
+        read before the cleanup removes anything.
 
         :param error: the try's verdict (None: succeeded, or stopped when :meth:`kill` ran).
         :param job: the job as last known; default: as the wait or the event last showed it.
@@ -974,15 +976,20 @@ class TrainingJobRun:
             (each read would ride out its retries) or the job is gone.
         :param wait_seconds: see :meth:`JobRecorder.ended`.
         """
-        if self._recorder is None or not self._recorder.enabled or self._recorded_end:
+        # A success is recorded as one even when Airflow stopped the try while it returned it (on_kill runs in a
+        # signal handler; the try goes on until its process is killed): a retry of the same series returns it.
+        seen_success = error is None and self.summary is not None
+        outcome = "succeeded" if seen_success else outcome_of(error, stopped=self._stopped_by_airflow)
+        if self._recorder is None or not self._recorder.enabled:
+            return
+        if self._recorded_end is not None and not (seen_success and self._recorded_end == "stopped"):
             return
         job = job or self._last_seen or self._job
-        self._recorded_end = True
+        self._recorded_end = outcome
         pods: list[dict[str, Any]] = list(self._seen_pods.values())
         events: list[dict[str, Any]] = []
         if job is not None and look and not (error is not None and is_transient(error)):
             job, pods, events = self._final_look(job, pods)
-        outcome = outcome_of(error, stopped=self._stopped_by_airflow)
         self._recorder.ended(
             outcome,
             job,

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from airflow.providers.common.compat.sdk import TaskDeferred
 
+from airflow_trainjob.exceptions import TrainingJobStoppedError
 from airflow_trainjob.job_record import RECORD_KEY, JobRecord, JobRecorder, TrySeries, read_records
 from airflow_trainjob.links.training_job import TrainingJobLink
 from airflow_trainjob.operators.run import JOB_NOT_REUSED, RunSettings, TrainingJobRun, job_summary
@@ -215,7 +216,7 @@ def test_a_worker_lost_before_it_recorded_the_success(hook, mode, capfd):
     assert summary == expected
     assert len(hook.called("create_job")) == 1 and hook.jobs == {}
     task_log = capfd.readouterr().out
-    assert f"{NOT_AGAIN}; try 1 ended without recording it (its worker was lost, or Airflow" in task_log
+    assert f"{NOT_AGAIN}; try 1 ended without recording how (its worker was lost, or Airflow" in task_log
     latest = records(store)[0]
     assert latest.reused_from_try == 1 and latest.final is not None and latest.final.summary == summary
 
@@ -249,7 +250,7 @@ def test_a_lost_try_whose_job_succeeds_right_after_the_first_look(hook, mode, ca
     if mode == "synchronous":
         summary = operator(hook, mode).execute(context(store, 2))
         assert summary["conditions"] == SUCCEEDED["conditions"] and hook.jobs == {}
-        assert f"{NOT_AGAIN}; try 1 ended without recording it" in capfd.readouterr().out
+        assert f"{NOT_AGAIN}; try 1 ended without recording how" in capfd.readouterr().out
         assert records(store)[0].reused_from_try == 1
     else:
         with pytest.raises(TaskDeferred) as deferred:
@@ -276,6 +277,53 @@ def test_a_deferred_try_whose_execute_airflow_runs_again(hook, capfd):
     (record,) = records(store)
     assert record.final is not None and record.final.summary == expected
     assert (record.reused_from_try, record.attached) == (None, False)  # it is try 1's own job
+
+
+def test_a_success_seen_after_airflow_stopped_the_resumed_try_is_recorded_as_one(hook, capfd):
+    """``on_kill`` (SIGTERM: the worker shuts down, or Airflow moved the task instance on) arrives while the resumed
+    task reads its job; the task runner lets the try go on, and it sees the job's success and deletes it. The record
+    says succeeded, with the summary (the kill had recorded the try as stopped): the next try returns it."""
+    store = FakeTaskStateStore()
+    ctx = context(store, 1)
+    with pytest.raises(TaskDeferred):
+        operator(hook, "deferred").execute(ctx)
+    hook.set_status(NAME, SUCCEEDED)
+    resumed = operator(hook, "deferred")
+    hook.on_get(lambda h: resumed.on_kill())  # the signal handler, during the resume's first read of the job
+    event: dict[str, Any] = {"outcome": FINISHED, "message": "done", "job": hook.job(NAME), "pods": []}
+    summary = resumed.execute_complete(ctx, event)
+    assert hook.jobs == {}
+    (record,) = records(store)
+    assert record.final is not None and (record.final.outcome, record.final.summary) == ("succeeded", summary)
+    assert operator(hook, "deferred").execute(context(store, 2)) == summary
+    assert len(hook.called("create_job")) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_try_stopped_after_its_job_succeeded_leaves_it_to_the_next(hook, mode, capfd):
+    """Airflow stopped try 1 (``on_kill``: a worker shutdown) when its job had just succeeded and before the try saw
+    it: the try ends stopped, the kill's cleanup keeps the succeeded job. The next try returns its success."""
+    store = FakeTaskStateStore()
+    ctx = context(store, 1)
+    if mode == "synchronous":
+        first = operator(hook, mode)
+        hook.on_get(lambda h: (h.set_status(NAME, SUCCEEDED), first.on_kill()))
+        with pytest.raises(TrainingJobStoppedError):
+            first.execute(ctx)
+    else:
+        with pytest.raises(TaskDeferred):
+            operator(hook, mode).execute(ctx)
+        hook.set_status(NAME, SUCCEEDED)
+        resumed = operator(hook, mode)
+        resumed._run_for(ctx)  # the resumed task is killed before it reads the event
+        resumed.on_kill()
+    (record,) = records(store)
+    assert record.final is not None and record.final.outcome == "stopped" and hook.job(NAME) is not None
+    expected = job_summary(hook.job(NAME))
+    capfd.readouterr()
+    assert operator(hook, mode).execute(context(store, 2)) == expected
+    assert len(hook.called("create_job")) == 1 and hook.jobs == {}
+    assert f"{NOT_AGAIN}; try 1 was stopped by Airflow before it saw the job's end" in capfd.readouterr().out
 
 
 class StaleTryStore:
