@@ -80,9 +80,10 @@ def decide(
     """Reuse the success of the latest try of this task instance so far, or start over.
 
     The latest try so far is an earlier one, or this very try when Airflow runs its ``execute`` again (its record
-    exists already). Only that try counts: a success before a failed, timed-out or stopped try is not this task's
-    result any more. It is reused when its record says its job succeeded (or it ended without a word, or Airflow
-    stopped it: the caller reads the job, and reuses it only if it has succeeded) and it belongs to this try's series: the same ``clear_number`` and ``max_tries``
+    exists already). Only that try counts: a success before a failed or timed-out try, or one whose job was deleted
+    outside the task, is not this task's result any more. It is reused when its record says its job succeeded (or
+    the try ended without a word, or Airflow stopped it: the caller reads the job, and reuses it only if it has
+    succeeded) and it belongs to this try's series: the same ``clear_number`` and ``max_tries``
     (:class:`~airflow_trainjob.job_record.TrySeries`). A record without a series (written by an earlier version of
     this provider) cannot tell a retry from a clear: start over.
 

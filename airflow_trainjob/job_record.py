@@ -540,8 +540,9 @@ class JobRecorder:
         message: str | None = None,
         summary: Mapping[str, Any] | None = None,
         wait_seconds: float | None = None,
-    ) -> None:
-        """This try ended: record how, with its job as it was then.
+    ) -> bool:
+        """This try ended: record how, with its job as it was then. True when written (False: no store, or the
+        store refused it or did not answer in time; the task log says which).
 
         :param outcome: see :class:`FinalState`.
         :param job: the job as last read (API JSON), or None when it was gone.
@@ -585,13 +586,16 @@ class JobRecorder:
 
         what = f"how try {self.identity.try_number} ended ({outcome})"
         if wait_seconds is None:
-            self._update(change, what)
-            return
-        writer = threading.Thread(target=self._update, args=(change, what), daemon=True, name="record the try")
+            return self._update(change, what)
+        written: list[bool] = []
+        writer = threading.Thread(
+            target=lambda: written.append(self._update(change, what)), daemon=True, name="record the try"
+        )
         writer.start()
         writer.join(wait_seconds)
         if writer.is_alive():
             self.log.warning("Could not record %s within %.0f s: the store did not answer", what, wait_seconds)
+        return bool(written and written[0])
 
     def reused(
         self,
@@ -599,7 +603,7 @@ class JobRecorder:
         succeeded_try: int,
         summary: Mapping[str, Any],
         job: Mapping[str, Any] | None,
-    ) -> None:
+    ) -> bool:
         """This try returned the success of an earlier try's job instead of training again: record it as a try that
         succeeded with that job, ``reused_from_try`` naming the try whose job it was (none when it is this try's own
         job: Airflow ran this try's ``execute`` again).
@@ -609,6 +613,7 @@ class JobRecorder:
         :param succeeded_try: the try whose job succeeded (``source``'s, or the one ``source`` reused in turn).
         :param summary: the summary this try returns (its XCom ``return_value``).
         :param job: the job as read now, when it still exists (API JSON); None: as ``source`` recorded it.
+        :returns: True when written.
         """
         earlier = source.final
         own = succeeded_try == self.identity.try_number  # Airflow ran this try's execute again: its own job
@@ -636,14 +641,17 @@ class JobRecorder:
         def change(records: list[JobRecord]) -> list[JobRecord]:
             return [record, *(r for r in records if r.try_number != record.try_number)]
 
-        self._update(change, f"that try {self.identity.try_number} returned the success of try {succeeded_try}")
+        return self._update(change, f"that try {self.identity.try_number} returned the success of try {succeeded_try}")
 
-    def _update(self, change: Callable[[list[JobRecord]], list[JobRecord]], what: str) -> None:
+    def _update(self, change: Callable[[list[JobRecord]], list[JobRecord]], what: str) -> bool:
+        """Apply ``change`` to the records and write them; True when written."""
         if not self.enabled:
-            return
+            return False
         try:
             records = sorted(change(self.records()), key=lambda r: r.try_number, reverse=True)[:MAX_TRIES]
             entries = _shed([r.model_dump(mode="json") for r in records], _max_value_bytes())
             self.store.set(RECORD_KEY, entries, retention=NEVER_EXPIRE)
-        except Exception as e:  # the record serves the UI: it must never fail the try
+        except Exception as e:  # a record that cannot be written must never fail the try
             self.log.warning("Could not record %s in task_state_store: %s", what, one_line(e))
+            return False
+        return True

@@ -42,8 +42,8 @@ events as they were then, and after a success the summary returned. A try that r
 writes one record, naming that try (``reused_from_try``).
 
 Cleanup (the held ``cleanPodPolicy``, ``on_finish``, the released ``runPolicy``) runs once per run, on every way
-out of :meth:`~TrainingJobRun.wait`, :meth:`~TrainingJobRun.complete` and :meth:`~TrainingJobRun.earlier_success`, or in
-:meth:`~TrainingJobRun.kill`, whichever comes first. After a verdict that is an exception, a failed cleanup is
+out of :meth:`~TrainingJobRun.wait`, :meth:`~TrainingJobRun.complete` and :meth:`~TrainingJobRun.earlier_success`,
+or in :meth:`~TrainingJobRun.kill`, whichever comes first. After a verdict that is an exception, a failed cleanup is
 logged and the verdict raised; after a success it is raised (the retry returns that success and finishes it).
 """
 
@@ -259,6 +259,8 @@ class TrainingJobRun:
         self._recorded_end: str | None = None
         #: What earlier_success decided, when it found an earlier try whose job's success may be this try's result.
         self._earlier: Reuse | None = None
+        #: The try's success is in its record (what a try that Airflow runs after it returns; see _cleanup).
+        self._success_recorded = False
 
     # ---- what the run is about -------------------------------------------------------------------
 
@@ -371,7 +373,7 @@ class TrainingJobRun:
         self.summary = summary
         if recorder is not None:
             self._recorded_end = "succeeded"  # this try's record is this one
-            recorder.reused(decision.source, decision.succeeded_try, summary, job)
+            self._success_recorded = recorder.reused(decision.source, decision.succeeded_try, summary, job)
         if job is not None:
             self.job = job
             self._cleanup("succeeded")
@@ -990,7 +992,7 @@ class TrainingJobRun:
         events: list[dict[str, Any]] = []
         if job is not None and look and not (error is not None and is_transient(error)):
             job, pods, events = self._final_look(job, pods)
-        self._recorder.ended(
+        written = self._recorder.ended(
             outcome,
             job,
             pods,
@@ -1001,6 +1003,8 @@ class TrainingJobRun:
             summary=self.summary if outcome == "succeeded" else None,
             wait_seconds=wait_seconds,
         )
+        if outcome == "succeeded":
+            self._success_recorded = written
 
     def _final_look(
         self, job: dict[str, Any], seen_pods: list[dict[str, Any]]
@@ -1038,6 +1042,11 @@ class TrainingJobRun:
         return job, pods, events
 
     # ---- cleanup -----------------------------------------------------------------------------------
+
+    def _success_unrecorded(self) -> bool:
+        """There is a store, and this try's success is not in it (a try that Airflow has moved the task instance
+        past cannot write: the API answers 404)."""
+        return self._recorder is not None and self._recorder.enabled and not self._success_recorded
 
     def _stop_follower(self, drain: bool = False) -> None:
         follower, self._follower = self._follower, None
@@ -1096,7 +1105,18 @@ class TrainingJobRun:
             for pod in cleaned:
                 self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
             left_running = [p["metadata"]["name"] for p in pods if p not in cleaned and is_active(p)]
-        if running or on_finish == "delete_job" or (on_finish == "delete_succeeded_job" and outcome == "succeeded"):
+        deleted = on_finish == "delete_job" or (on_finish == "delete_succeeded_job" and outcome == "succeeded")
+        if deleted and not running and outcome == "succeeded" and self._success_unrecorded():
+            deleted = False
+            self.log.warning(
+                "Not deleting Succeeded %s %s/%s: its success could not be recorded in task_state_store, and the job "
+                "is then what tells a try that Airflow runs after this one (its scheduler's race, a lost worker) that "
+                "it succeeded: that try returns this success and deletes the job",
+                kind,
+                namespace,
+                name,
+            )
+        if running or deleted:
             self.log.info(
                 "Deleting %s %s/%s (%s)%s",
                 kind,

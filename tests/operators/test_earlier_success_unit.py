@@ -358,6 +358,30 @@ def test_a_stale_run_of_the_same_try_never_replaces_its_succeeded_job(hook, mode
     assert len(hook.called("create_job")) == 2  # try 1's; the stale run's, which met the job (409)
 
 
+class StoreThatLosesTheEnd(FakeTaskStateStore):
+    """``task_state_store`` that refuses to record a try's end, as for a try that Airflow has moved the task instance
+    past while it finished (seen in a real deployment: its resume saw the success, could not record it, deleted the
+    job; the next try, finding neither, trained again)."""
+
+    def set(self, key: str, value: Any, *, retention: Any = None) -> None:
+        if key == RECORD_KEY and any(entry.get("final") for entry in value):
+            raise RuntimeError("API_SERVER_ERROR: 404 Task instance not found")
+        super().set(key, value, retention=retention)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_success_that_cannot_be_recorded_keeps_its_job_for_the_next_try(hook, mode, capfd):
+    store = StoreThatLosesTheEnd()
+    summary = first_try_succeeds(hook, store, mode)
+    task_log = capfd.readouterr().out
+    assert (
+        f"Not deleting Succeeded PyTorchJob {NS}/{NAME}: its success could not be recorded in task_state_store"
+    ) in task_log
+    assert hook.job(NAME) is not None and records(store)[0].final is None
+    assert operator(hook, mode).execute(context(FakeTaskStateStore(store), 2)) == summary  # Airflow's next try
+    assert hook.jobs == {} and len(hook.called("create_job")) == 1
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_the_earlier_try_ends_beside_this_one(hook, mode, capfd):
     """Airflow runs try 2 while try 1's resumed task still finishes (the scheduler failed try 1 on a stale executor
