@@ -18,6 +18,10 @@ A deferred task killed by the user (marked failed or success, or cleared) has no
 in the task instance's XCom under :data:`PARKED_KEY` (:func:`parked_end`), which the UI reads beside the record
 (:func:`read_parked`). XComs are kept until the task instance's next try starts, which clears them.
 
+A record also says which series of tries it belongs to (:class:`TrySeries`: the tries between two clears) and, for
+a success, the summary the try returned: what a retry of the same series returns instead of training again
+(:mod:`airflow_trainjob.earlier_success`, :meth:`JobRecorder.reused`).
+
 Retention: :data:`NEVER_EXPIRE` ties the record to the DAG run it describes. Its rows go with the run (the
 store's foreign key to ``dag_run`` cascades; ``airflow db clean`` deletes them with the run's task instances),
 so a run's tab shows its job for as long as the run itself is in the UI. The store's default
@@ -33,6 +37,7 @@ kept within ``[core] max_templated_field_length`` for the task's rendered templa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -89,6 +94,46 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+class TrySeries(_Record):
+    """Which series of tries of a task instance a try belongs to: the tries between two clears. A retry keeps both
+    numbers; a clear changes at least one of them.
+
+    :param clear_number: the DAG run's ``clear_number`` (Airflow adds 1 each time tasks of the run are cleared and
+        the run is reset: the UI's Clear, ``clearTaskInstances`` with ``reset_dag_runs``, the default); None when the
+        context has no DAG run.
+    :param max_tries: the task instance's ``max_tries`` (Airflow sets it to ``try_number + retries`` at every clear,
+        including one that leaves the run alone); None when the context's task instance has none.
+    """
+
+    clear_number: int | None = None
+    max_tries: int | None = None
+
+    @classmethod
+    def from_context(cls, context: Mapping[str, Any]) -> TrySeries:
+        """The series of the try an Airflow task context describes.
+
+        :param context: the task context (``dag_run.clear_number``, ``ti.max_tries``).
+        """
+        return cls(
+            clear_number=_int_or_none(getattr(context.get("dag_run"), "clear_number", None)),
+            max_tries=_int_or_none(getattr(context.get("ti"), "max_tries", None)),
+        )
+
+    def same_as(self, other: TrySeries) -> bool:
+        """Both numbers equal: the two tries are of one series (no clear between them).
+
+        :param other: another try's series."""
+        return (self.clear_number, self.max_tries) == (other.clear_number, other.max_tries)
+
+    def describe(self) -> str:
+        """``clear_number 0, max_tries 2``: the numbers as Airflow names them."""
+        return f"clear_number {self.clear_number}, max_tries {self.max_tries}"
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 class FinalState(_Record):
     """How a try ended, and its job as it was then.
 
@@ -103,6 +148,8 @@ class FinalState(_Record):
         last.
     :param recorded_by: ``trigger`` when the deferred task's trigger recorded it (:func:`parked_end`); None: the
         task did.
+    :param summary: after a success, the summary the try returned (its XCom ``return_value``), redacted; None
+        otherwise.
     """
 
     ended_at: str
@@ -112,6 +159,7 @@ class FinalState(_Record):
     pods: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     recorded_by: str | None = None
+    summary: dict[str, Any] | None = None
 
 
 class LastSeen(_Record):
@@ -144,6 +192,11 @@ class JobRecord(_Record):
     :param last_seen: the job as the try last saw it while it ran (:class:`LastSeen`); None once ``final`` is set.
     :param omitted: what was left out of this record to keep the list within ``[state_store]
         max_value_storage_bytes`` (``events``, ``pods``, ``last_seen``, ``manifest_yaml``).
+    :param series: the series of tries the try belongs to (:class:`TrySeries`); None in a record written by an
+        earlier version of this provider, which did not note it.
+    :param spec_sha256: :func:`spec_digest` of the job this try built (None: not built).
+    :param reused_from_try: the try whose job's success this try returned instead of training again (None: it
+        created or followed a job).
     """
 
     try_number: int
@@ -158,6 +211,9 @@ class JobRecord(_Record):
     final: FinalState | None = None
     last_seen: LastSeen | None = None
     omitted: list[str] = []
+    series: TrySeries | None = None
+    spec_sha256: str | None = None
+    reused_from_try: int | None = None
 
 
 def read_records(value: Any) -> list[JobRecord]:
@@ -304,6 +360,7 @@ def final_state(
     *,
     message: str | None = None,
     recorded_by: str | None = None,
+    summary: Mapping[str, Any] | None = None,
 ) -> FinalState:
     """How a try ended, now, with its job as it is: trimmed and redacted (see :class:`FinalState`).
 
@@ -313,6 +370,7 @@ def final_state(
     :param events: the events about the job and its pods (API JSON).
     :param message: the try's error.
     :param recorded_by: ``trigger`` when the trigger records it; None: the task.
+    :param summary: after a success, the summary the try returns (its XCom ``return_value``).
     """
     kind = job.get("kind", "") if job else ""
     return FinalState(
@@ -323,6 +381,7 @@ def final_state(
         pods=chosen_pods(pods, kind),
         events=newest_events(events),
         recorded_by=recorded_by,
+        summary=_redacted(dict(summary)) if summary is not None else None,
     )
 
 
@@ -368,6 +427,16 @@ def with_parked(records: list[JobRecord], parked: tuple[int, FinalState] | None)
         else r
         for r in records
     ]
+
+
+def spec_digest(manifest: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of the job's ``kind`` and ``spec``: what it trains, not which try sent it (the try's labels and
+    annotations are in ``metadata``). Two tries that built the same job have the same digest.
+
+    :param manifest: the job object as built (a JSON dict).
+    """
+    canonical = json.dumps({"kind": manifest.get("kind"), "spec": manifest.get("spec")}, sort_keys=True, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 # ---- the manifest as text ---------------------------------------------------------------------------------------
@@ -528,9 +597,17 @@ class JobRecorder:
     :param identity: the task instance and try.
     :param kubernetes_conn_id: the connection the try uses.
     :param log: the task's logger.
+    :param series: the series of tries this try belongs to (:meth:`TrySeries.from_context`), noted in its record.
     """
 
-    def __init__(self, store: Any, identity: TaskInstanceIdentity, kubernetes_conn_id: str | None, log: Any) -> None:
+    def __init__(
+        self,
+        store: Any,
+        identity: TaskInstanceIdentity,
+        kubernetes_conn_id: str | None,
+        log: Any,
+        series: TrySeries | None = None,
+    ) -> None:
         self.store = store
         self.identity = identity
         self.kubernetes_conn_id = kubernetes_conn_id
@@ -540,6 +617,7 @@ class JobRecorder:
         self._seen_counted_at = time.monotonic()  # when the allowance was last refilled
         self._seen_pending = False  # a sight that differs from it waits for the allowance
         self._ended = False  # ended() ran: no more sights
+        self.series = series or TrySeries()
 
     @property
     def enabled(self) -> bool:
@@ -572,6 +650,8 @@ class JobRecorder:
                 created_at=now_iso(),
                 attached=attached,
                 manifest_yaml=sent or (manifest_text(manifest) if manifest else None),
+                series=self.series,
+                spec_sha256=spec_digest(manifest) if manifest else None,
             )
             return [record, *(r for r in records if r.try_number != record.try_number)]
 
@@ -632,20 +712,23 @@ class JobRecorder:
         events: Iterable[Mapping[str, Any]] = (),
         *,
         message: str | None = None,
+        summary: Mapping[str, Any] | None = None,
         wait_seconds: float | None = None,
-    ) -> None:
-        """This try ended: record how, with its job as it was then.
+    ) -> bool:
+        """This try ended: record how, with its job as it was then. True when written (False: no store, or the
+        store refused it or did not answer in time; the task log says which).
 
         :param outcome: see :class:`FinalState`.
         :param job: the job as last read (API JSON), or None when it was gone.
         :param pods: its pods as last read (API JSON).
         :param events: the events about the job and its pods (API JSON).
         :param message: the try's error.
+        :param summary: after a success, the summary the try returns (its XCom ``return_value``).
         :param wait_seconds: write from another thread and wait at most this long (``on_kill`` runs in a signal
             handler, which may have interrupted the task's own call to the store); None: write here.
         """
         self._ended, self._seen_pending = True, False
-        final = final_state(outcome, job, pods, events, message=message)
+        final = final_state(outcome, job, pods, events, message=message, summary=summary)
 
         def change(records: list[JobRecord]) -> list[JobRecord]:
             mine = next((r for r in records if r.try_number == self.identity.try_number), None)
@@ -662,26 +745,79 @@ class JobRecorder:
                     uid=meta.get("uid"),
                     created_at=str(meta.get("creationTimestamp") or now_iso()),
                     attached=not self.identity.created_by_this_try(job),
+                    series=self.series,
                 )
             mine.final, mine.last_seen = final, None
             return [mine, *(r for r in records if r.try_number != mine.try_number)]
 
         what = f"how try {self.identity.try_number} ended ({outcome})"
         if wait_seconds is None:
-            self._update(change, what)
-            return
-        writer = threading.Thread(target=self._update, args=(change, what), daemon=True, name="record the try")
+            return self._update(change, what)
+        written: list[bool] = []
+        writer = threading.Thread(
+            target=lambda: written.append(self._update(change, what)), daemon=True, name="record the try"
+        )
         writer.start()
         writer.join(wait_seconds)
         if writer.is_alive():
             self.log.warning("Could not record %s within %.0f s: the store did not answer", what, wait_seconds)
+        return bool(written and written[0])
 
-    def _update(self, change: Callable[[list[JobRecord]], list[JobRecord]], what: str) -> None:
+    def reused(
+        self,
+        source: JobRecord,
+        succeeded_try: int,
+        summary: Mapping[str, Any],
+        job: Mapping[str, Any] | None,
+    ) -> bool:
+        """This try returned the success of an earlier try's job instead of training again: record it as a try that
+        succeeded with that job, ``reused_from_try`` naming the try whose job it was (none when it is this try's own
+        job: Airflow ran this try's ``execute`` again).
+
+        :param source: the earlier try's record (its job, manifest and, when it recorded its end, the job's last
+            state, pods and events).
+        :param succeeded_try: the try whose job succeeded (``source``'s, or the one ``source`` reused in turn).
+        :param summary: the summary this try returns (its XCom ``return_value``).
+        :param job: the job as read now, when it still exists (API JSON); None: as ``source`` recorded it.
+        :returns: True when written.
+        """
+        earlier = source.final
+        own = succeeded_try == self.identity.try_number  # Airflow ran this try's execute again: its own job
+        final = FinalState(
+            ended_at=now_iso(),
+            outcome="succeeded",
+            job=trim_job(job) if job else earlier.job if earlier else None,
+            pods=earlier.pods if earlier else [],
+            events=earlier.events if earlier else [],
+            summary=_redacted(dict(summary)),
+        )
+        record = source.model_copy(
+            update={
+                "try_number": self.identity.try_number,
+                "kubernetes_conn_id": self.kubernetes_conn_id,
+                "created_at": source.created_at if own else now_iso(),
+                "attached": source.attached if own else True,
+                "final": final,
+                "series": self.series,
+                "reused_from_try": None if own else succeeded_try,
+            },
+            deep=True,
+        )
+
+        def change(records: list[JobRecord]) -> list[JobRecord]:
+            return [record, *(r for r in records if r.try_number != record.try_number)]
+
+        return self._update(change, f"that try {self.identity.try_number} returned the success of try {succeeded_try}")
+
+    def _update(self, change: Callable[[list[JobRecord]], list[JobRecord]], what: str) -> bool:
+        """Apply ``change`` to the records and write them; True when written."""
         if not self.enabled:
-            return
+            return False
         try:
             records = sorted(change(self.records()), key=lambda r: r.try_number, reverse=True)[:MAX_TRIES]
             entries = _shed([r.model_dump(mode="json") for r in records], _max_value_bytes())
             self.store.set(RECORD_KEY, entries, retention=NEVER_EXPIRE)
-        except Exception as e:  # the record serves the UI: it must never fail the try
+        except Exception as e:  # a record that cannot be written must never fail the try
             self.log.warning("Could not record %s in task_state_store: %s", what, one_line(e))
+            return False
+        return True

@@ -5,22 +5,25 @@ The operator checks its parameters and builds the manifest; what happens to the 
 in one object per try. The operator's entry points build it (``TrainingJobOperator._run_for``: a new run when the
 context names another try) and call it in this order:
 
+First, in both modes (``durable``, the default): ``execute`` -> :meth:`TrainingJobRun.earlier_success`: when the
+records say an earlier try of the same series (no clear since) saw its job succeed, the try returns that summary and
+creates nothing (see :mod:`~airflow_trainjob.earlier_success`); else it goes on:
+
 Synchronous (``execute`` -> Airflow's ``ResumableJobMixin.execute_resumable``):
 
 1. ``submit_job`` -> :meth:`TrainingJobRun.create_or_attach`, then :attr:`~TrainingJobRun.external_id`: create the
    job; on 409 attach to this try's job, or to an earlier try's running one (``reattach_on_restart``), or replace
    one that has finished or is being deleted; when the job vanished between the 409 and the read, create again.
    *Or*, when ``task_state_store`` holds an earlier try's job, ``get_job_status`` ->
-   :meth:`TrainingJobRun.reconnect` (its phase, or :data:`JOB_GONE`); Airflow then reconnects (step 2), takes
-   the result (step 3), or, for a failed or gone job, submits (step 1) after all.
+   :meth:`TrainingJobRun.reconnect` (its phase, :data:`JOB_GONE`, or :data:`JOB_NOT_REUSED`); Airflow then
+   reconnects (step 2), or, for a failed, gone or not reused job, submits (step 1) after all.
 2. ``poll_until_complete`` -> :meth:`TrainingJobRun.wait`: record on the job that this try follows it, follow its
    pods (:class:`~airflow_trainjob.job_watch.PodFeed`) and the lead replica's log, wait by
    :class:`~airflow_trainjob.job_watch.JobWatch` (the deadlines of
    :mod:`~airflow_trainjob.admission`, API outages ridden out for :data:`API_OUTAGE_TOLERANCE`), stop the pods the
    user's ``cleanPodPolicy`` stops at the end, give the verdict (:mod:`~airflow_trainjob.verdict`,
    :mod:`~airflow_trainjob.conditions`), clean up; returns the summary.
-3. ``get_job_result`` -> :meth:`TrainingJobRun.result`: the summary of step 2; for a stored job that had already
-   succeeded (step 1 was ``reconnect``), its summary and the cleanup its own try did not live to do.
+3. ``get_job_result`` -> :meth:`TrainingJobRun.result`: the summary of step 2.
 
 Deferrable:
 
@@ -35,19 +38,20 @@ deleted if this try still follows it.
 The try's record (:mod:`~airflow_trainjob.job_record`, when the context has a ``task_state_store``) is written when
 step 1 takes up the job (``create_or_attach``, or ``reconnect`` to a job that is not ``Failed``), as the synchronous
 wait sees the job change (its last sight), and once more when the try ends, by whichever way out comes first, before
-the cleanup removes anything: the job, its pods and their events as they were then.
+the cleanup removes anything: the job, its pods and their events as they were then, and after a success the summary
+returned. A try that returns an earlier try's success writes one record, naming that try (``reused_from_try``).
 
 Cleanup (the held ``cleanPodPolicy``, ``on_finish``, the released ``runPolicy``) runs once per run, on every way
-out of :meth:`~TrainingJobRun.wait`, :meth:`~TrainingJobRun.complete` and :meth:`~TrainingJobRun.result`, or in
-:meth:`~TrainingJobRun.kill`, whichever comes first. After a verdict that is an exception, a failed cleanup is
-logged and the verdict raised; after a success it is raised (the retry reconnects and finishes it).
+out of :meth:`~TrainingJobRun.wait`, :meth:`~TrainingJobRun.complete` and :meth:`~TrainingJobRun.earlier_success`,
+or in :meth:`~TrainingJobRun.kill`, whichever comes first. After a verdict that is an exception, a failed cleanup is
+logged and the verdict raised; after a success it is raised (the retry returns that success and finishes it).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -65,6 +69,7 @@ from airflow_trainjob.admission import (
 from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.cleanup_hold import pods_left, pods_to_stop, release_patch, user_run_policy
 from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_TRY_NUMBER
+from airflow_trainjob.earlier_success import Reuse, StartOver, decide, reuse_lines
 from airflow_trainjob.exceptions import (
     JobDeletedError,
     JobNotOwnedError,
@@ -74,7 +79,14 @@ from airflow_trainjob.exceptions import (
 )
 from airflow_trainjob.failures import quoted_tails
 from airflow_trainjob.hooks.retries import is_transient
-from airflow_trainjob.job_record import KILL_WRITE_SECONDS, JobRecorder, outcome_of
+from airflow_trainjob.job_record import (
+    KILL_WRITE_SECONDS,
+    JobRecord,
+    JobRecorder,
+    TrySeries,
+    outcome_of,
+    spec_digest,
+)
 from airflow_trainjob.job_watch import JobWatch, PodFeed
 from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
@@ -105,6 +117,9 @@ from airflow_trainjob.verdict import announced_end, failure_exception, job_ref, 
 ON_FINISH_OPTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
 #: Status of a stored job that no longer exists as this task instance's (deleted or replaced).
 JOB_GONE = "Gone"
+#: Status of a stored job that succeeded under an earlier try whose success is not this try's result (see
+#: :meth:`TrainingJobRun.earlier_success`): the task was cleared since, or no record says it was not.
+JOB_NOT_REUSED = "Succeeded, not this try's result"
 #: Seconds to wait for a replaced job to be gone before creating its successor.
 REPLACE_TIMEOUT = 120.0
 #: Seconds between two reads of a replaced job while it is being deleted.
@@ -247,7 +262,12 @@ class TrainingJobRun:
         self._stopped_by_airflow = False  # kill() ran: a deletion seen after it is this task's own
         self._recorder = recorder
         self._last_seen: dict[str, Any] | None = None  # the job as the wait or the event last showed it
-        self._recorded_end = False  # the try's end is recorded once, by whichever way out comes first
+        #: The outcome recorded of the try's end (once, by whichever way out comes first; see _record_end).
+        self._recorded_end: str | None = None
+        #: What earlier_success decided, when it found an earlier try whose job's success may be this try's result.
+        self._earlier: Reuse | None = None
+        #: The try's success is in its record (what a try that Airflow runs after it returns; see _cleanup).
+        self._success_recorded = False
 
     # ---- what the run is about -------------------------------------------------------------------
 
@@ -301,17 +321,109 @@ class TrainingJobRun:
         self._record_start(job)
         return job
 
+    def earlier_success(self) -> dict[str, Any] | None:
+        """The success of an earlier try's job, when Airflow runs the task instance again after it (see
+        :mod:`~airflow_trainjob.earlier_success`): the summary that try returned, without creating a job. Logs that
+        the training is not repeated, and why; records this try as succeeded with that job; cleans the job up if it
+        is still there (the cleanup that try did not live to finish). Called before anything else in a try.
+
+        When the earlier try ended without a word and its job still runs, the try follows it as usual
+        (:meth:`reconnect`, :meth:`create_or_attach`); should it succeed before they read it, they take it up as this
+        try's result instead of replacing it (:meth:`_is_earlier_result`).
+
+        :returns: the summary (the XCom ``return_value``), or None: this try trains (creates or attaches as usual).
+        :raises ApiException: the job could not be read (not a 404): the retry decides again.
+        """
+        recorder = self._recorder
+        if recorder is None or not recorder.enabled:
+            return None
+        records = recorder.records()
+        if not any(r.try_number <= self.identity.try_number for r in records):
+            return None  # a first try: its manifest is built when it is needed, as before
+        decision = decide(records, self.identity.try_number, recorder.series, spec_digest(self.manifest))
+        if isinstance(decision, StartOver):
+            if decision.reason:
+                self.log.info("%s", decision.reason)
+            return None
+        job = self._recorded_job(decision.source)
+        if job is None and decision.summary is None:
+            # Gone, and its try had not recorded its end when the records were read. A try records its end before
+            # its cleanup deletes the job, so if that try (still running: Airflow ran this one beside it) deleted
+            # it, the records say so now.
+            decision = decide(recorder.records(), self.identity.try_number, recorder.series, spec_digest(self.manifest))
+            if isinstance(decision, StartOver) or decision.summary is None:
+                return None  # no word of how it ended: trains again
+        self._earlier = decision
+        if job is not None and not conditions.is_succeeded(job.get("status")):
+            return None  # its try was lost while it ran: followed as usual (a failed one is replaced)
+        return self._return_earlier(decision, job)
+
+    def _return_earlier(self, decision: Reuse, job: dict[str, Any] | None) -> dict[str, Any]:
+        """Return the earlier try's success as this try's: say so, record it, clean up the job if it is still there.
+
+        :param decision: the reuse (:func:`~airflow_trainjob.earlier_success.decide`).
+        :param job: the job as read now, Succeeded, or None when it is gone (then ``decision`` has the summary).
+        """
+        summary = decision.summary
+        if summary is None:
+            if job is None:
+                raise TrainingJobError("no job and no recorded summary to return")  # the callers rule it out
+            summary = job_summary(job)
+        decision = replace(decision, summary=summary)
+        recorder = self._recorder
+        series = recorder.series if recorder is not None else TrySeries()
+        lines = reuse_lines(
+            decision, self.identity.try_number, series, job_exists=job is not None, on_finish=self.settings.on_finish
+        )
+        for line in lines:
+            self.log.info("%s", line)
+        self.summary = summary
+        if recorder is not None:
+            self._recorded_end = "succeeded"  # this try's record is this one
+            self._success_recorded = recorder.reused(decision.source, decision.succeeded_try, summary, job)
+        if job is not None:
+            self.job = job
+            self._cleanup("succeeded")
+        return summary
+
+    def _is_earlier_result(self, job: Mapping[str, Any]) -> bool:
+        """``job`` has succeeded and is the job of the earlier try whose success :meth:`earlier_success` found to be
+        this try's result (its try ended without a word; the job succeeded since)."""
+        earlier = self._earlier
+        return (
+            isinstance(earlier, Reuse)
+            and conditions.is_succeeded(job.get("status"))
+            and (job.get("metadata") or {}).get("uid") == earlier.source.uid
+        )
+
+    def _recorded_job(self, record: JobRecord) -> dict[str, Any] | None:
+        """The job ``record`` names, if it is still in the cluster as this task instance's (same uid, our labels)."""
+        try:
+            job = self.hook.get_job(record.kind, record.name, record.namespace)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+        same = record.uid is None or job["metadata"].get("uid") == record.uid
+        return job if same and self.identity.owns(job) else None
+
     def reconnect(self, external_id: Mapping[str, Any]) -> str:
         """Take up the job an earlier try stored in ``task_state_store``.
 
         :param external_id: the stored identity, ``{name, namespace, uid}`` (see :attr:`external_id`).
-        :returns: its phase (see :func:`conditions.phase`), or :data:`JOB_GONE` when it no longer exists as this
-            task instance's job (deleted, or replaced by another object).
+        :returns: its phase (see :func:`conditions.phase`), :data:`JOB_GONE` when it no longer exists as this
+            task instance's job (deleted, or replaced by another object), or :data:`JOB_NOT_REUSED` when it succeeded:
+            unless :meth:`earlier_success`, which runs first, found it to be this try's result (then ``Succeeded``,
+            and :meth:`result` returns it).
         """
         _ = self.manifest  # built first: the task's rendered fields show it, and the kind comes from it
         job = self._stored_job(external_id)
         if job is None:
             return JOB_GONE
+        if conditions.is_succeeded(job.get("status")) and not self._is_earlier_result(job):
+            # The records of this series do not make it this try's result (earlier_success ran first): a clear, or no
+            # record of the try says under which clear it ran. Replaced, as a failed one is.
+            return JOB_NOT_REUSED
         self.job = job
         phase = conditions.phase(job.get("status"))
         if not conditions.is_failed(job.get("status")):  # a failed one is replaced: its successor is recorded
@@ -367,16 +479,24 @@ class TrainingJobRun:
                 f"instance's (dag_id={identity.dag_id}, task_id={identity.task_id}, run_id={identity.run_id}, "
                 f"map_index={identity.map_index}); it was left untouched. Set another job_name or remove it."
             )
-        finished = conditions.is_terminal(existing.get("status"))
+        # A finished job is replaced (this try starts over), unless it succeeded for this try: taken up, its end is
+        # seen at once. That is this try's own job (Airflow ran this try's execute again, e.g. after its trigger fired;
+        # even when the records cannot be read: a stale try's store reads come back empty), or the earlier try's job
+        # whose success earlier_success found to be this try's result (it succeeded after earlier_success read it).
+        taken_up = conditions.is_succeeded(existing.get("status")) and (
+            identity.follows(existing) or self._is_earlier_result(existing)
+        )
+        finished = conditions.is_terminal(existing.get("status")) and not taken_up
         same_try = identity.created_by_this_try(existing)
         deleting = bool(existing["metadata"].get("deletionTimestamp"))  # e.g. by the killed try before this one
         if not finished and not deleting and (same_try or self.settings.reattach_on_restart):
+            phase = conditions.phase(existing.get("status"))
             self.log.info(
-                "Attaching to %s %s/%s, still %s, created by try %s",
+                "Attaching to %s %s/%s, %s, created by try %s",
                 kind,
                 namespace,
                 name,
-                conditions.phase(existing.get("status")),
+                phase if conditions.is_terminal(existing.get("status")) else f"still {phase}",
                 existing["metadata"]["labels"].get(LABEL_TRY_NUMBER),
             )
             return self._follow(existing)
@@ -674,20 +794,18 @@ class TrainingJobRun:
 
     # ---- 3. the result -----------------------------------------------------------------------------
 
-    def result(self, external_id: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The summary; for a job that already succeeded under an earlier try, also the cleanup that
-        try's worker did not live to do.
+    def result(self) -> dict[str, Any]:
+        """The summary :meth:`wait` returned (``get_job_result`` follows ``poll_until_complete``); or, when
+        :meth:`reconnect` found an earlier try's job succeeded and :meth:`earlier_success` made it this try's result,
+        that job's summary, with the cleanup its try did not live to do.
 
-        :param external_id: the stored job, read when no step before took it up."""
+        :raises TrainingJobError: neither happened in this run."""
         if self.summary is not None:
             return self.summary
-        job = self._require_job(external_id)
-        try:
-            self.summary = job_summary(job)
-            self._record_end(None)
-            return self.summary
-        finally:
-            self._cleanup("succeeded")
+        job, earlier = self._job, self._earlier
+        if job is not None and isinstance(earlier, Reuse) and self._is_earlier_result(job):
+            return self._return_earlier(earlier, job)
+        raise TrainingJobError("no summary: wait() comes first")
 
     # ---- deferrable: the trigger, then its event ------------------------------------------------
 
@@ -866,8 +984,9 @@ class TrainingJobRun:
         look: bool = True,
         wait_seconds: float | None = None,
     ) -> None:
-        """Record how the try ended (once: the first way out that gets here), with the job, its pods and their
-        events as they are now, read before the cleanup removes anything.
+        """Record how the try ended (once: the first way out that gets here; but a success seen after :meth:`kill`
+        recorded the try as stopped is recorded over it), with the job, its pods and their events as they are now,
+        read before the cleanup removes anything.
 
         :param error: the try's verdict (None: succeeded, or stopped when :meth:`kill` ran).
         :param job: the job as last known; default: as the wait or the event last showed it.
@@ -875,23 +994,33 @@ class TrainingJobRun:
             (each read would ride out its retries) or the job is gone.
         :param wait_seconds: see :meth:`JobRecorder.ended`.
         """
-        if self._recorder is None or not self._recorder.enabled or self._recorded_end:
+        # A success is recorded as one even when Airflow stopped the try while it returned it (on_kill runs in a
+        # signal handler; the try goes on until its process is killed): a retry of the same series returns it.
+        seen_success = error is None and self.summary is not None
+        outcome = "succeeded" if seen_success else outcome_of(error, stopped=self._stopped_by_airflow)
+        if self._recorder is None or not self._recorder.enabled:
+            return
+        if self._recorded_end is not None and not (seen_success and self._recorded_end == "stopped"):
             return
         job = job or self._last_seen or self._job
-        self._recorded_end = True
+        self._recorded_end = outcome
         pods: list[dict[str, Any]] = list(self._seen_pods.values())
         events: list[dict[str, Any]] = []
         if job is not None and look and not (error is not None and is_transient(error)):
             job, pods, events = self._final_look(job, pods)
-        self._recorder.ended(
-            outcome_of(error, stopped=self._stopped_by_airflow),
+        written = self._recorder.ended(
+            outcome,
             job,
             pods,
             events,
             # An API error in one line (never its response's headers or body); a verdict as it is raised.
             message=None if error is None else one_line(error) if isinstance(error, ApiException) else str(error),
+            # What a retry of the same series returns if Airflow runs the task again after this success.
+            summary=self.summary if outcome == "succeeded" else None,
             wait_seconds=wait_seconds,
         )
+        if outcome == "succeeded":
+            self._success_recorded = written
 
     def _final_look(
         self, job: dict[str, Any], seen_pods: list[dict[str, Any]]
@@ -992,6 +1121,11 @@ class TrainingJobRun:
                 ", ".join(sorted(waited_for)),
             )
 
+    def _success_unrecorded(self) -> bool:
+        """There is a store, and this try's success is not in it (a try that Airflow has moved the task instance
+        past cannot write: the API answers 404)."""
+        return self._recorder is not None and self._recorder.enabled and not self._success_recorded
+
     def _stop_follower(self, drain: bool = False) -> None:
         follower, self._follower = self._follower, None
         if follower is not None:
@@ -1054,6 +1188,16 @@ class TrainingJobRun:
             for pod in cleaned:
                 self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
             left_running = [p["metadata"]["name"] for p in listed if p not in cleaned and is_active(p)]
+        if deleting and not running and outcome == "succeeded" and self._success_unrecorded():
+            deleting = False
+            self.log.warning(
+                "Not deleting Succeeded %s %s/%s: its success could not be recorded in task_state_store, and the job "
+                "is then what tells a try that Airflow runs after this one (its scheduler's race, a lost worker) that "
+                "it succeeded: that try returns this success and deletes the job",
+                kind,
+                namespace,
+                name,
+            )
         if deleting:
             self.log.info(
                 "Deleting %s %s/%s (%s)%s",

@@ -21,7 +21,7 @@ from airflow_trainjob.cleanup_hold import hold
 from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, LABEL_KUEUE_QUEUE_NAME
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
-from airflow_trainjob.job_record import JobRecorder, rendered_manifest
+from airflow_trainjob.job_record import JobRecorder, TrySeries, rendered_manifest
 from airflow_trainjob.links.training_job import TrainingJobLink
 from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models.job import TrainingJobSpec, to_plain
@@ -29,6 +29,7 @@ from airflow_trainjob.models.whole_job import WholeJob, parse_whole_job
 from airflow_trainjob.names import generate_job_name, max_job_name_length
 from airflow_trainjob.operators.run import (
     JOB_GONE,
+    JOB_NOT_REUSED,
     ON_FINISH_OPTIONS,
     RunSettings,
     TrainingJobRun,
@@ -90,7 +91,10 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         follow it instead of starting over (a finished one is always replaced). ``False`` needs
         ``durable=False`` too (a durable retry reconnects); the two together are refused.
     :param durable: (``ResumableJobMixin``, Airflow 3.3+) store the job's identity in
-        ``task_state_store`` so a retry after a worker crash reconnects to it; default True.
+        ``task_state_store`` so a retry after a worker crash reconnects to it, and a try that Airflow runs after the
+        job succeeded (its scheduler's race, apache/airflow#72716; a worker lost after the cleanup) returns that
+        success instead of training again, until the task is cleared (see
+        :mod:`~airflow_trainjob.earlier_success`); default True. False: every try creates its job.
     :param deferrable: wait in the triggerer (a shared watch, no worker slot) instead of watching from the
         worker; default: Airflow's ``[operators] default_deferrable``. The verdict, messages and
         cleanup are the same; the lead replica's log is quoted at the end instead of streamed.
@@ -464,7 +468,13 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         the manifest, through :meth:`_prepare`, when it first needs it)."""
         identity = TaskInstanceIdentity.from_context(context)
         if self._run is None or self._run.identity != identity:
-            recorder = JobRecorder(context.get("task_state_store"), identity, self.kubernetes_conn_id, self.log)
+            recorder = JobRecorder(
+                context.get("task_state_store"),
+                identity,
+                self.kubernetes_conn_id,
+                self.log,
+                series=TrySeries.from_context(context),
+            )
             self._run = TrainingJobRun(
                 self.hook,
                 identity,
@@ -509,8 +519,14 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         return manifest
 
     def execute(self, context: Any) -> dict[str, Any]:
+        run = self._run_for(context)
+        # Airflow may run the task again after its job succeeded (apache/airflow#72716, a worker lost after the
+        # cleanup): a retry of the same series returns that success instead of training again (earlier_success).
+        reused = run.earlier_success() if getattr(self, "durable", False) else None
+        if reused is not None:
+            self._push_link(context)
+            return reused
         if self.deferrable:
-            run = self._run_for(context)
             run.create_or_attach()
             self._push_link(context)
             # Hand the wait to TrainingJobTrigger, with the deadlines counted from now (see admission).
@@ -528,15 +544,16 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         return run.external_id
 
     def get_job_status(self, external_id: Any, context: Any) -> str:
-        """The stored job's phase (see :mod:`conditions`), or ``Gone`` when it no longer exists as this
-        task instance's job."""
+        """The stored job's phase (see :mod:`conditions`), ``Gone`` when it no longer exists as this task
+        instance's job, or ``Succeeded, not this try's result`` for one that succeeded under an earlier try that
+        ``execute`` did not reuse (a clear since: it is replaced)."""
         status = self._run_for(context).reconnect(external_id)
-        if status != JOB_GONE:
+        if status not in (JOB_GONE, JOB_NOT_REUSED):
             self._push_link(context)
         return status
 
     def is_job_active(self, status: str) -> bool:
-        return status not in (CONDITION_SUCCEEDED, CONDITION_FAILED, JOB_GONE)
+        return status not in (CONDITION_SUCCEEDED, CONDITION_FAILED, JOB_GONE, JOB_NOT_REUSED)
 
     def is_job_succeeded(self, status: str) -> bool:
         return status == CONDITION_SUCCEEDED
@@ -546,9 +563,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         return self._run_for(context).wait(external_id)
 
     def get_job_result(self, external_id: Any, context: Any) -> dict[str, Any]:
-        """The summary; for a job that already succeeded under an earlier try, also the cleanup that
-        try's worker did not live to do."""
-        return self._run_for(context).result(external_id)
+        """The summary of the wait (a job that succeeded under an earlier try of the same series is returned by
+        ``execute`` before the mixin runs: see :meth:`TrainingJobRun.earlier_success`)."""
+        return self._run_for(context).result()
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after the trigger fired: the same verdict, messages and cleanup as ``execute``.

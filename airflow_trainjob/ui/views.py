@@ -821,6 +821,8 @@ def try_view(
         "uid": meta.get("uid") or record.get("uid"),
         "created_at": stamp(record.get("created_at")),
         "attached": bool(record.get("attached")),
+        # This try returned the success of that try's job instead of training again (Airflow ran it after the success).
+        "reused_from_try": record.get("reused_from_try"),
         "exists": exists,
         "source": "live" if sight.seen_by in (SEEN_BY_CLUSTER, SEEN_BY_PAGE) else "recorded",
         "seen_by": sight.seen_by,

@@ -3,9 +3,13 @@ the process the SIGKILL fault tests kill.
 
 ``python -m tests.support.run_try '<json>'`` with ``{"mode": "task", "run_id", "try_number", "replica_specs",
 "store", "out"}`` (``"die_when_storing": true``: SIGKILL itself instead of
-storing the job's identity) or ``{"mode": "trigger", "classpath", "kwargs", "out"}``. The result (the task's return value,
-or the trigger's event payload) is written as JSON to ``out``. The connection comes from the environment
-(``AIRFLOW_CONN_KUBERNETES_DEFAULT``), as in a worker.
+storing the job's identity; ``"deferrable": true``: ``execute`` up to its deferral) or ``{"mode": "resume", ...}``
+(the same keys and ``"event"``: ``execute_complete`` with the trigger's event, as a resumed deferred task) or
+``{"mode": "trigger", "classpath", "kwargs", "out"}``. With ``"die_after_cleanup": true`` the task SIGKILLs itself
+right after its cleanup deleted the job, before it returns: a worker lost before it reported the success.
+``"clear_number"`` and ``"max_tries"`` go to the context's DAG run and task instance, as Airflow's task runner sets
+them. The result (the task's return value, or the trigger's event payload) is written as JSON to ``out``. The
+connection comes from the environment (``AIRFLOW_CONN_KUBERNETES_DEFAULT``), as in a worker.
 """
 
 from __future__ import annotations
@@ -52,23 +56,62 @@ class StoreThatKillsTheProcess(FileTaskStateStore):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def die_after_the_jobs_deletion() -> None:
+    """SIGKILL this process right after the hook has deleted a job (the task's cleanup), before the task returns."""
+    import os
+    import signal
+
+    from airflow_trainjob.hooks.training_job import TrainingJobHook
+
+    delete_job = TrainingJobHook.delete_job
+
+    def then_die(self: Any, *args: Any, **kwargs: Any) -> Any:
+        deleted = delete_job(self, *args, **kwargs)
+        print("the cleanup deleted the job: killing this process", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        return deleted
+
+    TrainingJobHook.delete_job = then_die  # type: ignore[method-assign]
+
+
+def task_context(args: dict[str, Any]) -> dict[str, Any]:
+    """What the task runner hands the task: its task instance, DAG run and ``task_state_store``."""
+    from types import SimpleNamespace
+
+    from tests.support.jobs import TaskInstanceStandIn
+
+    ti = TaskInstanceStandIn(run_id=args["run_id"], try_number=args["try_number"])
+    context: dict[str, Any] = {"ti": ti}
+    if "max_tries" in args:
+        ti.max_tries = args["max_tries"]  # type: ignore[attr-defined]
+    if "clear_number" in args:
+        context["dag_run"] = SimpleNamespace(clear_number=args["clear_number"])
+    store_class = StoreThatKillsTheProcess if args.get("die_when_storing") else FileTaskStateStore
+    context["task_state_store"] = store_class(Path(args["store"]))
+    return context
+
+
 def main(argv: list[str]) -> None:
     args = json.loads(argv[1])
     out = Path(args["out"])
-    if args["mode"] == "task":
+    if args["mode"] in ("task", "resume"):
         from airflow_trainjob.operators.training_job import TrainingJobOperator
-        from tests.support.jobs import TaskInstanceStandIn
 
-        ti = TaskInstanceStandIn(run_id=args["run_id"], try_number=args["try_number"])
+        if args.get("die_after_cleanup"):
+            die_after_the_jobs_deletion()
         operator = TrainingJobOperator(
             task_id="train",
             kind="PyTorchJob",
             replica_specs=args["replica_specs"],
             poll_interval=0.5,
-            on_finish="delete_job",
+            on_finish=args.get("on_finish", "delete_job"),
+            deferrable=bool(args.get("deferrable")),
         )
-        store_class = StoreThatKillsTheProcess if args.get("die_when_storing") else FileTaskStateStore
-        result = operator.execute({"ti": ti, "task_state_store": store_class(Path(args["store"]))})
+        context = task_context(args)
+        if args["mode"] == "resume":
+            result = operator.execute_complete(context, args["event"])
+        else:
+            result = operator.execute(context)
         out.write_text(json.dumps(result))
     else:
         import asyncio

@@ -407,6 +407,17 @@ def test_a_running_live_try_refreshes_and_shows_everything():
     }  # fmt: skip
 
 
+def test_a_try_that_returned_an_earlier_success_says_so():
+    """Airflow ran the task again after try 1's job succeeded: try 2 returned that success (its record names try 1)
+    and created no job; the tab says so instead of "Created by try 2"."""
+    succeeded = [*RUNNING[:1], condition("Succeeded", "True", "2026-12-02T05:09:00Z", "PyTorchJobSucceeded", "done")]
+    reused = {**record(outcome="succeeded", ended_at="2026-12-02T05:10:00Z"), "attached": True, "reused_from_try": 1}
+    view = views.try_view(reused, live=None, now=None)
+    assert (view["reused_from_try"], view["attached"], view["outcome"]) == (1, True, "succeeded")
+    plain = views.try_view(record(), live=job(succeeded), now=NOW)
+    assert plain["reused_from_try"] is None
+
+
 def test_a_finished_live_try_stops_refreshing():
     view = views.try_view(record(), live=job(FAILED), now=NOW)
     assert (view["phase"], view["refresh_seconds"]) == ("Failed", None)

@@ -1196,7 +1196,9 @@
           ? h("span", null, "Still exists", tr.source === "live" ? h("span", { class: "muted", text: " (read from the cluster)" }) : null)
           : h("span", null, h("strong", { text: "No longer exists" }), sightText(tr) ? " — showing " + sightText(tr) : "");
       var when = toDate(tr.created_at) ? formatTime(tr.created_at) : null;
-      var origin = tr.attached
+      var origin = tr.reused_from_try
+        ? "Did not train again: returned the success of try " + tr.reused_from_try + "'s job" + (when ? " (at " + when + ")" : "")
+        : tr.attached
         ? "Followed a job an earlier try created" + (when ? " (attached " + when + ")" : "")
         : "Created by try " + tr.try_number + (when ? " at " + when : "");
       replaceChildren(
