@@ -469,12 +469,23 @@ class AirflowApi:
             if ti["state"] in wanted:
                 return ti
             if ti["state"] in FINISHED_STATES:
-                raise AssertionError(f"{dag_id}.{task_id} in {run_id} ended {ti['state']}, not {sorted(wanted)}")
+                raise AssertionError(
+                    f"{dag_id}.{task_id} in {run_id} ended {ti['state']}, not {sorted(wanted)}; the end of its log:\n"
+                    + self._log_tail(dag_id, run_id, task_id, map_index)
+                )
             if time.monotonic() > deadline:
                 raise AssertionError(
                     f"{dag_id}.{task_id} in {run_id} still {ti['state']} after {timeout:g} s, not {sorted(wanted)}"
                 )
             time.sleep(0.5)
+
+    def _log_tail(self, dag_id: str, run_id: str, task_id: str, map_index: int, lines: int = 25) -> str:
+        """The last lines of the current try's log, for an assertion's message (a failure in CI says why)."""
+        try:
+            text = self.task_log_text(dag_id, run_id, task_id, map_index=map_index)
+        except Exception as error:  # noqa: BLE001 - a diagnostic must not hide the assertion it explains
+            return f"(log not readable: {error})"
+        return "\n".join(text.splitlines()[-lines:])
 
     def task_log(
         self, dag_id: str, run_id: str, task_id: str, try_number: int | None = None, *, map_index: int = -1
