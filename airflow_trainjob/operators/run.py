@@ -26,8 +26,8 @@ Deferrable:
 
 1. ``execute`` -> :meth:`TrainingJobRun.create_or_attach` (as above), then :meth:`TrainingJobRun.trigger`, which
    the operator defers to.
-2. ``execute_complete`` -> :meth:`TrainingJobRun.complete` with the trigger's event: the verdict, the lead
-   replica's log tail, cleanup; returns the summary.
+2. ``execute_complete`` -> :meth:`TrainingJobRun.complete` with the trigger's event: the verdict, the rest of the
+   lead replica's log (what the trigger did not copy while it waited), cleanup; returns the summary.
 
 At any time, ``on_kill`` -> :meth:`TrainingJobRun.kill`: the wait ends as "stopped by Airflow", and the job is
 deleted if this try still follows it.
@@ -45,6 +45,7 @@ logged and the verdict raised; after a success it is raised (the retry reconnect
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -76,17 +77,15 @@ from airflow_trainjob.exceptions import (
 from airflow_trainjob.hooks.retries import is_transient
 from airflow_trainjob.job_record import KILL_WRITE_SECONDS, JobRecorder, outcome_of
 from airflow_trainjob.job_watch import JobWatch, PodFeed
+from airflow_trainjob.lead_log import LeadLogCopy, LogCursor, LogOut, cursor_on_job
 from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
 from airflow_trainjob.pods import (
     container_ends,
     is_active,
-    lead_pod,
-    log_container,
     owned_by,
     pending_reasons,
     pods_to_clean,
-    replica_of,
     restart_counts,
 )
 from airflow_trainjob.triggers.training_job import (
@@ -125,8 +124,10 @@ class RunSettings:
     :param timeout: seconds the whole job may take from this try's create or attach; None: no limit.
     :param startup_timeout: seconds from admission until ``Running``; None: no limit.
     :param queue_timeout: seconds the job may wait in its queue each time it enters it; None: no limit.
-    :param get_logs: follow the lead replica's log (deferred: quote its tail at the end).
-    :param log_tail_lines: lines quoted from each failed replica's log, and the lead's when deferred (count).
+    :param get_logs: follow the lead replica's log (deferred: copied by the trigger while it waits, the rest at the
+        end, up to :data:`~airflow_trainjob.lead_log.LEAD_LOG_MAX_BYTES`).
+    :param log_tail_lines: lines quoted from each failed replica's log, and from the lead's end when the deferred
+        copy passed its size bound (count).
     :param on_finish: one of :data:`ON_FINISH_OPTIONS`.
     :param reattach_on_restart: follow a running job of an earlier try instead of replacing it.
     """
@@ -699,7 +700,8 @@ class TrainingJobRun:
             poll_interval=settings.poll_interval,
             owner_labels=self.identity.instance_labels(),
             try_number=self.identity.try_number,
-            log_tail_lines=settings.log_tail_lines if settings.get_logs else 0,
+            log_tail_lines=settings.log_tail_lines,
+            follow_lead_log=settings.get_logs,
         )
 
     def complete(self, event: dict[str, Any]) -> dict[str, Any]:
@@ -727,6 +729,8 @@ class TrainingJobRun:
                 name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
                 which = event.get("which", "timeout")
                 pods = self.hook.list_job_pods(name, namespace)
+                if self.settings.get_logs:  # before the cleanup deletes the job and its pods
+                    self._copy_rest_of_lead_log(job, pods, event.get("lead_log"))
                 raise self._timeout(
                     job, which, self.settings.limit(which) or 0, job_ref(job), job.get("status"), pods, queue_state(job)
                 )
@@ -740,7 +744,7 @@ class TrainingJobRun:
             pods += [p for p in event.get("pods") or [] if p["metadata"]["name"] not in present]
             self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
             if self.settings.get_logs:
-                self._quote_lead_log(job, pods, event.get("lead_log"))
+                self._copy_rest_of_lead_log(job, pods, event.get("lead_log"))
             if not conditions.is_succeeded(job.get("status")):
                 outcome = "failed"
                 raise failure_exception(self.hook, job, self.settings.log_tail_lines, pods)
@@ -794,34 +798,63 @@ class TrainingJobRun:
             self.log.warning("Could not list the pods of %s: %s", job_ref(job), one_line(e))
             return []
 
-    def _quote_lead_log(self, job: dict[str, Any], pods: list[dict[str, Any]], read: dict[str, str] | None) -> None:
-        """Deferred jobs have no live log: quote the end of the lead replica's log — as the trigger read it before
-        stopping its pod, else from the pod (held until the task's cleanup)."""
+    def _copy_rest_of_lead_log(
+        self, job: dict[str, Any], pods: list[dict[str, Any]], copied: dict[str, Any] | None
+    ) -> None:
+        """Copy into the task log what the trigger did not copy of the lead replica's log: from the event's cursor (else
+        the one the trigger recorded on the job for this try, else from the start), up to the size bound of
+        :mod:`~airflow_trainjob.lead_log`, read now, before the cleanup removes the pod.
+
+        :param job: the job, as last read.
+        :param pods: its pods, as listed now (and those the event kept of a failed job).
+        :param copied: the event's ``lead_log``: the trigger's cursor (see :class:`TrainingJobTrigger`).
+        """
+        if copied and copied.get("quoted"):
+            return  # an event of an earlier version of the trigger: it quoted the tail before stopping the lead's pod
         kind = JOB_KINDS[job["kind"]]
-        tail_lines = self.settings.log_tail_lines
-        if not tail_lines:  # 0 quotes none, as for failed replicas (not the whole log)
+        if copied and "text" in copied:  # ... or carried the tail in the event
+            quote_log(self.log, copied["pod"], copied["pod"], copied["text"], self.settings.log_tail_lines)
             return
-        pod = lead_pod(pods, kind)
-        if read and read.get("quoted"):
-            return  # the trigger quoted it into the task log before stopping the lead's pod
-        if read:  # an event of an earlier version of the trigger, with the text in it
-            name, text = read["pod"], read["text"]
-        elif pod is not None:
-            name = pod["metadata"]["name"]
+        cursor = LogCursor.from_dict(copied) if copied else cursor_on_job(job, self.identity.try_number)
+        copy = LeadLogCopy(kind, cursor, final=True, tail_lines=self.settings.log_tail_lines)
+        uid, namespace = job["metadata"].get("uid"), job["metadata"]["namespace"]
+        before = copy.cursor.lines
+        header = [LogOut(logging.INFO, "The rest of the lead replica's log, read as the task resumed:")]
+        self._write(copy.look([p for p in pods if owned_by(p, uid)]))
+        while (read := copy.next_read()) is not None:
             try:
-                text = self.hook.read_pod_log(
-                    name, job["metadata"]["namespace"], log_container(pod, kind), tail_lines=tail_lines
+                data = self.hook.read_timestamped_log(
+                    read.pod,
+                    namespace,
+                    read.container,
+                    previous=read.previous,
+                    since_time=read.since_time,
+                    limit_bytes=read.limit_bytes,
+                    tail_lines=read.tail_lines,
                 )
             except ApiException as e:
-                self.log.warning("The lead replica's log is gone (%s): %s", name, one_line(e))
+                if e.status in (400, 404):  # not started, no previous run; the pod is gone
+                    self._write(copy.missing(read, one_line(e)))
+                    continue
+                self.log.warning("Could not read the rest of the lead replica's log: %s", one_line(e))
                 return
-        else:
-            self.log.warning("No lead replica's log to quote: %s has no lead pod any more", job_ref(job))
-            return
-        label = next(
-            (f"{t}-{i}" for p in pods if p["metadata"]["name"] == name for t, i in [replica_of(p, kind)]), name
-        )
-        quote_log(self.log, label, name, text, tail_lines)
+            except (HTTPError, OSError) as e:
+                self.log.warning("Could not read the rest of the lead replica's log: %s", one_line(e))
+                return
+            out = copy.take(read, data)
+            self._write(header + out if out and header else out)
+            header = header if not out else []
+        if copy.cursor.lines:
+            self.log.info(
+                "The lead replica's log: %d lines in this task log (%d copied while the task waited)%s",
+                copy.cursor.lines,
+                before,
+                f"; cut at {copy.max_bytes} bytes" if copy.cursor.cut else "",
+            )
+
+    def _write(self, lines: list[LogOut]) -> None:
+        for out in lines:
+            self.log.log(out.level, "%s", out.text)
 
     # ---- stopped by Airflow ------------------------------------------------------------------------
 
