@@ -30,7 +30,7 @@ import logging
 import re
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -55,6 +55,11 @@ LIMIT_GROWTH_MAX = 16
 #: The job's annotation where a waiting trigger keeps its cursor (:func:`cursor_annotation`), so that the trigger run
 #: again after a triggerer restart goes on from there instead of copying the log again from its start.
 ANNOTATION_LEAD_LOG_CURSOR = f"{LABEL_PREFIX}/lead-log-cursor"
+
+#: Secrets of a job's manifest a trigger has the triggerer mask, at most (see :func:`secret_spans`).
+SECRET_SPANS_MAX = 32
+#: What :func:`secret_spans` asks Airflow's ``redact`` to put in place of each secret (a character no manifest holds).
+SECRET_MARK = "\x00"
 
 _TIMESTAMP = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$")
 
@@ -550,3 +555,64 @@ def cursor_on_job(job: Mapping[str, Any], try_number: int | None) -> LogCursor |
     if not isinstance(data, dict) or data.get("try") != try_number:
         return None
     return LogCursor.from_dict(data)
+
+
+def secret_spans(manifest: Mapping[str, Any], redact: Callable[[str], str]) -> list[list[Any]]:
+    """Where the task's secrets masker finds secrets in the job it sends (a Variable or a Connection's password
+    rendered into a container's ``env`` or ``args``): ``[pointer, start, end]`` for each, the pointer an RFC 6901 JSON
+    pointer to a string of the manifest, ``start:end`` the secret's characters in it. The places, never the values:
+    they ride in the trigger's kwargs, and the trigger reads the values from the job (:func:`secrets_at`), so that the
+    triggerer masks in the lead replica's lines what the task's own log masks. At most :data:`SECRET_SPANS_MAX`.
+
+    :param manifest: the job as sent, an API JSON dict.
+    :param redact: Airflow's ``redact`` of the task's process, replacing each secret with :data:`SECRET_MARK`.
+    """
+    spans: list[list[Any]] = []
+    for pointer, text in _strings(manifest, ""):
+        if SECRET_MARK in text:
+            continue
+        redacted = redact(text)
+        if redacted == text or not isinstance(redacted, str):
+            continue
+        pieces = redacted.split(SECRET_MARK)
+        pattern = "(.+?)".join(re.escape(piece) for piece in pieces)
+        found = re.fullmatch(pattern, text, re.DOTALL)
+        if found is None:
+            continue
+        spans += [[pointer, *found.span(i)] for i in range(1, len(pieces))]
+        if len(spans) >= SECRET_SPANS_MAX:
+            return spans[:SECRET_SPANS_MAX]
+    return spans
+
+
+def secrets_at(job: Mapping[str, Any], spans: Iterable[Any]) -> list[str]:
+    """The secrets :func:`secret_spans` located, read from the job (what is not there, or not a string, is skipped).
+
+    :param job: the job, an API JSON dict (its spec as sent).
+    :param spans: ``[pointer, start, end]`` lists.
+    """
+    found = []
+    for span in spans:
+        try:
+            pointer, start, end = span
+            value: Any = job
+            for part in str(pointer).split("/")[1:]:
+                key = part.replace("~1", "/").replace("~0", "~")
+                value = value[int(key)] if isinstance(value, list) else value[key]
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+        if isinstance(value, str) and 0 <= start < end <= len(value):
+            found.append(value[start:end])
+    return found
+
+
+def _strings(value: Any, pointer: str) -> Iterator[tuple[str, str]]:
+    """``(JSON pointer, text)`` of every string in ``value``."""
+    if isinstance(value, str):
+        yield pointer, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _strings(item, f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{pointer}/{index}")

@@ -5,6 +5,7 @@ copy against the real apiserver and process kubelet is in ``tests/operators/test
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -204,3 +205,26 @@ def test_a_log_that_cannot_be_read_is_skipped_quietly_while_waiting_and_said_at_
     notes = copy.missing(read, "404 Not Found")
     assert copy.next_read() is None
     assert bool(notes) is final
+
+
+def test_the_secrets_of_the_manifest_are_located_by_place_and_read_back_from_the_job():
+    """The trigger's kwargs carry where the task's masker finds secrets in the job, never the secrets: the trigger
+    reads them from the job, and has the triggerer mask them in the lines it copies."""
+    from airflow_trainjob.lead_log import SECRET_MARK, secret_spans, secrets_at
+
+    secret, other = "hf_SECRETvalue0123456789", "pw-0987654321"
+
+    def redact(text: str) -> str:  # what Airflow's redact does with the masker of a task that read both
+        return text.replace(secret, SECRET_MARK).replace(other, SECRET_MARK)
+
+    container = {
+        "name": "pytorch",
+        "args": ["--token", secret, f"--url=https://u:{other}@host/{secret}"],
+        "env": [{"name": "HF/TOKEN", "value": secret}, {"name": "PLAIN", "value": "nothing secret"}],
+    }
+    job = {"spec": {"pytorchReplicaSpecs": {"Master": {"template": {"spec": {"containers": [container]}}}}}}
+    spans = secret_spans(job, redact)
+    assert secret not in json.dumps(spans) and other not in json.dumps(spans)
+    assert len(spans) == 4
+    assert secrets_at(job, spans) == [secret, other, secret, secret]
+    assert secrets_at(job, [["/spec/nothing", 0, 3], ["/spec", 0, 1], "junk"]) == []

@@ -77,7 +77,7 @@ from airflow_trainjob.exceptions import (
 from airflow_trainjob.hooks.retries import is_transient
 from airflow_trainjob.job_record import KILL_WRITE_SECONDS, JobRecorder, outcome_of
 from airflow_trainjob.job_watch import JobWatch, PodFeed
-from airflow_trainjob.lead_log import LeadLogCopy, LogCursor, LogOut, cursor_on_job
+from airflow_trainjob.lead_log import SECRET_MARK, LeadLogCopy, LogCursor, LogOut, cursor_on_job, secret_spans
 from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
 from airflow_trainjob.pods import (
@@ -173,6 +173,15 @@ def job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
         "completionTime": end,
         "duration": duration,
     }
+
+
+def _marked_secrets(text: str) -> str:
+    """``text`` with each secret the task's masker knows replaced by :data:`~airflow_trainjob.lead_log.SECRET_MARK`
+    (Airflow's ``redact``)."""
+    from airflow.providers.common.compat.sdk import redact
+
+    redacted = redact(text, replacement=SECRET_MARK)
+    return redacted if isinstance(redacted, str) else text
 
 
 def _seconds_until_ttl(job: Mapping[str, Any], ttl: int) -> float | None:
@@ -702,6 +711,7 @@ class TrainingJobRun:
             try_number=self.identity.try_number,
             log_tail_lines=settings.log_tail_lines,
             follow_lead_log=settings.get_logs,
+            secret_spans=secret_spans(self.manifest, _marked_secrets) if settings.get_logs else None,
         )
 
     def complete(self, event: dict[str, Any]) -> dict[str, Any]:

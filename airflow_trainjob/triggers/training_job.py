@@ -52,6 +52,7 @@ from airflow_trainjob.lead_log import (
     LogRead,
     cursor_annotation,
     cursor_on_job,
+    secrets_at,
 )
 from airflow_trainjob.ownership import why_not_followed
 from airflow_trainjob.pods import container_ends, lead_pod, owned_by, pod_name
@@ -74,9 +75,12 @@ SHORT_MESSAGE = 200
 #: Phases in which the lead replica may be writing its log: the trigger looks at it then.
 LOG_PHASES = frozenset({JobConditionType.RUNNING, JobConditionType.RESTARTING, JobConditionType.SCALING})
 #: Seconds between two records of the copy's cursor on the job (:data:`ANNOTATION_LEAD_LOG_CURSOR`) while lines are
-#: copied: what a triggerer that dies without a word (SIGKILL, a lost node) can make its successor copy twice. A
-#: triggerer that stops (SIGTERM: the triggers are cancelled) records the cursor as it stops.
-CURSOR_RECORD_SECONDS = 600.0
+#: copied, at least: at most this much of the log is copied twice after a triggerer restart. (A triggerer that stops
+#: closes its shared streams before it cancels its triggers, so a trigger cannot record its cursor as it stops; a
+#: trigger cancelled on its own, its stream still open, does.)
+CURSOR_RECORD_SECONDS = 120.0
+#: ... and at least this many looks apart (when many jobs share the triggerer's log budget, looks are rarer).
+CURSOR_RECORD_LOOKS = 2
 #: Seconds a cancelled trigger waits for its cursor's record, at most.
 CURSOR_RECORD_TIMEOUT = 5.0
 
@@ -136,6 +140,9 @@ class TrainingJobTrigger(BaseEventTrigger):
         when the trigger stops the lead's pod (count; 0: none).
     :param follow_lead_log: copy the lead replica's log into the task log while waiting (see below); None: as an
         earlier version of the trigger did, when ``log_tail_lines`` is not 0.
+    :param secret_spans: where the task's secrets masker found secrets in the job it sent
+        (:func:`~airflow_trainjob.lead_log.secret_spans`: places, not values); the trigger has the triggerer mask
+        them before it copies any line, as the task's own log would.
 
     While it waits, it logs :func:`conditions.progress_line` each time the job's phase or replica counts change (Airflow shows
     a trigger's log lines in the task's log), as the synchronous wait does. With ``follow_lead_log`` it also copies
@@ -184,6 +191,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         try_number: int | None = None,
         log_tail_lines: int = 0,
         follow_lead_log: bool | None = None,
+        secret_spans: list[list[Any]] | None = None,
     ):
         super().__init__()
         self.kind = kind
@@ -208,6 +216,8 @@ class TrainingJobTrigger(BaseEventTrigger):
         self.try_number = try_number
         self.log_tail_lines = log_tail_lines
         self.follow_lead_log = follow_lead_log
+        self.secret_spans = list(secret_spans or [])
+        self._masked = False  # the job's secrets were handed to Airflow's masker
         self._seen_uid: str | None = None  # the job's uid once seen (a sensor's wait starts without one)
         self._last_line: str | None = None  # the progress line logged last
         # The copy of the lead replica's log: where it stands, the task that looks at it, when the job may be writing.
@@ -240,6 +250,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                 "try_number": self.try_number,
                 "log_tail_lines": self.log_tail_lines,
                 "follow_lead_log": self.follow_lead_log,
+                "secret_spans": self.secret_spans,
             },
         )
 
@@ -484,8 +495,19 @@ class TrainingJobTrigger(BaseEventTrigger):
         if not self._follows_lead_log:
             return
         if self._lead_copy is None:
-            self._lead_copy = LeadLogCopy(JOB_KINDS[self.kind], cursor_on_job(job, self.try_number))
+            recorded = cursor_on_job(job, self.try_number)
+            self._lead_copy = LeadLogCopy(JOB_KINDS[self.kind], recorded)
             self._recorded = (self._lead_copy.cursor, time.monotonic())
+            if recorded is not None and recorded.lines and not (recorded.complete or recorded.cut):
+                interval = log_pacing.budget().look_interval()
+                self.log.info(
+                    "Going on with the lead replica's log from the point an earlier run of this wait recorded (%d "
+                    "lines copied, the last written at %s): lines it copied after that record, at most about %.0f s "
+                    "of them, appear again below",
+                    recorded.lines,
+                    recorded.since,
+                    max(CURSOR_RECORD_SECONDS, CURSOR_RECORD_LOOKS * interval) + interval,
+                )
         if self._lead_may_write is not None:
             if conditions.phase(job.get("status")) in LOG_PHASES:
                 self._lead_may_write.set()
@@ -522,6 +544,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         """One look: LIST the job's index-0 pods, read what is new of the lead's log."""
         copy = self._lead_copy
         assert copy is not None
+        await self._mask_secrets(stream.jobs.get(self.name))
         async with budget.request():
             pods = await stream.hook.list_job_pods_async(self.name, self.namespace, replica_index=0)
         uid = self.uid or self._seen_uid
@@ -572,6 +595,7 @@ class TrainingJobTrigger(BaseEventTrigger):
 
         :returns: the cursor (``complete``), or None when the log could not be read (the resumed task says so)."""
         self._note_phase(job)
+        await self._mask_secrets(job)
         assert self._lead_copy is not None
         copy = LeadLogCopy(
             JOB_KINDS[self.kind],
@@ -588,6 +612,20 @@ class TrainingJobTrigger(BaseEventTrigger):
         copy.mark_complete()
         return copy.cursor.to_dict()
 
+    async def _mask_secrets(self, job: dict[str, Any] | None) -> None:
+        """Before the first line is copied: hand the secrets of the job (where :attr:`secret_spans` says) to Airflow's
+        masker, in this process and in the triggerer's supervisor, which writes the task's log
+        (``amask_secret``)."""
+        if self._masked or job is None:
+            return
+        self._masked = True
+        if not self.secret_spans:
+            return
+        from airflow.sdk.log import amask_secret
+
+        for secret in secrets_at(job, self.secret_spans):
+            await amask_secret(secret)
+
     async def _stop_following(self) -> None:
         reader, self._reader = self._reader, None
         if reader is not None:
@@ -597,12 +635,14 @@ class TrainingJobTrigger(BaseEventTrigger):
 
     async def _record_cursor(self, stream: JobStream, now: bool = False) -> None:
         """Record the copy's cursor on the job (annotation), if it moved: the first time, then every
-        :data:`CURSOR_RECORD_SECONDS`, or ``now``. Best effort (a lost record costs lines copied twice)."""
+        :data:`CURSOR_RECORD_SECONDS` (or :data:`CURSOR_RECORD_LOOKS` looks), or ``now``. Best effort (a lost record
+        costs lines copied twice). Through the log budget: a record is one of its requests."""
         copy, (recorded, at) = self._lead_copy, self._recorded
         if copy is None or copy.cursor == recorded or not stream.connected:
             return
         if not now and recorded is not None and recorded.run is not None:
-            if time.monotonic() - at < CURSOR_RECORD_SECONDS:
+            every = max(CURSOR_RECORD_SECONDS, CURSOR_RECORD_LOOKS * log_pacing.budget().look_interval())
+            if time.monotonic() - at < every:
                 return
         uid = self.uid or self._seen_uid
         patch = {

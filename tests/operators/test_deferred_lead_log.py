@@ -21,6 +21,7 @@ from airflow_trainjob import lead_log
 from airflow_trainjob.constants import LABEL_JOB_NAME
 from airflow_trainjob.lead_log import ANNOTATION_LEAD_LOG_CURSOR, cursor_on_job
 from airflow_trainjob.triggers import log_pacing
+from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 from tests.support.deferred import defer, first_event, operator_for, rebuild
 from tests.support.jobs import jobs, pytorch_specs
 
@@ -125,6 +126,48 @@ def test_a_triggerer_restart_goes_on_where_the_copy_stopped(quick_looks, ti, nam
     assert epochs_in(second)  # the second run went on copying live
 
 
+def test_a_triggerer_that_dies_without_recording_repeats_at_most_the_lines_since_its_last_record(
+    quick_looks, monkeypatch, ti, namespace, capfd
+):
+    """A triggerer that stops closes its streams before it cancels its triggers, and one that is killed does
+    nothing: the trigger's next run goes on from the cursor last recorded (at the first lines, then every
+    CURSOR_RECORD_SECONDS): nothing is lost, the lines copied since that record appear twice, after a note."""
+    from airflow_trainjob.triggers import training_job as trigger_module
+
+    monkeypatch.setattr(trigger_module, "CURSOR_RECORD_SECONDS", 6.0)
+    record = TrainingJobTrigger._record_cursor
+
+    async def no_record_on_the_way_out(self, stream, now=False):
+        if not now:
+            await record(self, stream)
+
+    monkeypatch.setattr(TrainingJobTrigger, "_record_cursor", no_record_on_the_way_out)
+    operator = operator_for("deferred", pytorch_specs(TRAINING, workers=0), poll_interval=60)
+    trigger = defer(operator, ti)
+
+    async def run_until_cancelled(seconds: float) -> None:
+        task = asyncio.create_task(anext(trigger.run()))
+        await asyncio.sleep(seconds)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(run_until_cancelled(17))
+    first = epochs_in(lead_lines(capfd.readouterr().out))
+    event = first_event(rebuild(trigger), timeout=240)
+    output = capfd.readouterr().out
+    operator.execute_complete({"ti": ti}, event)
+    output += capfd.readouterr().out
+    rest = epochs_in(lead_lines(output))
+    assert "Going on with the lead replica's log from the point an earlier run of this wait recorded" in output
+    assert sorted(set(first + rest)) == list(range(1, EPOCHS + 1))  # nothing lost
+    repeated = sorted(set(first) & set(rest))
+    assert rest == sorted(rest) and len(rest) == len(set(rest))  # the second run copies each line once
+    # Repeated: the lines the first run copied after its last record, at most a record interval and a look of them.
+    assert repeated == list(range(repeated[0], first[-1] + 1)) if repeated else True
+    assert len(repeated) <= (6.0 + 2 * LOOK_SECONDS) / 0.12 + 10, len(repeated)
+
+
 def test_a_lead_container_restart_keeps_both_runs(quick_looks, ti, namespace, capfd):
     """The lead's container fails and the kubelet restarts it in place (``restartPolicy: OnFailure``): the rest of
     the first run is read as the ``previous`` run, then the new run, each line once."""
@@ -172,3 +215,36 @@ def test_the_event_stays_small_with_the_cursor_in_it(quick_looks, ti):
     event = first_event(defer(operator, ti), timeout=240)
     assert set(event["lead_log"]) == {"uid", "restarts", "since", "at", "lines", "bytes"}
     assert stored_sizes(event) < 2048, stored_sizes(event)
+
+
+def test_the_trigger_has_the_triggerer_mask_the_jobs_secrets_before_it_copies_a_line(
+    quick_looks, monkeypatch, ti, namespace, capfd
+):
+    """A secret the task's masker knows (a Variable rendered into the container's env) is masked in the task's own
+    log; the trigger, in the triggerer, hands it to Airflow's masker there (``amask_secret``: the triggerer's
+    supervisor writes the task's log) before the first line it copies. Read from the job, not from its kwargs."""
+    import airflow.sdk.log
+    from airflow.providers.common.compat.sdk import mask_secret
+
+    secret = f"hf_{uuid.uuid4().hex}"
+    mask_secret(secret)  # what reading a sensitive Variable in a template does, in the task's process
+    handed: list[tuple[str, int]] = []
+    written: list[str] = []
+
+    async def amask_secret(value, name=None):
+        handed.append((value, len(written)))
+
+    monkeypatch.setattr(airflow.sdk.log, "amask_secret", amask_secret)
+    write = TrainingJobTrigger._write
+    monkeypatch.setattr(TrainingJobTrigger, "_write", lambda self, lines: (written.extend(lines), write(self, lines)))
+    container_env = [{"name": "HF_TOKEN", "value": secret}]
+    specs = pytorch_specs("import os; print('token', os.environ['HF_TOKEN'], flush=True)", workers=0)
+    specs["Master"]["template"]["spec"]["containers"][0]["env"] = container_env
+    operator = operator_for("deferred", specs, poll_interval=60)
+    trigger = defer(operator, ti)
+    assert secret not in repr(trigger.serialize())  # the kwargs hold where the secret is, not the secret
+    event = first_event(trigger, timeout=240)
+    # Handed over once, before any line was copied (Airflow's connection lookup hands the connection's extras too).
+    assert [h for h in handed if h[0] == secret] == [(secret, 0)]
+    assert any(secret in out.text for out in written)  # the line the masker then masks in the triggerer
+    operator.execute_complete({"ti": ti}, event)

@@ -481,6 +481,32 @@ def test_trigger_carries_the_run(hook):
     assert kwargs["try_number"] == 1 and LABEL_TRY_NUMBER not in kwargs["owner_labels"]
 
 
+def test_the_trigger_gets_where_the_secrets_of_the_job_are_not_the_secrets(hook):
+    """A Variable the task read is masked in the task's own log; the trigger learns where such secrets sit in the job
+    (to have the triggerer mask them in the lead's lines it copies), never their values: its kwargs are stored."""
+    from airflow.providers.common.compat.sdk import mask_secret
+
+    secret = "hf_RUNUNITsecret0123456789"
+    mask_secret(secret)  # what reading a sensitive Variable in a template does
+    container = {**CONTAINER, "env": [{"name": "HF_TOKEN", "value": secret}]}
+    who = identity()
+    manifest = build_manifest(
+        spec=TrainingJobSpec.parse("PyTorchJob", {"Master": {"template": {"spec": {"containers": [container]}}}}),
+        name=NAME,
+        namespace=NS,
+        labels=who.labels(),
+    )
+    run = TrainingJobRun(hook, who, RunSettings(get_logs=True), manifest=manifest, log=LOG)
+    run.create_or_attach()
+    _, kwargs = run.trigger().serialize()
+    (span,) = kwargs["secret_spans"]
+    assert secret not in repr(kwargs)
+    assert span == ["/spec/pytorchReplicaSpecs/Master/template/spec/containers/0/env/0/value", 0, len(secret)]
+    without_logs = TrainingJobRun(hook, who, RunSettings(get_logs=False), manifest=manifest, log=LOG)
+    without_logs.job = hook.job(NAME)
+    assert without_logs.trigger().serialize()[1]["secret_spans"] == []  # nothing copied: nothing to mask
+
+
 def test_complete_success_quotes_the_lead_log_and_cleans_up(hook, log_text):
     run = make_run(hook, get_logs=True, log_tail_lines=2)
     job = run.create_or_attach()

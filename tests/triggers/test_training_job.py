@@ -65,6 +65,7 @@ def test_serialize_is_exact():
             "try_number": 3,
             "log_tail_lines": 7,
             "follow_lead_log": True,
+            "secret_spans": [],
         },
     )
 
