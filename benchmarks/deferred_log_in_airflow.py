@@ -31,8 +31,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests.support.deployment
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import pct, say
 
