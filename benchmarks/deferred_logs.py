@@ -120,7 +120,7 @@ async def _track(role: str, names: list[str], uids: dict[str, str], args: argpar
                         counted[m.group(2)] += 1
                 write(self, lines)
 
-            setattr(TrainingJobTrigger, "_write", record)  # counted, then written
+            TrainingJobTrigger._write = record  # type: ignore[method-assign]  # counted, then written
     else:
         from kubernetes_asyncio import client, config
     cpu0 = _cpu_s()
