@@ -48,6 +48,9 @@ LIVE_READ_BYTES = 64 * 1024
 LIVE_READS_PER_LOOK = 4
 #: ``limitBytes`` of one read of the rest, once the job has ended.
 FINAL_READ_BYTES = 1024 * 1024
+#: HTTP statuses of a log read that mean the log is not there: 400 (the container has not started; no run before its
+#: last restart) and 404 (the pod is gone). :meth:`LeadLogCopy.missing` takes them; anything else is an error.
+LOG_NOT_THERE = frozenset({400, 404})
 #: A read cut by ``limitBytes`` before the end of its first line (more than the limit within one second) is asked
 #: again with a limit twice as large, up to this many times the first.
 LIMIT_GROWTH_MAX = 16

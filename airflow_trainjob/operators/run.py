@@ -45,7 +45,6 @@ logged and the verdict raised; after a success it is raised (the retry reconnect
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -64,7 +63,7 @@ from airflow_trainjob.admission import (
     queue_line,
     queue_state,
 )
-from airflow_trainjob.api_errors import one_line
+from airflow_trainjob.api_errors import RAISED_ERRORS, one_line
 from airflow_trainjob.cleanup_hold import pods_to_stop, release_patch, user_run_policy
 from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_TRY_NUMBER
 from airflow_trainjob.exceptions import (
@@ -77,7 +76,15 @@ from airflow_trainjob.exceptions import (
 from airflow_trainjob.hooks.retries import is_transient
 from airflow_trainjob.job_record import KILL_WRITE_SECONDS, JobRecorder, outcome_of
 from airflow_trainjob.job_watch import JobWatch, PodFeed
-from airflow_trainjob.lead_log import SECRET_MARK, LeadLogCopy, LogCursor, LogOut, cursor_on_job, secret_spans
+from airflow_trainjob.lead_log import (
+    LOG_NOT_THERE,
+    SECRET_MARK,
+    LeadLogCopy,
+    LogCursor,
+    LogOut,
+    cursor_on_job,
+    secret_spans,
+)
 from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
 from airflow_trainjob.pods import (
@@ -829,8 +836,11 @@ class TrainingJobRun:
         copy = LeadLogCopy(kind, cursor, final=True, tail_lines=self.settings.log_tail_lines)
         uid, namespace = job["metadata"].get("uid"), job["metadata"]["namespace"]
         before = copy.cursor.lines
-        header = [LogOut(logging.INFO, "The rest of the lead replica's log, read as the task resumed:")]
         self._write(copy.look([p for p in pods if owned_by(p, uid)]))
+        if before and copy.next_read() is not None:
+            self.log.info(
+                "The rest of the lead replica's log, after the %d lines copied while the task waited:", before
+            )
         while (read := copy.next_read()) is not None:
             try:
                 data = self.hook.read_timestamped_log(
@@ -842,18 +852,13 @@ class TrainingJobRun:
                     limit_bytes=read.limit_bytes,
                     tail_lines=read.tail_lines,
                 )
-            except ApiException as e:
-                if e.status in (400, 404):  # not started, no previous run; the pod is gone
+            except (*RAISED_ERRORS, ApiException, HTTPError, OSError) as e:  # a 400 comes as a JobRejectedError
+                if getattr(e, "status", None) in LOG_NOT_THERE:
                     self._write(copy.missing(read, one_line(e)))
                     continue
                 self.log.warning("Could not read the rest of the lead replica's log: %s", one_line(e))
                 return
-            except (HTTPError, OSError) as e:
-                self.log.warning("Could not read the rest of the lead replica's log: %s", one_line(e))
-                return
-            out = copy.take(read, data)
-            self._write(header + out if out and header else out)
-            header = header if not out else []
+            self._write(copy.take(read, data))
         if copy.cursor.lines:
             self.log.info(
                 "The lead replica's log: %d lines in this task log (%d copied while the task waited)%s",

@@ -26,7 +26,7 @@ import contextlib
 import copy
 import json
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
@@ -46,6 +46,7 @@ from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.lead_log import (
     ANNOTATION_LEAD_LOG_CURSOR,
     LIVE_READ_BYTES,
+    LOG_NOT_THERE,
     LeadLogCopy,
     LogCursor,
     LogOut,
@@ -326,8 +327,10 @@ class TrainingJobTrigger(BaseEventTrigger):
         sifter = asyncio.create_task(sift(), name=f"sift changes for {self._ref}")
         sifter.add_done_callback(lambda _: woken.set())  # the shared stream failing wakes the wait too
         if self._follows_lead_log:
-            self._lead_may_write = asyncio.Event()
-            self._reader = asyncio.create_task(self._follow_lead_log(lambda: stream), name=f"lead log of {self._ref}")
+            running = self._lead_may_write = asyncio.Event()
+            self._reader = asyncio.create_task(
+                self._follow_lead_log(lambda: stream, running), name=f"lead log of {self._ref}"
+            )
         event: TriggerEvent | None = None
         try:
             event = await self._judge(stream) if _readable(stream) else None
@@ -490,43 +493,47 @@ class TrainingJobTrigger(BaseEventTrigger):
         return self.follow_lead_log
 
     def _note_phase(self, job: dict[str, Any]) -> None:
-        """Tell the log's reader whether the lead may be writing (the job runs), and where the copy stands (the
-        cursor recorded on the job by a trigger that ran before this one, for this try)."""
+        """Tell the log's reader whether the lead may be writing (the job runs)."""
         if not self._follows_lead_log:
             return
-        if self._lead_copy is None:
-            recorded = cursor_on_job(job, self.try_number)
-            self._lead_copy = LeadLogCopy(JOB_KINDS[self.kind], recorded)
-            self._recorded = (self._lead_copy.cursor, time.monotonic())
-            if recorded is not None and recorded.lines and not (recorded.complete or recorded.cut):
-                interval = log_pacing.budget().look_interval()
-                self.log.info(
-                    "Going on with the lead replica's log from the point an earlier run of this wait recorded (%d "
-                    "lines copied, the last written at %s): lines it copied after that record, at most about %.0f s "
-                    "of them, appear again below",
-                    recorded.lines,
-                    recorded.since,
-                    max(CURSOR_RECORD_SECONDS, CURSOR_RECORD_LOOKS * interval) + interval,
-                )
+        self._copy_for(job)
         if self._lead_may_write is not None:
             if conditions.phase(job.get("status")) in LOG_PHASES:
                 self._lead_may_write.set()
             else:
                 self._lead_may_write.clear()
 
-    async def _follow_lead_log(self, current_stream: Any) -> None:
+    def _copy_for(self, job: dict[str, Any]) -> LeadLogCopy:
+        """The copy of the lead's log; made at the first sight of the job, from the cursor an earlier run of this wait
+        recorded on it for this try (a triggerer restart), else from the log's start."""
+        if self._lead_copy is not None:
+            return self._lead_copy
+        recorded = cursor_on_job(job, self.try_number)
+        copy = self._lead_copy = LeadLogCopy(JOB_KINDS[self.kind], recorded)
+        self._recorded = (copy.cursor, time.monotonic())
+        if recorded is not None and recorded.lines and not (recorded.complete or recorded.cut):
+            interval = log_pacing.budget().look_interval()
+            self.log.info(
+                "Going on with the lead replica's log from the point an earlier run of this wait recorded (%d lines "
+                "copied, the last written at %s): lines it copied after that record, at most about %.0f s of them, "
+                "appear again below",
+                recorded.lines,
+                recorded.since,
+                max(CURSOR_RECORD_SECONDS, CURSOR_RECORD_LOOKS * interval) + interval,
+            )
+        return copy
+
+    async def _follow_lead_log(self, current_stream: Callable[[], JobStream | None], running: asyncio.Event) -> None:
         """While the task waits: look at the lead's log each time the budget's interval has passed, while the job
-        runs. Ends by cancellation (the job ended, the trigger stops), or when the API refuses the reads."""
+        runs (``running``). Ends by cancellation (the job ended, the trigger stops), or when the API refuses."""
         budget = log_pacing.budget()
-        events = self._lead_may_write
-        assert events is not None
         with budget.reading():
             while True:
-                await events.wait()
-                stream: JobStream | None = current_stream()
+                await running.wait()
+                stream = current_stream()
                 if stream is not None and stream.connected and self._lead_copy is not None:
                     try:
-                        await self._look_at_lead_log(stream, budget)
+                        await self._look_at_lead_log(stream, self._lead_copy, budget)
                     except kubernetes_side.RAISED_ERRORS as e:  # e.g. RBAC without pods/log: said once, then left
                         self.log.warning(
                             "Cannot copy the lead replica's log of %s while the task waits (%s); the resumed task "
@@ -540,11 +547,10 @@ class TrainingJobTrigger(BaseEventTrigger):
                     await self._record_cursor(stream)
                 await asyncio.sleep(budget.look_interval())
 
-    async def _look_at_lead_log(self, stream: JobStream, budget: log_pacing.LogReadBudget) -> None:
+    async def _look_at_lead_log(self, stream: JobStream, copy: LeadLogCopy, budget: log_pacing.LogReadBudget) -> None:
         """One look: LIST the job's index-0 pods, read what is new of the lead's log."""
-        copy = self._lead_copy
-        assert copy is not None
-        await self._mask_secrets(stream.jobs.get(self.name))
+        if not self._masked:
+            await self._mask_secrets(stream.jobs.get(self.name))
         async with budget.request():
             pods = await stream.hook.list_job_pods_async(self.name, self.namespace, replica_index=0)
         uid = self.uid or self._seen_uid
@@ -567,8 +573,8 @@ class TrainingJobTrigger(BaseEventTrigger):
             try:
                 async with budget.request(urgent=urgent):
                     data = await self._read_log(stream, read)
-            except kubernetes_side.QuietApiException as e:
-                if e.status not in (400, 404):  # 400: not started, no previous run; 404: the pod is gone
+            except kubernetes_side.RAISED_ERRORS as e:  # a 400 comes as a JobRejectedError, with its status
+                if getattr(e, "status", None) not in LOG_NOT_THERE:
                     raise
                 self._write(copy.missing(read, kubernetes_side.one_line(e)))
                 continue
@@ -594,12 +600,10 @@ class TrainingJobTrigger(BaseEventTrigger):
         bound, in reads of :data:`~airflow_trainjob.lead_log.LIVE_READ_BYTES`, so that the loop runs between them).
 
         :returns: the cursor (``complete``), or None when the log could not be read (the resumed task says so)."""
-        self._note_phase(job)
         await self._mask_secrets(job)
-        assert self._lead_copy is not None
         copy = LeadLogCopy(
             JOB_KINDS[self.kind],
-            self._lead_copy.cursor,
+            self._copy_for(job).cursor,
             final=True,
             tail_lines=self.log_tail_lines,
             read_bytes=LIVE_READ_BYTES,

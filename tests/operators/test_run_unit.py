@@ -9,6 +9,7 @@ the outage tolerance are cut to milliseconds.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from airflow_trainjob.exceptions import (
     InvalidJobSpecError,
     JobDeletedError,
     JobNotOwnedError,
+    KubernetesAccessError,
     TrainingJobError,
     TrainingJobStoppedError,
     TrainingJobTimeoutError,
@@ -505,6 +507,37 @@ def test_the_trigger_gets_where_the_secrets_of_the_job_are_not_the_secrets(hook)
     without_logs = TrainingJobRun(hook, who, RunSettings(get_logs=False), manifest=manifest, log=LOG)
     without_logs.job = hook.job(NAME)
     assert without_logs.trigger().serialize()[1]["secret_spans"] == []  # nothing copied: nothing to mask
+
+
+def test_complete_copies_the_rest_of_the_lead_log_after_the_triggers_cursor(hook, log_text):
+    """The event's cursor says the trigger copied the first two lines: the resumed task copies the other three."""
+    from tests.support.fake_hook import LOG_START
+
+    run = make_run(hook, get_logs=True)
+    job = run.create_or_attach()
+    hook.set_status(NAME, SUCCEEDED)
+    pod = hook.add_pod(NAME, "Master", exit_code=0, phase="Succeeded", log="one\ntwo\nthree\nfour\nfive")
+    second = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(LOG_START + 1)) + ".000000000Z"
+    cursor = {"uid": pod["metadata"]["uid"], "restarts": 0, "since": second, "at": 1, "lines": 2, "bytes": 8}
+    run.complete(_event(FINISHED, f"{REF} finished", {**job, "status": SUCCEEDED}, lead_log=cursor))
+    text = log_text()
+    assert "[Master-0] one" not in text and "[Master-0] two" not in text
+    assert all(f"[Master-0] {line}" in text for line in ("three", "four", "five"))
+    assert "The lead replica's log: 5 lines in this task log (2 copied while the task waited)" in text
+
+
+def test_a_lead_log_that_cannot_be_read_at_the_end_leaves_the_verdict_alone(hook, log_text):
+    run = make_run(hook, get_logs=True)
+    job = run.create_or_attach()
+    hook.set_status(NAME, SUCCEEDED)
+    hook.add_pod(NAME, "Master", exit_code=0, phase="Succeeded", log="one")
+    hook.fail_always("read_timestamped_log", KubernetesAccessError("forbidden to get pods/log"))
+    summary = run.complete(_event(FINISHED, f"{REF} finished", {**job, "status": SUCCEEDED}))
+    assert summary == job_summary({**job, "status": SUCCEEDED})
+    assert (
+        "Could not read the rest of the lead replica's log: KubernetesAccessError: forbidden to get pods/log"
+        in log_text()
+    )
 
 
 def test_complete_success_quotes_the_lead_log_and_cleans_up(hook, log_text):
