@@ -215,6 +215,13 @@ class _Step:
     tail: bool = False  # only its last lines (after the size bound cut the copy)
 
 
+def _runs(runs: range) -> str:
+    """``run 3`` or ``runs 1-4`` (``""`` for none)."""
+    if not runs:
+        return ""
+    return f"run {runs[0]}" if len(runs) == 1 else f"runs {runs[0]}-{runs[-1]}"
+
+
 def _info(text: str) -> LogOut:
     return LogOut(logging.INFO, text)
 
@@ -323,11 +330,12 @@ class LeadLogCopy:
         if before is None and run.restarts:
             # Restarted before the first look: the run before is still there; earlier ones are not.
             if run.restarts > 1:
+                lost = _runs(range(0, run.restarts - 1))
                 notes.append(
                     _warning(
                         f"The lead replica's container {run.container} restarted {run.restarts} times before its log "
-                        f"was first read: the kubelet keeps only the last finished run, so runs 0-{run.restarts - 2} "
-                        "are lost"
+                        f"was first read: the kubelet keeps only the last finished run, so {lost} "
+                        f"{'is' if run.restarts == 2 else 'are'} lost"
                     )
                 )
             self._plan.append(_Step(replace(run, restarts=run.restarts - 1), previous=True, ended=True))
@@ -345,14 +353,12 @@ class LeadLogCopy:
         elif run.restarts > before.restarts:
             previous = replace(run, restarts=run.restarts - 1)
             if run.restarts > before.restarts + 1:
+                lost = _runs(range(before.restarts + 1, run.restarts - 1))
                 notes.append(
                     _warning(
                         f"The lead replica's container {run.container} restarted {run.restarts - before.restarts} "
                         f"times since the last read: the kubelet keeps only the last finished run, so the rest of run "
-                        f"{before.restarts} and runs {before.restarts + 1}-{run.restarts - 2} are lost"
-                        if run.restarts > before.restarts + 2
-                        else f"The lead replica's container {run.container} restarted twice since the last read: the "
-                        f"kubelet keeps only the last finished run, so the rest of run {before.restarts} is lost"
+                        f"{before.restarts}{f' and {lost}' if lost else ''} {'are' if lost else 'is'} lost"
                     )
                 )
             self._plan.append(_Step(previous, previous=True, ended=True))

@@ -228,3 +228,30 @@ def test_the_secrets_of_the_manifest_are_located_by_place_and_read_back_from_the
     assert len(spans) == 4
     assert secrets_at(job, spans) == [secret, other, secret, secret]
     assert secrets_at(job, [["/spec/nothing", 0, 3], ["/spec", 0, 1], "junk"]) == []
+
+
+@pytest.mark.parametrize(
+    ("restarts", "said"),
+    [
+        (
+            2,
+            "restarted 2 times since the last read: the kubelet keeps only the last finished run, so the rest of run "
+            "0 is lost",
+        ),
+        (
+            3,
+            "restarted 3 times since the last read: the kubelet keeps only the last finished run, so the rest of run "
+            "0 and run 1 are lost",
+        ),
+        (5, "so the rest of run 0 and runs 1-3 are lost"),
+    ],
+)
+def test_several_restarts_between_two_looks_say_which_runs_are_lost_and_read_the_last_two(restarts, said):
+    kubelet, copy = Kubelet(), LeadLogCopy(KIND)
+    kubelet.write("pod-1", 0, T0, "run 0")
+    copy_once(copy, kubelet, lead())
+    for run in range(1, restarts + 1):
+        kubelet.write("pod-1", run, T0 + run * 10**9, f"run {run}")
+    out = copy_once(copy, kubelet, lead(restarts=restarts))
+    assert any(said in line for line in out), out
+    assert lines_of(out) == [f"run {restarts - 1}", f"run {restarts}"]

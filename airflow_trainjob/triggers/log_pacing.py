@@ -4,16 +4,21 @@ A waiting :class:`~airflow_trainjob.triggers.training_job.TrainingJobTrigger` co
 the task log by *looks*: one LIST of the job's index-0 pods (where the lead is) and one ``pods/log`` GET of what is
 new (more when the log falls behind, or the container restarted). No look holds a connection open: a follow stream
 per job would hold one connection through the API server to each kubelet for the whole wait, 1,000 of them for
-1,000 jobs. Every look's requests go through the process's :class:`LogReadBudget`:
+1,000 jobs. Every look goes through the process's :class:`LogReadBudget`:
 
-* at most :data:`LOG_REQUESTS_PER_SECOND` of them per second, first come first served: with N jobs following
-  their logs, each job is looked at every ``max(LOG_LOOK_SECONDS, N * REQUESTS_PER_LOOK / LOG_REQUESTS_PER_SECOND)``
-  seconds (every 60 s up to 150 jobs; every 400 s at 1,000), so the API server's load from log reads stays at about
-  five requests a second per triggerer however many jobs wait;
-* at most :data:`LOG_REQUESTS_AT_ONCE` at the same time (the connections log reads hold, besides the stream's).
+* a look waits for its place in a rate of :data:`LOG_REQUESTS_PER_SECOND` requests a second, first come first
+  served (:meth:`~LogReadBudget.reserve`, :data:`REQUESTS_PER_LOOK` requests' worth), then makes its requests
+  back to back; requests beyond that (a log catching up, a restart, the cursor's record on the job) are charged to
+  the rate, so later looks wait for them. With N jobs following their logs, each job is looked at every
+  ``max(LOG_LOOK_SECONDS, N * REQUESTS_PER_LOOK / LOG_REQUESTS_PER_SECOND)`` seconds (every 60 s up to 150 jobs;
+  every 400 s at 1,000), so the API server's load from log reads stays at about five requests a second per
+  triggerer however many jobs wait;
+* at most :data:`LOG_REQUESTS_AT_ONCE` requests in flight at the same time (the connections log reads hold, besides
+  the stream's).
 
 The read that must not wait (the rest of the lead's log, before the trigger stops its pod at the job's end) skips the
-rate, not the concurrency. Light on purpose (asyncio only): the trigger's module imports it on the event loop.
+queue, not the concurrency, and is charged to the rate. Light on purpose (asyncio only): the trigger's module imports
+it on the event loop.
 """
 
 from __future__ import annotations
@@ -67,18 +72,29 @@ class LogReadBudget:
         finally:
             self.readers -= 1
 
-    @contextlib.asynccontextmanager
-    async def request(self, urgent: bool = False) -> AsyncIterator[None]:
-        """Hold one request's place: wait for the rate's next slot (unless ``urgent``), then for a free connection.
+    async def reserve(self, requests: int = REQUESTS_PER_LOOK) -> None:
+        """Wait for the place of ``requests`` requests in the rate, first come first served.
 
-        :param urgent: skip the rate (the rest of a log read before its pod is stopped), not the concurrency.
+        :param requests: how many requests the place is for (count).
         """
-        if not urgent:
-            now = time.monotonic()
-            slot = max(now, self._next)
-            self._next = slot + 1.0 / self.rate
-            if slot > now:
-                await asyncio.sleep(slot - now)
+        now = time.monotonic()
+        slot = max(now, self._next)
+        self._next = slot + requests / self.rate
+        if slot > now:
+            await asyncio.sleep(slot - now)
+
+    def charge(self, requests: int) -> None:
+        """Requests made without a place reserved for them: the next places wait that much longer.
+
+        :param requests: how many (count; 0 or less: none).
+        """
+        if requests > 0:
+            self._next = max(self._next, time.monotonic()) + requests / self.rate
+
+    @contextlib.asynccontextmanager
+    async def request(self) -> AsyncIterator[None]:
+        """Hold one request in flight: wait for a free connection (see :meth:`reserve` and :meth:`charge` for the
+        rate)."""
         async with self._slots:
             self.in_flight += 1
             self.requests += 1

@@ -527,9 +527,10 @@ class TrainingJobTrigger(BaseEventTrigger):
         """While the task waits: look at the lead's log each time the budget's interval has passed, while the job
         runs (``running``). Ends by cancellation (the job ended, the trigger stops), or when the API refuses."""
         budget = log_pacing.budget()
-        with budget.reading():
-            while True:
-                await running.wait()
+        while True:
+            await running.wait()
+            with budget.reading():  # only while the job runs: jobs queued for hours share nothing
+                due = time.monotonic() + budget.look_interval()  # the wait for a place in the rate counts in it
                 stream = current_stream()
                 if stream is not None and stream.connected and self._lead_copy is not None:
                     try:
@@ -545,33 +546,35 @@ class TrainingJobTrigger(BaseEventTrigger):
                     except kubernetes_side.TRANSIENT_ERRORS:
                         pass  # the API is away: the next look tries again
                     await self._record_cursor(stream)
-                await asyncio.sleep(budget.look_interval())
+                await asyncio.sleep(max(0.0, due - time.monotonic()))
 
     async def _look_at_lead_log(self, stream: JobStream, copy: LeadLogCopy, budget: log_pacing.LogReadBudget) -> None:
-        """One look: LIST the job's index-0 pods, read what is new of the lead's log."""
+        """One look: its place in the rate, then LIST the job's index-0 pods and read what is new of the lead's log."""
         if not self._masked:
             await self._mask_secrets(stream.jobs.get(self.name))
-        async with budget.request():
-            pods = await stream.hook.list_job_pods_async(self.name, self.namespace, replica_index=0)
-        uid = self.uid or self._seen_uid
-        self._write(copy.look([p for p in pods if owned_by(p, uid)]))
-        if not self._announced and copy.next_read() is not None:
-            self._announced = True
-            self.log.info(
-                "Copying the lead replica's new lines into this log every %.0f s while the task waits",
-                budget.look_interval(),
-            )
-        await self._read_lead_log(stream, copy, budget, urgent=False)
+        await budget.reserve(log_pacing.REQUESTS_PER_LOOK)
+        made = budget.requests
+        try:
+            async with budget.request():
+                pods = await stream.hook.list_job_pods_async(self.name, self.namespace, replica_index=0)
+            self._write(copy.look([p for p in pods if owned_by(p, self.uid or self._seen_uid)]))
+            if not self._announced and copy.next_read() is not None:
+                self._announced = True
+                self.log.info(
+                    "Copying the lead replica's new lines into this log every %.0f s while the task waits",
+                    budget.look_interval(),
+                )
+            await self._read_lead_log(stream, copy, budget)
+        finally:
+            budget.charge(budget.requests - made - log_pacing.REQUESTS_PER_LOOK)
 
-    async def _read_lead_log(
-        self, stream: JobStream, copy: LeadLogCopy, budget: log_pacing.LogReadBudget, urgent: bool
-    ) -> bool:
+    async def _read_lead_log(self, stream: JobStream, copy: LeadLogCopy, budget: log_pacing.LogReadBudget) -> bool:
         """Make the reads ``copy`` asks for and write what it returns (each answer's lines at once: a cancellation
         between two reads leaves the cursor at the last line written). Returns whether any read answered."""
         answered = False
         while (read := copy.next_read()) is not None:
             try:
-                async with budget.request(urgent=urgent):
+                async with budget.request():
                     data = await self._read_log(stream, read)
             except kubernetes_side.RAISED_ERRORS as e:  # a 400 comes as a JobRejectedError, with its status
                 if getattr(e, "status", None) not in LOG_NOT_THERE:
@@ -611,8 +614,13 @@ class TrainingJobTrigger(BaseEventTrigger):
         self._lead_copy = copy
         uid = job["metadata"].get("uid")
         self._write(copy.look([p for p in pods if owned_by(p, uid)]))
-        if not await self._read_lead_log(stream, copy, log_pacing.budget(), urgent=True):
-            return None
+        budget = log_pacing.budget()
+        made = budget.requests
+        try:  # now, not in line: the pod is about to go; charged to the rate afterwards
+            if not await self._read_lead_log(stream, copy, budget):
+                return None
+        finally:
+            budget.charge(budget.requests - made)
         copy.mark_complete()
         return copy.cursor.to_dict()
 
@@ -638,16 +646,15 @@ class TrainingJobTrigger(BaseEventTrigger):
                 await reader
 
     async def _record_cursor(self, stream: JobStream, now: bool = False) -> None:
-        """Record the copy's cursor on the job (annotation), if it moved: the first time, then every
-        :data:`CURSOR_RECORD_SECONDS` (or :data:`CURSOR_RECORD_LOOKS` looks), or ``now``. Best effort (a lost record
-        costs lines copied twice). Through the log budget: a record is one of its requests."""
+        """Record the copy's cursor on the job (annotation), if it moved, every :data:`CURSOR_RECORD_SECONDS` (or
+        :data:`CURSOR_RECORD_LOOKS` looks) from the copy's start, or ``now``. Best effort (a lost record costs lines
+        copied twice). Through the log budget: a record is one of its requests."""
         copy, (recorded, at) = self._lead_copy, self._recorded
         if copy is None or copy.cursor == recorded or not stream.connected:
             return
-        if not now and recorded is not None and recorded.run is not None:
-            every = max(CURSOR_RECORD_SECONDS, CURSOR_RECORD_LOOKS * log_pacing.budget().look_interval())
-            if time.monotonic() - at < every:
-                return
+        budget = log_pacing.budget()
+        if not now and time.monotonic() - at < max(CURSOR_RECORD_SECONDS, CURSOR_RECORD_LOOKS * budget.look_interval()):
+            return
         uid = self.uid or self._seen_uid
         patch = {
             "metadata": {
@@ -662,7 +669,11 @@ class TrainingJobTrigger(BaseEventTrigger):
             *kubernetes_side.TRANSIENT_ERRORS,
         )
         try:
-            async with log_pacing.budget().request(urgent=now):
+            if now:
+                budget.charge(1)
+            else:
+                await budget.reserve(1)
+            async with budget.request():
                 await asyncio.wait_for(
                     stream.hook.patch_job_async(self.kind, self.name, self.namespace, patch), CURSOR_RECORD_TIMEOUT
                 )
