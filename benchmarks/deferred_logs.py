@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import re
@@ -100,6 +101,16 @@ async def _track(role: str, names: list[str], uids: dict[str, str], args: argpar
     lags: list[tuple[float, float]] = []  # (when, lag)
     connections: list[int] = []
     intervals: list[float] = []  # the paced budget's look interval, sampled every second
+    collections: list[tuple[float, float, int]] = []  # (when, seconds, generation) of each garbage collection
+    began: dict[str, float] = {}
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            began["at"] = time.perf_counter()
+        elif "at" in began:
+            collections.append((time.time(), time.perf_counter() - began.pop("at"), info["generation"]))
+
+    gc.callbacks.append(on_gc)
     if role in ("today", "paced"):
         from airflow.sdk import BaseHook
         from airflow.triggers.shared_stream import SharedStreamManager
@@ -223,6 +234,7 @@ async def _track(role: str, names: list[str], uids: dict[str, str], args: argpar
     steady_delays = [c - w for w, c in copied if w >= steady]
     start_lags = [lag for when, lag in lags if when < steady]
     steady_lags = [lag for when, lag in lags if when >= steady]
+    steady_gc = [seconds for when, seconds, _ in collections if when >= steady]
     return {
         "start": start,
         "end": end,
@@ -237,6 +249,8 @@ async def _track(role: str, names: list[str], uids: dict[str, str], args: argpar
         "lag_start_max": max(start_lags, default=0.0),
         "lag_max": max(steady_lags, default=0.0),
         "lag_p99": pct(steady_lags, 99) if steady_lags else 0.0,
+        "gc_max": max(steady_gc, default=0.0),
+        "gc_full": sum(1 for when, _, generation in collections if when >= steady and generation == 2),
         "cpu_s": _cpu_s() - cpu0,
         "errors": dict(errors),
         "budget": budget,
@@ -482,6 +496,10 @@ def _table(n: int, every: float, settle: float, results: dict[str, dict]) -> str
     )
     row("loop lag while the trackers start, longest", lambda r: f"{r['lag_start_max'] * 1000:.0f} ms")
     row("loop lag after that, longest / p99", lambda r: f"{r['lag_max'] * 1000:.0f} / {r['lag_p99'] * 1000:.0f} ms")
+    row(
+        "... its longest garbage collection (full collections)",
+        lambda r: f"{r['gc_max'] * 1000:.0f} ms ({r['gc_full']})",
+    )
     row("CPU seconds of the tracker", lambda r: f"{r['cpu_s']:.1f} s")
     row("errors", lambda r: "; ".join(f"{v}x {k}" for k, v in r["errors"].items()) or "none")
     lines = [

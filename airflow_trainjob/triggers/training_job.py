@@ -545,7 +545,6 @@ class TrainingJobTrigger(BaseEventTrigger):
                         return
                     except kubernetes_side.TRANSIENT_ERRORS:
                         pass  # the API is away: the next look tries again
-                    await self._record_cursor(stream)
                 await asyncio.sleep(max(0.0, due - time.monotonic()))
 
     async def _look_at_lead_log(self, stream: JobStream, copy: LeadLogCopy, budget: log_pacing.LogReadBudget) -> None:
@@ -565,6 +564,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                     budget.look_interval(),
                 )
             await self._read_lead_log(stream, copy, budget)
+            await self._record_cursor(stream)  # when due: part of the look, charged with its extra requests
         finally:
             budget.charge(budget.requests - made - log_pacing.REQUESTS_PER_LOOK)
 
@@ -647,8 +647,8 @@ class TrainingJobTrigger(BaseEventTrigger):
 
     async def _record_cursor(self, stream: JobStream, now: bool = False) -> None:
         """Record the copy's cursor on the job (annotation), if it moved, every :data:`CURSOR_RECORD_SECONDS` (or
-        :data:`CURSOR_RECORD_LOOKS` looks) from the copy's start, or ``now``. Best effort (a lost record costs lines
-        copied twice). Through the log budget: a record is one of its requests."""
+        :data:`CURSOR_RECORD_LOOKS` looks) from the copy's start (at the end of a look, which charges it to the
+        budget's rate), or ``now`` (charged here). Best effort: a lost record costs lines copied twice."""
         copy, (recorded, at) = self._lead_copy, self._recorded
         if copy is None or copy.cursor == recorded or not stream.connected:
             return
@@ -668,11 +668,9 @@ class TrainingJobTrigger(BaseEventTrigger):
             *kubernetes_side.RAISED_ERRORS,
             *kubernetes_side.TRANSIENT_ERRORS,
         )
+        if now:
+            budget.charge(1)
         try:
-            if now:
-                budget.charge(1)
-            else:
-                await budget.reserve(1)
             async with budget.request():
                 await asyncio.wait_for(
                     stream.hook.patch_job_async(self.kind, self.name, self.namespace, patch), CURSOR_RECORD_TIMEOUT
