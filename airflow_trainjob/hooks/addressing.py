@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_trainjob.constants import API_VERSION, GROUP, JOB_KINDS, LABEL_JOB_NAME, VERSION
+from airflow_trainjob.constants import API_VERSION, GROUP, JOB_KINDS, LABEL_JOB_NAME, LABEL_REPLICA_INDEX, VERSION
 
 __all__ = [
     "API_VERSION",
@@ -48,13 +48,16 @@ def resource(kind: str) -> str:
     return f"{plural(kind)}.{GROUP}"
 
 
-def job_pod_selector(name: str) -> str:
+def job_pod_selector(name: str, replica_index: int | None = None) -> str:
     """The label selector of the pods the training operator creates for job ``name``
-    (``training.kubeflow.org/job-name=<name>``).
+    (``training.kubeflow.org/job-name=<name>``), of one replica index if given
+    (``training.kubeflow.org/replica-index=<index>``: index 0 holds the lead replica).
 
     :param name: the job's ``metadata.name``.
+    :param replica_index: only the pods of this replica index (0, 1, ...); None: all.
     """
-    return f"{LABEL_JOB_NAME}={name}"
+    selector = f"{LABEL_JOB_NAME}={name}"
+    return selector if replica_index is None else f"{selector},{LABEL_REPLICA_INDEX}={replica_index}"
 
 
 def name_field_selector(name: str) -> str:

@@ -346,6 +346,40 @@ class TrainingJobHook(KubernetesHook):
         finally:
             response.release_conn()
 
+    @_api_call("get", "read a pod's log", "pods/log")
+    def read_timestamped_log(
+        self,
+        name: str,
+        namespace: str,
+        container: str,
+        *,
+        previous: bool = False,
+        since_time: str | None = None,
+        limit_bytes: int | None = None,
+        tail_lines: int | None = None,
+    ) -> bytes:
+        """Part of a container's log, each line led by its time (``timestamps=true``), as the answer's bytes: what
+        :class:`~airflow_trainjob.lead_log.LeadLogCopy` asks for (its :class:`~airflow_trainjob.lead_log.LogRead`).
+
+        :param name: the pod's ``metadata.name``.
+        :param namespace: the pod's namespace.
+        :param container: the container's name.
+        :param previous: the container's run before its last restart (``previous``).
+        :param since_time: only lines from this time on (``sinceTime``: RFC 3339; the API keeps whole seconds).
+        :param limit_bytes: at most this many bytes (``limitBytes``); the answer may end within a line.
+        :param tail_lines: only the last lines (``tailLines``, count).
+        """
+        response = self.api_client.call_api(
+            *_log_request(name, namespace, container, previous, since_time, limit_bytes, tail_lines),
+            _preload_content=False,
+            _return_http_data_only=True,
+            _request_timeout=REQUEST_TIMEOUT,
+        )
+        try:
+            return cast(bytes, response.data)
+        finally:
+            response.release_conn()
+
     def open_pod_log_stream(self, name: str, namespace: str, container: str | None = None) -> Any:
         """Follow a container's log: the open HTTP response, to read with ``.stream()`` and end
         with ``.close()``. Not retried: the caller decides how to resume a follow stream.
@@ -388,6 +422,43 @@ class _Deletion:
             self.deleted = False
             return True
         return False
+
+
+def _log_request(
+    name: str,
+    namespace: str,
+    container: str,
+    previous: bool,
+    since_time: str | None,
+    limit_bytes: int | None,
+    tail_lines: int | None,
+) -> tuple[Any, ...]:
+    """``call_api``'s leading arguments for a timestamped read of a container's log (either client). Neither
+    client's ``read_namespaced_pod_log`` takes ``sinceTime``, the one position in a log that does not depend on
+    the node's clock agreeing with this one (``sinceSeconds`` does), so the request is built here."""
+    query: list[tuple[str, Any]] = [("container", container), ("timestamps", "true")]
+    if previous:
+        query.append(("previous", "true"))
+    if since_time is not None:
+        query.append(("sinceTime", since_time))
+    if limit_bytes is not None:
+        query.append(("limitBytes", limit_bytes))
+    if tail_lines is not None:
+        query.append(("tailLines", tail_lines))
+    return (
+        "/api/v1/namespaces/{namespace}/pods/{name}/log",
+        "GET",
+        {"namespace": namespace, "name": name},
+        query,
+        {
+            "Accept": "application/json"
+        },  # as the clients send it: the log endpoint refuses text/plain, then answers text
+        None,  # body
+        None,  # post_params
+        None,  # files
+        None,  # response_types_map
+        ["BearerToken"],  # auth_settings
+    )
 
 
 def _log_options(container: str | None, tail_lines: int | None, since_seconds: int | None) -> dict[str, Any]:
@@ -607,15 +678,19 @@ class AsyncTrainingJobHook(TrainingJobHook):
     # --- the pods and events of a job ---------------------------------------------------------------
 
     @_api_call("list", "list a training job's pods", "pods", names_object=False)
-    async def list_job_pods_async(self, name: str, namespace: str) -> list[dict[str, Any]]:
+    async def list_job_pods_async(
+        self, name: str, namespace: str, replica_index: int | None = None
+    ) -> list[dict[str, Any]]:
         """The pods of job ``name`` as JSON dicts (:meth:`TrainingJobHook.list_job_pods`, awaited).
 
         :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
         :param namespace: the job's ``metadata.namespace``.
+        :param replica_index: only the pods of this replica index (0: the lead replica and the other index-0 pods,
+            one per replica type, whatever the job's size); None: all.
         """
         async with self._client() as api:
             pods = await async_client.CoreV1Api(api).list_namespaced_pod(
-                namespace, label_selector=job_pod_selector(name), _request_timeout=REQUEST_TIMEOUT
+                namespace, label_selector=job_pod_selector(name, replica_index), _request_timeout=REQUEST_TIMEOUT
             )
             return [self._to_dict(api, p) for p in pods.items]
 
@@ -662,6 +737,65 @@ class AsyncTrainingJobHook(TrainingJobHook):
                 previous=previous,
                 _request_timeout=REQUEST_TIMEOUT,
                 **_log_options(container, tail_lines, since_seconds),
+            )
+
+    @_api_call("get", "read a pod's log", "pods/log")
+    async def read_timestamped_log_async(
+        self,
+        name: str,
+        namespace: str,
+        container: str,
+        *,
+        previous: bool = False,
+        since_time: str | None = None,
+        limit_bytes: int | None = None,
+        tail_lines: int | None = None,
+    ) -> bytes:
+        """Part of a container's log, each line led by its time (:meth:`TrainingJobHook.read_timestamped_log`,
+        awaited).
+
+        :param name: the pod's ``metadata.name``.
+        :param namespace: the pod's namespace.
+        :param container: the container's name.
+        :param previous: the container's run before its last restart (``previous``).
+        :param since_time: only lines from this time on (``sinceTime``: RFC 3339; the API keeps whole seconds).
+        :param limit_bytes: at most this many bytes (``limitBytes``); the answer may end within a line.
+        :param tail_lines: only the last lines (``tailLines``, count).
+        """
+        async with self._client() as api:
+            response = await api.call_api(
+                *_log_request(name, namespace, container, previous, since_time, limit_bytes, tail_lines),
+                _preload_content=False,
+                _return_http_data_only=True,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+            try:
+                answer = async_rest.RESTResponse(response, await response.read())
+            finally:
+                response.release()
+            if not 200 <= answer.status <= 299:  # (what the client checks itself when it reads the answer)
+                raise async_client.ApiException(http_resp=answer)
+            return answer.data
+
+    @_api_call("patch", "patch a training job")
+    async def patch_job_async(self, kind: str, name: str, namespace: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """Apply a JSON merge patch to the job (:meth:`TrainingJobHook.patch_job`, awaited).
+
+        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param name: the job's ``metadata.name``.
+        :param namespace: the job's ``metadata.namespace``.
+        :param patch: the JSON merge patch: a dict, ``None`` values delete keys; a ``metadata.uid`` makes it apply
+            only to that object (a same-named successor answers 409).
+        """
+        async with self._client() as api:
+            return cast(
+                dict[str, Any],
+                await async_client.CustomObjectsApi(api).patch_namespaced_custom_object(
+                    *self.address(kind, namespace, name).object(),
+                    patch,
+                    _content_type="application/merge-patch+json",
+                    _request_timeout=REQUEST_TIMEOUT,
+                ),
             )
 
     @_api_call("list", "list events", "events", names_object=False)

@@ -29,8 +29,8 @@ Deferrable:
 
 1. ``execute`` -> :meth:`TrainingJobRun.create_or_attach` (as above), then :meth:`TrainingJobRun.trigger`, which
    the operator defers to.
-2. ``execute_complete`` -> :meth:`TrainingJobRun.complete` with the trigger's event: the verdict, the lead
-   replica's log tail, cleanup; returns the summary.
+2. ``execute_complete`` -> :meth:`TrainingJobRun.complete` with the trigger's event: the verdict, the rest of the
+   lead replica's log (what the trigger did not copy while it waited), cleanup; returns the summary.
 
 At any time, ``on_kill`` -> :meth:`TrainingJobRun.kill`: the wait ends as "stopped by Airflow", and the job is
 deleted if this try still follows it.
@@ -66,7 +66,7 @@ from airflow_trainjob.admission import (
     queue_line,
     queue_state,
 )
-from airflow_trainjob.api_errors import one_line
+from airflow_trainjob.api_errors import RAISED_ERRORS, one_line
 from airflow_trainjob.cleanup_hold import pods_left, pods_to_stop, release_patch, user_run_policy
 from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_TRY_NUMBER
 from airflow_trainjob.earlier_success import Reuse, StartOver, decide, reuse_lines
@@ -88,18 +88,24 @@ from airflow_trainjob.job_record import (
     spec_digest,
 )
 from airflow_trainjob.job_watch import JobWatch, PodFeed
+from airflow_trainjob.lead_log import (
+    LOG_NOT_THERE,
+    SECRET_MARK,
+    LeadLogCopy,
+    LogCursor,
+    LogOut,
+    cursor_on_job,
+    secret_spans,
+)
 from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
 from airflow_trainjob.pods import (
     container_ends,
     is_active,
-    lead_pod,
-    log_container,
     owned_by,
     pending_failures,
     pending_reasons,
     pods_to_clean,
-    replica_of,
     restart_counts,
 )
 from airflow_trainjob.triggers.training_job import (
@@ -147,8 +153,10 @@ class RunSettings:
     :param timeout: seconds the whole job may take from this try's create or attach; None: no limit.
     :param startup_timeout: seconds from admission until ``Running``; None: no limit.
     :param queue_timeout: seconds the job may wait in its queue each time it enters it; None: no limit.
-    :param get_logs: follow the lead replica's log (deferred: quote its tail at the end).
-    :param log_tail_lines: lines quoted from each failed replica's log, and the lead's when deferred (count).
+    :param get_logs: follow the lead replica's log (deferred: copied by the trigger while it waits, the rest at the
+        end, up to :data:`~airflow_trainjob.lead_log.LEAD_LOG_MAX_BYTES`).
+    :param log_tail_lines: lines quoted from each failed replica's log, and from the lead's end when the deferred
+        copy passed its size bound (count).
     :param on_finish: one of :data:`ON_FINISH_OPTIONS`.
     :param reattach_on_restart: follow a running job of an earlier try instead of replacing it.
     """
@@ -194,6 +202,15 @@ def job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
         "completionTime": end,
         "duration": duration,
     }
+
+
+def _marked_secrets(text: str) -> str:
+    """``text`` with each secret the task's masker knows replaced by :data:`~airflow_trainjob.lead_log.SECRET_MARK`
+    (Airflow's ``redact``)."""
+    from airflow.providers.common.compat.sdk import redact
+
+    redacted = redact(text, replacement=SECRET_MARK)
+    return redacted if isinstance(redacted, str) else text
 
 
 def _seconds_until_ttl(job: Mapping[str, Any], ttl: int) -> float | None:
@@ -826,7 +843,9 @@ class TrainingJobRun:
             poll_interval=settings.poll_interval,
             owner_labels=self.identity.instance_labels(),
             try_number=self.identity.try_number,
-            log_tail_lines=settings.log_tail_lines if settings.get_logs else 0,
+            log_tail_lines=settings.log_tail_lines,
+            follow_lead_log=settings.get_logs,
+            secret_spans=secret_spans(self.manifest, _marked_secrets) if settings.get_logs else None,
         )
 
     def complete(self, event: dict[str, Any]) -> dict[str, Any]:
@@ -854,6 +873,8 @@ class TrainingJobRun:
                 name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
                 which = event.get("which", "timeout")
                 pods = self.hook.list_job_pods(name, namespace)
+                if self.settings.get_logs:  # before the cleanup deletes the job and its pods
+                    self._copy_rest_of_lead_log(job, pods, event.get("lead_log"))
                 raise self._timeout(
                     job, which, self.settings.limit(which) or 0, job_ref(job), job.get("status"), pods, queue_state(job)
                 )
@@ -867,7 +888,7 @@ class TrainingJobRun:
             pods += [p for p in event.get("pods") or [] if p["metadata"]["name"] not in present]
             self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
             if self.settings.get_logs:
-                self._quote_lead_log(job, pods, event.get("lead_log"))
+                self._copy_rest_of_lead_log(job, pods, event.get("lead_log"))
             if not conditions.is_succeeded(job.get("status")):
                 outcome = "failed"
                 raise failure_exception(self.hook, job, self.settings.log_tail_lines, pods)
@@ -921,34 +942,61 @@ class TrainingJobRun:
             self.log.warning("Could not list the pods of %s: %s", job_ref(job), one_line(e))
             return []
 
-    def _quote_lead_log(self, job: dict[str, Any], pods: list[dict[str, Any]], read: dict[str, str] | None) -> None:
-        """Deferred jobs have no live log: quote the end of the lead replica's log — as the trigger read it before
-        stopping its pod, else from the pod (held until the task's cleanup)."""
+    def _copy_rest_of_lead_log(
+        self, job: dict[str, Any], pods: list[dict[str, Any]], copied: dict[str, Any] | None
+    ) -> None:
+        """Copy into the task log what the trigger did not copy of the lead replica's log: from the event's cursor (else
+        the one the trigger recorded on the job for this try, else from the start), up to the size bound of
+        :mod:`~airflow_trainjob.lead_log`, read now, before the cleanup removes the pod.
+
+        :param job: the job, as last read.
+        :param pods: its pods, as listed now (and those the event kept of a failed job).
+        :param copied: the event's ``lead_log``: the trigger's cursor (see :class:`TrainingJobTrigger`).
+        """
+        if copied and copied.get("quoted"):
+            return  # an event of an earlier version of the trigger: it quoted the tail before stopping the lead's pod
         kind = JOB_KINDS[job["kind"]]
-        tail_lines = self.settings.log_tail_lines
-        if not tail_lines:  # 0 quotes none, as for failed replicas (not the whole log)
+        if copied and "text" in copied:  # ... or carried the tail in the event
+            quote_log(self.log, copied["pod"], copied["pod"], copied["text"], self.settings.log_tail_lines)
             return
-        pod = lead_pod(pods, kind)
-        if read and read.get("quoted"):
-            return  # the trigger quoted it into the task log before stopping the lead's pod
-        if read:  # an event of an earlier version of the trigger, with the text in it
-            name, text = read["pod"], read["text"]
-        elif pod is not None:
-            name = pod["metadata"]["name"]
+        cursor = LogCursor.from_dict(copied) if copied else cursor_on_job(job, self.identity.try_number)
+        copy = LeadLogCopy(kind, cursor, final=True, tail_lines=self.settings.log_tail_lines)
+        uid, namespace = job["metadata"].get("uid"), job["metadata"]["namespace"]
+        before = copy.cursor.lines
+        self._write(copy.look([p for p in pods if owned_by(p, uid)]))
+        if before and copy.next_read() is not None:
+            self.log.info(
+                "The rest of the lead replica's log, after the %d lines copied while the task waited:", before
+            )
+        while (read := copy.next_read()) is not None:
             try:
-                text = self.hook.read_pod_log(
-                    name, job["metadata"]["namespace"], log_container(pod, kind), tail_lines=tail_lines
+                data = self.hook.read_timestamped_log(
+                    read.pod,
+                    namespace,
+                    read.container,
+                    previous=read.previous,
+                    since_time=read.since_time,
+                    limit_bytes=read.limit_bytes,
+                    tail_lines=read.tail_lines,
                 )
-            except ApiException as e:
-                self.log.warning("The lead replica's log is gone (%s): %s", name, one_line(e))
+            except (*RAISED_ERRORS, ApiException, HTTPError, OSError) as e:  # a 400 comes as a JobRejectedError
+                if getattr(e, "status", None) in LOG_NOT_THERE:
+                    self._write(copy.missing(read, one_line(e)))
+                    continue
+                self.log.warning("Could not read the rest of the lead replica's log: %s", one_line(e))
                 return
-        else:
-            self.log.warning("No lead replica's log to quote: %s has no lead pod any more", job_ref(job))
-            return
-        label = next(
-            (f"{t}-{i}" for p in pods if p["metadata"]["name"] == name for t, i in [replica_of(p, kind)]), name
-        )
-        quote_log(self.log, label, name, text, tail_lines)
+            self._write(copy.take(read, data))
+        if copy.cursor.lines:
+            self.log.info(
+                "The lead replica's log: %d lines in this task log (%d copied while the task waited)%s",
+                copy.cursor.lines,
+                before,
+                f"; cut at {copy.max_bytes} bytes" if copy.cursor.cut else "",
+            )
+
+    def _write(self, lines: list[LogOut]) -> None:
+        for out in lines:
+            self.log.log(out.level, "%s", out.text)
 
     # ---- stopped by Airflow ------------------------------------------------------------------------
 

@@ -81,10 +81,11 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         (``runPolicy.activeDeadlineSeconds`` still applies).
     :param startup_timeout: seconds from admission (from creation, for a job no queue holds) until the job
         must reach ``Running``; time spent queued (suspended) does not count. None: no limit.
-    :param get_logs: follow the lead replica's log into the task log (deferred: quote its last
-        ``log_tail_lines`` lines at the end).
-    :param log_tail_lines: lines quoted from each failed replica's log on failure, and from the lead
-        replica's when deferred (count; 0: none).
+    :param get_logs: follow the lead replica's log into the task log (deferred: the triggerer copies its new
+        lines about once a minute while the task waits, the resumed task the rest, up to 8 MiB:
+        :data:`~airflow_trainjob.lead_log.LEAD_LOG_MAX_BYTES`).
+    :param log_tail_lines: lines quoted from each failed replica's log on failure, and from the end of the
+        lead replica's when a deferred task's copy of it passed 8 MiB (count; 0: none).
     :param on_finish: ``keep_job``, ``delete_job`` or ``delete_succeeded_job`` (default: keep a
         failed job for inspection). A job still running when the task ends is always deleted.
     :param reattach_on_restart: when this task instance's job from an earlier try is still running,
@@ -97,7 +98,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         :mod:`~airflow_trainjob.earlier_success`); default True. False: every try creates its job.
     :param deferrable: wait in the triggerer (a shared watch, no worker slot) instead of watching from the
         worker; default: Airflow's ``[operators] default_deferrable``. The verdict, messages and
-        cleanup are the same; the lead replica's log is quoted at the end instead of streamed.
+        cleanup are the same; the lead replica's log is copied in batches instead of streamed.
 
     Returns (XCom ``return_value``) a JSON-safe summary: kind, name, namespace, conditions,
     replicaStatuses, startTime, completionTime, duration (seconds). Pushes ``job_name`` and

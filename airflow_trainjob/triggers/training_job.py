@@ -27,7 +27,7 @@ import copy
 import importlib
 import json
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
@@ -41,19 +41,30 @@ from airflow_trainjob.constants import (
     LABEL_KUEUE_QUEUE_NAME,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
+    JobConditionType,
 )
 from airflow_trainjob.hooks.addressing import JobAddress
+from airflow_trainjob.lead_log import (
+    ANNOTATION_LEAD_LOG_CURSOR,
+    LIVE_READ_BYTES,
+    LOG_NOT_THERE,
+    LeadLogCopy,
+    LogCursor,
+    LogOut,
+    LogRead,
+    cursor_annotation,
+    cursor_on_job,
+    secrets_at,
+)
 from airflow_trainjob.ownership import why_not_followed
 from airflow_trainjob.pods import (
     container_ends,
     lead_pod,
-    log_container,
     owned_by,
     pod_name,
-    replica_of,
     sidecar_markers,
 )
-from airflow_trainjob.triggers import kubernetes_side
+from airflow_trainjob.triggers import kubernetes_side, log_pacing
 from airflow_trainjob.triggers.stream_source import WATCH_SECONDS, StreamSource
 
 if TYPE_CHECKING:
@@ -74,6 +85,17 @@ SHORT_MESSAGE = 200
 #: try's end, after the deletion: the triggerer's first call to Airflow's API starts its in-process API server, which
 #: took 19 s on a loaded test machine.
 RECORD_END_MARGIN_SECONDS = 1.0
+#: Phases in which the lead replica may be writing its log: the trigger looks at it then.
+LOG_PHASES = frozenset({JobConditionType.RUNNING, JobConditionType.RESTARTING, JobConditionType.SCALING})
+#: Seconds between two records of the copy's cursor on the job (:data:`ANNOTATION_LEAD_LOG_CURSOR`) while lines are
+#: copied, at least: at most this much of the log is copied twice after a triggerer restart. (A triggerer that stops
+#: closes its shared streams before it cancels its triggers, so a trigger cannot record its cursor as it stops; a
+#: trigger cancelled on its own, its stream still open, does.)
+CURSOR_RECORD_SECONDS = 120.0
+#: ... and at least this many looks apart (when many jobs share the triggerer's log budget, looks are rarer).
+CURSOR_RECORD_LOOKS = 2
+#: Seconds a cancelled trigger waits for its cursor's record, at most.
+CURSOR_RECORD_TIMEOUT = 5.0
 
 
 def desired_replicas(job: Mapping[str, Any]) -> dict[str, int]:
@@ -127,10 +149,23 @@ class TrainingJobTrigger(BaseEventTrigger):
         its running pods when it turns terminal (a job whose cleanup the operator holds).
     :param try_number: the task try that deferred: :meth:`on_kill` leaves a job that a later try follows now
         (a clear that raced the next try); None: any try's.
-    :param log_tail_lines: lines of the lead replica's log read before its pod is stopped that way (count; 0: none).
+    :param log_tail_lines: after the size bound cut the copy of the lead replica's log, lines of its end added
+        when the trigger stops the lead's pod (count; 0: none).
+    :param follow_lead_log: copy the lead replica's log into the task log while waiting (see below); None: as an
+        earlier version of the trigger did, when ``log_tail_lines`` is not 0.
+    :param secret_spans: where the task's secrets masker found secrets in the job it sent
+        (:func:`~airflow_trainjob.lead_log.secret_spans`: places, not values); the trigger has the triggerer mask
+        them before it copies any line, as the task's own log would.
 
     While it waits, it logs :func:`conditions.progress_line` each time the job's phase or replica counts change (Airflow shows
-    a trigger's log lines in the task's log), as the synchronous wait does.
+    a trigger's log lines in the task's log), as the synchronous wait does. With ``follow_lead_log`` it also copies
+    the lead replica's new lines (``[Master-0] ...``) while the job runs, a look every
+    :func:`~airflow_trainjob.triggers.log_pacing.LogReadBudget.look_interval` seconds (60 s, longer when many jobs
+    share the triggerer's budget: :mod:`~airflow_trainjob.triggers.log_pacing`), each look short requests and no
+    stream; :class:`~airflow_trainjob.lead_log.LeadLogCopy` decides what is new. The copy's cursor is recorded on
+    the job (annotation :data:`~airflow_trainjob.lead_log.ANNOTATION_LEAD_LOG_CURSOR`, at the first lines and then
+    every :data:`CURSOR_RECORD_SECONDS`, and when the trigger is cancelled), so the trigger run again after a
+    triggerer restart goes on from there; the resumed task copies the rest.
 
     Event payload (Airflow stores it with the task instance and prints it in the task log: it stays within
     :data:`EVENT_BUDGET` characters of JSON, whatever the job's pod templates hold): ``outcome`` (finished,
@@ -142,9 +177,9 @@ class TrainingJobTrigger(BaseEventTrigger):
     for the rest), ``pods`` (for a ``Failed`` job, what the exit codes are read from — each pod's name, replica
     labels, container names, phase and the containers' terminated states — failed pods first, as many as the
     budget holds, so the verdict does not depend on the pods still existing at resume; else empty),
-    ``lead_log`` (when the trigger stopped the lead replica's pod: ``{"pod", "container", "quoted": true}``; the
-    trigger wrote the log's last ``log_tail_lines`` lines into the task log before stopping it), ``which`` (for a
-    timeout: ``timeout``, ``startup_timeout`` or ``queue_timeout``).
+    ``lead_log`` (with ``follow_lead_log``: where the copy of the lead's log stands, a
+    :meth:`~airflow_trainjob.lead_log.LogCursor.to_dict`, ``"complete": true`` when the trigger read it to its end
+    before stopping the lead's pod), ``which`` (for a timeout: ``timeout``, ``startup_timeout`` or ``queue_timeout``).
     """
 
     def __init__(
@@ -168,6 +203,8 @@ class TrainingJobTrigger(BaseEventTrigger):
         owner_labels: dict[str, str] | None = None,
         try_number: int | None = None,
         log_tail_lines: int = 0,
+        follow_lead_log: bool | None = None,
+        secret_spans: list[list[Any]] | None = None,
     ):
         super().__init__()
         self.kind = kind
@@ -191,8 +228,17 @@ class TrainingJobTrigger(BaseEventTrigger):
         self.owner_labels = dict(owner_labels or {})
         self.try_number = try_number
         self.log_tail_lines = log_tail_lines
+        self.follow_lead_log = follow_lead_log
+        self.secret_spans = list(secret_spans or [])
+        self._masked = False  # the job's secrets were handed to Airflow's masker
         self._seen_uid: str | None = None  # the job's uid once seen (a sensor's wait starts without one)
         self._last_line: str | None = None  # the progress line logged last
+        # The copy of the lead replica's log: where it stands, the task that looks at it, when the job may be writing.
+        self._lead_copy: LeadLogCopy | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._lead_may_write: asyncio.Event | None = None
+        self._announced = False  # the task log was told that the lead's lines are copied
+        self._recorded: tuple[LogCursor | None, float] = (None, 0.0)  # the cursor last recorded on the job, and when
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -216,6 +262,8 @@ class TrainingJobTrigger(BaseEventTrigger):
                 "owner_labels": self.owner_labels,
                 "try_number": self.try_number,
                 "log_tail_lines": self.log_tail_lines,
+                "follow_lead_log": self.follow_lead_log,
+                "secret_spans": self.secret_spans,
             },
         )
 
@@ -239,6 +287,8 @@ class TrainingJobTrigger(BaseEventTrigger):
             "job": _job_summary(job) if job else None,
             "pods": [],
         }
+        if self._lead_copy is not None and "lead_log" not in extra:
+            payload["lead_log"] = self._lead_copy.cursor.to_dict()  # a few hundred characters
         return TriggerEvent(_within_budget({**payload, **extra}, [_pod_summary(p) for p in _failed_first(pods, job)]))
 
     # --- the shared stream ---------------------------------------------------------------------------
@@ -288,6 +338,12 @@ class TrainingJobTrigger(BaseEventTrigger):
 
         sifter = asyncio.create_task(sift(), name=f"sift changes for {self._ref}")
         sifter.add_done_callback(lambda _: woken.set())  # the shared stream failing wakes the wait too
+        if self._follows_lead_log:
+            running = self._lead_may_write = asyncio.Event()
+            self._reader = asyncio.create_task(
+                self._follow_lead_log(lambda: stream, running), name=f"lead log of {self._ref}"
+            )
+        event: TriggerEvent | None = None
         try:
             event = await self._judge(stream) if _readable(stream) else None
             while event is None:
@@ -305,6 +361,11 @@ class TrainingJobTrigger(BaseEventTrigger):
                 ERROR, f"waiting for {self._ref} failed: {kubernetes_side.one_line(e, self._call('get'))}"
             )
         finally:
+            await self._stop_following()
+            if event is None and _readable(stream):
+                # Cancelled (the triggerer stops): the trigger's next run goes on from here. Recorded before the
+                # sifter stops: a stream of the trigger's own closes with it.
+                await self._record_cursor(stream, now=True)
             sifter.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sifter
@@ -347,12 +408,14 @@ class TrainingJobTrigger(BaseEventTrigger):
         self.wait_for_creation = False  # it exists: from now on, its absence is a deletion
         self._seen_uid = job["metadata"].get("uid")
         status = job.get("status")
+        self._note_phase(job)
         self._observe(job)  # before the verdict: a job admitted and finished between two looks was admitted too
         line = conditions.progress_line(self._ref, status, desired_replicas(job))
         if line != self._last_line:
             self.log.info("%s", line)
             self._last_line = line
         if conditions.is_failed(status) or self._reached_target(status):
+            await self._stop_following()  # its cursor stands still from here: the event carries it
             held = user_run_policy(job).held
             # The failed job's pods, read before anything stops or deletes them: their exit codes must not
             # depend on the pods outliving the resume (someone may delete the job meanwhile).
@@ -395,30 +458,23 @@ class TrainingJobTrigger(BaseEventTrigger):
     ) -> dict[str, Any] | None:
         """Stop the pods the user's ``cleanPodPolicy`` has stopped at the terminal transition (the controller was
         sent ``None``: see :mod:`~airflow_trainjob.cleanup_hold`), now rather than when the task resumes; first
-        quote the lead replica's log tail into the task log if its pod is among them (it is gone at resume).
+        copy the rest of the lead replica's log into the task log if its pod is among them (it is gone at resume).
 
-        :returns: ``{"pod", "container", "quoted": True}`` when the lead's tail was quoted, or None. Best effort: the
-            task's cleanup deletes whatever is left."""
+        :returns: the copy's cursor (``"complete": true``) when the lead's log was read to its end, or None. Best
+            effort: the task's cleanup deletes whatever is left."""
         if not stream.connected:
             return None
         kind = JOB_KINDS[self.kind]
         hook = stream.hook
         uid = job["metadata"].get("uid")
         policy = user_run_policy(job)
-        tail: dict[str, Any] | None = None
+        copied: dict[str, Any] | None = None
         try:
             stopping = [p for p in pods_to_stop(pods, policy) if owned_by(p, uid)]
             lead = lead_pod(pods, kind)
-            if lead is not None and self.log_tail_lines and any(p is lead for p in stopping):
-                container = log_container(lead, kind)
-                name = lead["metadata"]["name"]
-                text = await hook.read_pod_log_async(
-                    name, self.namespace, container=container, tail_lines=self.log_tail_lines
-                )
-                # Quoted here, not carried in the event: the event is stored and printed whole, and stays small.
-                replica_type, index = replica_of(lead, kind)
-                quote_log(self.log, f"{replica_type}-{index}", name, text, self.log_tail_lines)
-                tail = {"pod": name, "container": container, "quoted": True}
+            if lead is not None and self._follows_lead_log and any(p is lead for p in stopping):
+                # Copied here, not carried in the event: the event is stored and printed whole, and stays small.
+                copied = await self._copy_rest_of_lead_log(stream, job, pods)
             for pod in stopping:
                 # 404 counts as done; 409: a successor's (the uid precondition); a refusal: the task's cleanup's.
                 with contextlib.suppress(*kubernetes_side.RAISED_ERRORS):
@@ -429,7 +485,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                 self._ref,
                 kubernetes_side.one_line(e),
             )
-            return tail
+            return copied
         if stopping:
             self.log.info(
                 "%s is %s: stopping %s (pods deleted), as cleanPodPolicy %s asks",
@@ -438,7 +494,206 @@ class TrainingJobTrigger(BaseEventTrigger):
                 ", ".join(p["metadata"]["name"] for p in stopping),
                 policy.clean_pod_policy,
             )
-        return tail
+        return copied
+
+    # --- the lead replica's log ----------------------------------------------------------------------
+
+    @property
+    def _follows_lead_log(self) -> bool:
+        if self.follow_lead_log is None:  # the kwargs of an earlier version: it quoted the tail when it was not 0
+            return bool(self.log_tail_lines) and bool(self.owner_labels)
+        return self.follow_lead_log
+
+    def _note_phase(self, job: dict[str, Any]) -> None:
+        """Tell the log's reader whether the lead may be writing (the job runs)."""
+        if not self._follows_lead_log:
+            return
+        self._copy_for(job)
+        if self._lead_may_write is not None:
+            if conditions.phase(job.get("status")) in LOG_PHASES:
+                self._lead_may_write.set()
+            else:
+                self._lead_may_write.clear()
+
+    def _copy_for(self, job: dict[str, Any]) -> LeadLogCopy:
+        """The copy of the lead's log; made at the first sight of the job, from the cursor an earlier run of this wait
+        recorded on it for this try (a triggerer restart), else from the log's start."""
+        if self._lead_copy is not None:
+            return self._lead_copy
+        recorded = cursor_on_job(job, self.try_number)
+        copy = self._lead_copy = LeadLogCopy(JOB_KINDS[self.kind], recorded)
+        self._recorded = (copy.cursor, time.monotonic())
+        if recorded is not None and recorded.lines and not (recorded.complete or recorded.cut):
+            interval = log_pacing.budget().look_interval()
+            self.log.info(
+                "Going on with the lead replica's log from the point an earlier run of this wait recorded (%d lines "
+                "copied, the last written at %s): lines it copied after that record, at most about %.0f s of them, "
+                "appear again below",
+                recorded.lines,
+                recorded.since,
+                max(CURSOR_RECORD_SECONDS, CURSOR_RECORD_LOOKS * interval) + interval,
+            )
+        return copy
+
+    async def _follow_lead_log(self, current_stream: Callable[[], JobStream | None], running: asyncio.Event) -> None:
+        """While the task waits: look at the lead's log each time the budget's interval has passed, while the job
+        runs (``running``). Ends by cancellation (the job ended, the trigger stops), or when the API refuses."""
+        budget = log_pacing.budget()
+        while True:
+            await running.wait()
+            with budget.reading():  # only while the job runs: jobs queued for hours share nothing
+                due = time.monotonic() + budget.look_interval()  # the wait for a place in the rate counts in it
+                stream = current_stream()
+                if stream is not None and stream.connected and self._lead_copy is not None:
+                    try:
+                        await self._look_at_lead_log(stream, self._lead_copy, budget)
+                    except kubernetes_side.RAISED_ERRORS as e:  # e.g. RBAC without pods/log: said once, then left
+                        self.log.warning(
+                            "Cannot copy the lead replica's log of %s while the task waits (%s); the resumed task "
+                            "tries again",
+                            self._ref,
+                            kubernetes_side.one_line(e),
+                        )
+                        return
+                    except kubernetes_side.TRANSIENT_ERRORS:
+                        pass  # the API is away: the next look tries again
+                await asyncio.sleep(max(0.0, due - time.monotonic()))
+
+    async def _look_at_lead_log(self, stream: JobStream, copy: LeadLogCopy, budget: log_pacing.LogReadBudget) -> None:
+        """One look: its place in the rate, then LIST the job's index-0 pods and read what is new of the lead's log."""
+        if not self._masked:
+            await self._mask_secrets(stream.jobs.get(self.name))
+        await budget.reserve(log_pacing.REQUESTS_PER_LOOK)
+        made = budget.requests
+        try:
+            async with budget.request():
+                pods = await stream.hook.list_job_pods_async(self.name, self.namespace, replica_index=0)
+            self._write(copy.look([p for p in pods if owned_by(p, self.uid or self._seen_uid)]))
+            if not self._announced and copy.next_read() is not None:
+                self._announced = True
+                self.log.info(
+                    "Copying the lead replica's new lines into this log every %.0f s while the task waits",
+                    budget.look_interval(),
+                )
+            await self._read_lead_log(stream, copy, budget)
+            await self._record_cursor(stream)  # when due: part of the look, charged with its extra requests
+        finally:
+            budget.charge(budget.requests - made - log_pacing.REQUESTS_PER_LOOK)
+
+    async def _read_lead_log(self, stream: JobStream, copy: LeadLogCopy, budget: log_pacing.LogReadBudget) -> bool:
+        """Make the reads ``copy`` asks for and write what it returns (each answer's lines at once: a cancellation
+        between two reads leaves the cursor at the last line written). Returns whether any read answered."""
+        answered = False
+        while (read := copy.next_read()) is not None:
+            try:
+                async with budget.request():
+                    data = await self._read_log(stream, read)
+            except kubernetes_side.RAISED_ERRORS as e:  # a 400 comes as a JobRejectedError, with its status
+                if getattr(e, "status", None) not in LOG_NOT_THERE:
+                    raise
+                self._write(copy.missing(read, kubernetes_side.one_line(e)))
+                continue
+            answered = True
+            self._write(copy.take(read, data))
+        return answered
+
+    async def _read_log(self, stream: JobStream, read: LogRead) -> bytes:
+        return await stream.hook.read_timestamped_log_async(
+            read.pod,
+            self.namespace,
+            read.container,
+            previous=read.previous,
+            since_time=read.since_time,
+            limit_bytes=read.limit_bytes,
+            tail_lines=read.tail_lines,
+        )
+
+    async def _copy_rest_of_lead_log(
+        self, stream: JobStream, job: dict[str, Any], pods: list[dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """The job has ended and the lead's pod is about to be stopped: copy the rest of its log now (up to the size
+        bound, in reads of :data:`~airflow_trainjob.lead_log.LIVE_READ_BYTES`, so that the loop runs between them).
+
+        :returns: the cursor (``complete``), or None when the log could not be read (the resumed task says so)."""
+        await self._mask_secrets(job)
+        copy = LeadLogCopy(
+            JOB_KINDS[self.kind],
+            self._copy_for(job).cursor,
+            final=True,
+            tail_lines=self.log_tail_lines,
+            read_bytes=LIVE_READ_BYTES,
+        )
+        self._lead_copy = copy
+        uid = job["metadata"].get("uid")
+        self._write(copy.look([p for p in pods if owned_by(p, uid)]))
+        budget = log_pacing.budget()
+        made = budget.requests
+        try:  # now, not in line: the pod is about to go; charged to the rate afterwards
+            if not await self._read_lead_log(stream, copy, budget):
+                return None
+        finally:
+            budget.charge(budget.requests - made)
+        copy.mark_complete()
+        return copy.cursor.to_dict()
+
+    async def _mask_secrets(self, job: dict[str, Any] | None) -> None:
+        """Before the first line is copied: hand the secrets of the job (where :attr:`secret_spans` says) to Airflow's
+        masker, in this process and in the triggerer's supervisor, which writes the task's log
+        (``amask_secret``)."""
+        if self._masked or job is None:
+            return
+        self._masked = True
+        if not self.secret_spans:
+            return
+        from airflow.sdk.log import amask_secret
+
+        for secret in secrets_at(job, self.secret_spans):
+            await amask_secret(secret)
+
+    async def _stop_following(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+
+    async def _record_cursor(self, stream: JobStream, now: bool = False) -> None:
+        """Record the copy's cursor on the job (annotation), if it moved, every :data:`CURSOR_RECORD_SECONDS` (or
+        :data:`CURSOR_RECORD_LOOKS` looks) from the copy's start (at the end of a look, which charges it to the
+        budget's rate), or ``now`` (charged here). Best effort: a lost record costs lines copied twice."""
+        copy, (recorded, at) = self._lead_copy, self._recorded
+        if copy is None or copy.cursor == recorded or not stream.connected:
+            return
+        budget = log_pacing.budget()
+        if not now and time.monotonic() - at < max(CURSOR_RECORD_SECONDS, CURSOR_RECORD_LOOKS * budget.look_interval()):
+            return
+        uid = self.uid or self._seen_uid
+        patch = {
+            "metadata": {
+                "uid": uid,
+                "annotations": {ANNOTATION_LEAD_LOG_CURSOR: cursor_annotation(copy.cursor, self.try_number)},
+            }
+        }
+        cursor = copy.cursor
+        failures: tuple[type[BaseException], ...] = (
+            asyncio.TimeoutError,
+            *kubernetes_side.RAISED_ERRORS,
+            *kubernetes_side.TRANSIENT_ERRORS,
+        )
+        if now:
+            budget.charge(1)
+        try:
+            async with budget.request():
+                await asyncio.wait_for(
+                    stream.hook.patch_job_async(self.kind, self.name, self.namespace, patch), CURSOR_RECORD_TIMEOUT
+                )
+        except failures:
+            return
+        self._recorded = (cursor, time.monotonic())
+
+    def _write(self, lines: Sequence[LogOut]) -> None:
+        for out in lines:
+            self.log.log(out.level, "%s", out.text)
 
     async def _announced_end(self, stream: JobStream) -> dict[str, Any] | None:
         """For a job that is gone: a stand-in object with the terminal condition the training operator announced

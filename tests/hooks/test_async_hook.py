@@ -184,3 +184,72 @@ def test_bad_token_is_a_clear_401_without_the_token(local_cluster, monkeypatch, 
     assert "401" in message and "trainjob_async" in message and f"get PyTorchJob {namespace}/x" in message
     assert error.__cause__ is None and error.__suppress_context__  # raised from None: no headers in a chain
     assert SECRET not in message and SECRET not in repr(error)
+
+
+def test_timestamped_log_reads_keep_the_rules_the_lead_log_copy_relies_on(kubernetes_default_conn, namespace):
+    """What :class:`~airflow_trainjob.lead_log.LeadLogCopy` assumes of ``pods/log``, read through both hooks via the
+    real apiserver and kubelet: each line led by its RFC 3339 time; ``sinceTime`` keeps whole seconds and returns the
+    lines at or after it; ``limitBytes`` cuts the answer (within a line); ``tailLines``; a ``previous`` run that does
+    not exist and an unknown pod are 400 and 404, the statuses of ``LOG_NOT_THERE``. And the async patch (the cursor's
+    record) merges an annotation, with a uid precondition."""
+    import time
+
+    from airflow_trainjob.lead_log import LOG_NOT_THERE, since_time, timestamp_ns
+    from tests.support.jobs import create
+
+    code = (
+        "import time\nfor i in range(12):\n    print(f'line {i:02d}', flush=True)\n    time.sleep(0.25)\ntime.sleep(60)"
+    )
+    job = create(TrainingJobHook().custom_object_client, namespace, "logs", code)
+    pod = "logs-master-0"
+    hook = TrainingJobHook()
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            if hook.read_timestamped_log(pod, namespace, "pytorch").count(b"\n") >= 12:
+                break
+        except Exception:
+            pass
+        assert time.monotonic() < deadline, "the pod's 12 lines did not come"
+        time.sleep(0.5)
+    whole = hook.read_timestamped_log(pod, namespace, "pytorch").decode().splitlines()
+    stamps = [line.split(" ", 1)[0] for line in whole]
+    assert [line.split(" ", 1)[1] for line in whole] == [f"line {i:02d}" for i in range(12)]
+    assert all(timestamp_ns(s) is not None for s in stamps) and stamps == sorted(stamps, key=timestamp_ns)
+    since = since_time(stamps[6])
+    later = hook.read_timestamped_log(pod, namespace, "pytorch", since_time=since).decode().splitlines()
+    expected = [line for line, s in zip(whole, stamps, strict=True) if timestamp_ns(s) >= timestamp_ns(since)]
+    assert later == expected and whole[6] in later  # at or after the whole second
+    cut = hook.read_timestamped_log(pod, namespace, "pytorch", limit_bytes=50)
+    assert len(cut) == 50 and not cut.endswith(b"\n")  # within the second line
+    assert hook.read_timestamped_log(pod, namespace, "pytorch", tail_lines=2).decode().splitlines() == whole[-2:]
+
+    async def read_async():
+        async_hook = AsyncTrainingJobHook()
+        async with async_hook.connect():
+            tail = await async_hook.read_timestamped_log_async(pod, namespace, "pytorch", tail_lines=3)
+            statuses = []
+            for name, previous in ((pod, True), ("no-such-pod", False)):
+                try:
+                    await async_hook.read_timestamped_log_async(name, namespace, "pytorch", previous=previous)
+                except Exception as e:
+                    statuses.append(getattr(e, "status", None))
+            patched = await async_hook.patch_job_async(
+                "PyTorchJob",
+                "logs",
+                namespace,
+                {"metadata": {"uid": job["metadata"]["uid"], "annotations": {"example.org/cursor": "x"}}},
+            )
+            try:
+                await async_hook.patch_job_async(
+                    "PyTorchJob", "logs", namespace, {"metadata": {"uid": "0000", "annotations": {"a": "b"}}}
+                )
+            except Exception as e:
+                statuses.append(getattr(e, "status", None))
+            return tail, statuses, patched
+
+    tail, statuses, patched = asyncio.run(read_async())
+    assert tail.decode().splitlines() == whole[-3:]
+    assert statuses[:2] == [400, 404] and set(statuses[:2]) == LOG_NOT_THERE  # the log is not there
+    assert statuses[2] in (409, 422)  # a uid that is not the object's: refused, never applied to a successor
+    assert patched["metadata"]["annotations"]["example.org/cursor"] == "x"

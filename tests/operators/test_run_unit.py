@@ -9,6 +9,7 @@ the outage tolerance are cut to milliseconds.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from airflow_trainjob.exceptions import (
     InvalidJobSpecError,
     JobDeletedError,
     JobNotOwnedError,
+    KubernetesAccessError,
     TrainingJobError,
     TrainingJobStoppedError,
     TrainingJobTimeoutError,
@@ -479,6 +481,63 @@ def test_trigger_carries_the_run(hook):
     _, kwargs = trigger.serialize()
     assert kwargs["uid"] == job["metadata"]["uid"] and kwargs["timeout"] == 30 and kwargs["log_tail_lines"] == 5
     assert kwargs["try_number"] == 1 and LABEL_TRY_NUMBER not in kwargs["owner_labels"]
+
+
+def test_the_trigger_gets_where_the_secrets_of_the_job_are_not_the_secrets(hook):
+    """A Variable the task read is masked in the task's own log; the trigger learns where such secrets sit in the job
+    (to have the triggerer mask them in the lead's lines it copies), never their values: its kwargs are stored."""
+    from airflow.providers.common.compat.sdk import mask_secret
+
+    secret = "hf_RUNUNITsecret0123456789"
+    mask_secret(secret)  # what reading a sensitive Variable in a template does
+    container = {**CONTAINER, "env": [{"name": "HF_TOKEN", "value": secret}]}
+    who = identity()
+    manifest = build_manifest(
+        spec=TrainingJobSpec.parse("PyTorchJob", {"Master": {"template": {"spec": {"containers": [container]}}}}),
+        name=NAME,
+        namespace=NS,
+        labels=who.labels(),
+    )
+    run = TrainingJobRun(hook, who, RunSettings(get_logs=True), manifest=manifest, log=LOG)
+    run.create_or_attach()
+    _, kwargs = run.trigger().serialize()
+    (span,) = kwargs["secret_spans"]
+    assert secret not in repr(kwargs)
+    assert span == ["/spec/pytorchReplicaSpecs/Master/template/spec/containers/0/env/0/value", 0, len(secret)]
+    without_logs = TrainingJobRun(hook, who, RunSettings(get_logs=False), manifest=manifest, log=LOG)
+    without_logs.job = hook.job(NAME)
+    assert without_logs.trigger().serialize()[1]["secret_spans"] == []  # nothing copied: nothing to mask
+
+
+def test_complete_copies_the_rest_of_the_lead_log_after_the_triggers_cursor(hook, log_text):
+    """The event's cursor says the trigger copied the first two lines: the resumed task copies the other three."""
+    from tests.support.fake_hook import LOG_START
+
+    run = make_run(hook, get_logs=True)
+    job = run.create_or_attach()
+    hook.set_status(NAME, SUCCEEDED)
+    pod = hook.add_pod(NAME, "Master", exit_code=0, phase="Succeeded", log="one\ntwo\nthree\nfour\nfive")
+    second = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(LOG_START + 1)) + ".000000000Z"
+    cursor = {"uid": pod["metadata"]["uid"], "restarts": 0, "since": second, "at": 1, "lines": 2, "bytes": 8}
+    run.complete(_event(FINISHED, f"{REF} finished", {**job, "status": SUCCEEDED}, lead_log=cursor))
+    text = log_text()
+    assert "[Master-0] one" not in text and "[Master-0] two" not in text
+    assert all(f"[Master-0] {line}" in text for line in ("three", "four", "five"))
+    assert "The lead replica's log: 5 lines in this task log (2 copied while the task waited)" in text
+
+
+def test_a_lead_log_that_cannot_be_read_at_the_end_leaves_the_verdict_alone(hook, log_text):
+    run = make_run(hook, get_logs=True)
+    job = run.create_or_attach()
+    hook.set_status(NAME, SUCCEEDED)
+    hook.add_pod(NAME, "Master", exit_code=0, phase="Succeeded", log="one")
+    hook.fail_always("read_timestamped_log", KubernetesAccessError("forbidden to get pods/log"))
+    summary = run.complete(_event(FINISHED, f"{REF} finished", {**job, "status": SUCCEEDED}))
+    assert summary == job_summary({**job, "status": SUCCEEDED})
+    assert (
+        "Could not read the rest of the lead replica's log: KubernetesAccessError: forbidden to get pods/log"
+        in log_text()
+    )
 
 
 def test_complete_success_quotes_the_lead_log_and_cleans_up(hook, log_text):

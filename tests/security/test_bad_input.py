@@ -711,40 +711,23 @@ def test_an_invalid_namespace_from_the_connection_is_refused_too(local_cluster, 
         assert refused, describe(raised)
 
 
-def test_zero_log_tail_lines_quotes_nothing_when_deferred(kubernetes_default_conn, namespace, capfd):
-    """0 is a valid count and means none: the deferred lead-log quote must not turn it into the whole log."""
+def test_zero_log_tail_lines_and_get_logs_false_when_deferred(kubernetes_default_conn, namespace, capfd):
+    """0 is a valid count and means no tail: a deferred task still copies the lead replica's log, as a synchronous one
+    streams it (``log_tail_lines`` counts the tails of failed replicas, and of a lead log cut at its size bound);
+    ``get_logs=False`` copies none of it."""
     from airflow.providers.common.compat.sdk import TaskDeferred
 
     from tests.support.deferred import first_event
 
     code = "print('\\n'.join(f'line {i}' for i in range(5)))"
-    operator = TrainingJobOperator(
-        task_id="train",
-        kind="PyTorchJob",
-        replica_specs=pytorch_specs(code, workers=0),
-        deferrable=True,
-        log_tail_lines=0,
-    )
-    ti = TaskInstanceStandIn()
-    with pytest.raises(TaskDeferred) as deferred:
-        operator.execute({"ti": ti})
-    event = first_event(deferred.value.trigger)
-    capfd.readouterr()
-    assert operator.execute_complete({"ti": ti}, event)["conditions"][-1]["type"] == "Succeeded"
-    assert "line 4" not in capfd.readouterr().out
-    # The control: with 2 lines, the last two are quoted.
-    quoting = TrainingJobOperator(
-        task_id="train2",
-        kind="PyTorchJob",
-        replica_specs=pytorch_specs(code, workers=0),
-        deferrable=True,
-        log_tail_lines=2,
-    )
-    ti2 = TaskInstanceStandIn(task_id="train2")
-    with pytest.raises(TaskDeferred) as deferred:
-        quoting.execute({"ti": ti2})
-    event = first_event(deferred.value.trigger)
-    capfd.readouterr()
-    quoting.execute_complete({"ti": ti2}, event)
-    out = capfd.readouterr().out
-    assert "line 4" in out and "line 3" in out and "line 2" not in out
+    for task_id, options, copied in (("train", {"log_tail_lines": 0}, True), ("train2", {"get_logs": False}, False)):
+        operator = TrainingJobOperator(
+            task_id=task_id, kind="PyTorchJob", replica_specs=pytorch_specs(code, workers=0), deferrable=True, **options
+        )
+        ti = TaskInstanceStandIn(task_id=task_id)
+        with pytest.raises(TaskDeferred) as deferred:
+            operator.execute({"ti": ti})
+        event = first_event(deferred.value.trigger)
+        assert operator.execute_complete({"ti": ti}, event)["conditions"][-1]["type"] == "Succeeded"
+        out = capfd.readouterr().out
+        assert all((f"[Master-0] line {i}" in out) is copied for i in range(5)), (options, out)

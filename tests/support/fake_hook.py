@@ -21,11 +21,15 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.constants import JOB_KINDS, LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+
+#: Epoch seconds of the first line of a fake pod's log (:meth:`FakeTrainingJobHook.read_timestamped_log`).
+LOG_START = 1_796_000_000
 
 REASONS = {
     403: "Forbidden",
@@ -320,6 +324,37 @@ class FakeTrainingJobHook:
             raise api_error(404)
         lines = self.logs[name].splitlines()
         return "\n".join(lines[-tail_lines:] if tail_lines else lines)
+
+    def read_timestamped_log(
+        self,
+        name: str,
+        namespace: str,
+        container: str,
+        *,
+        previous: bool = False,
+        since_time: str | None = None,
+        limit_bytes: int | None = None,
+        tail_lines: int | None = None,
+    ) -> bytes:
+        """The pod's log, line ``i`` written at :data:`LOG_START` + ``i`` seconds, with the kubelet's rules: lines
+        from ``since_time`` (whole seconds) on, the last ``tail_lines``, the answer cut at ``limit_bytes``; 400 for a
+        ``previous`` run (the fake keeps one)."""
+        self._call("read_timestamped_log", namespace, name, container, previous, since_time, limit_bytes, tail_lines)
+        if name not in self.logs or (namespace, name) not in self.pods:
+            raise api_error(404)
+        if previous:
+            raise api_error(400)
+        stamped = [(LOG_START + i, line) for i, line in enumerate(self.logs[name].splitlines())]
+        if since_time is not None:
+            since = datetime.fromisoformat(since_time.replace("Z", "+00:00")).timestamp()
+            stamped = [(t, line) for t, line in stamped if t >= since]
+        if tail_lines is not None:
+            stamped = stamped[-tail_lines:]
+        text = "".join(
+            f"{datetime.fromtimestamp(t, timezone.utc).strftime('%Y-%m-%dT%H:%M:%S')}.000000000Z {line}\n"
+            for t, line in stamped
+        ).encode()
+        return text[:limit_bytes] if limit_bytes is not None else text
 
     def open_pod_log_stream(self, name: str, namespace: str, container: str | None = None) -> FakeLogStream:
         self._call("open_pod_log_stream", namespace, name, container)

@@ -41,6 +41,7 @@ def test_serialize_is_exact():
         owner_labels={"a": "b"},
         try_number=3,
         log_tail_lines=7,
+        follow_lead_log=True,
     )
     assert trigger.serialize() == (
         "airflow_trainjob.triggers.training_job.TrainingJobTrigger",
@@ -63,6 +64,8 @@ def test_serialize_is_exact():
             "owner_labels": {"a": "b"},
             "try_number": 3,
             "log_tail_lines": 7,
+            "follow_lead_log": True,
+            "secret_spans": [],
         },
     )
 
@@ -257,9 +260,10 @@ def test_the_event_stays_under_2_kb_with_a_long_script_and_failed_pods(ti, names
     record("trigger_event", outcome="Failed x3", template_bytes=len(script), event_bytes=stored_sizes(event))
 
 
-def test_the_lead_log_tail_goes_to_the_log_not_into_the_event(ti, namespace, capfd):
+def test_the_lead_log_goes_to_the_log_not_into_the_event(ti, namespace, capfd):
     """A worker fails while the Master runs: the trigger stops the Master (``cleanPodPolicy: Running``) and first
-    quotes the end of its log into the task log, not into the event (50 long lines would be kilobytes)."""
+    copies the rest of its log into the task log, not into the event (60 long lines would be kilobytes); the
+    event carries the copy's cursor, complete, and the resumed task copies nothing again."""
     master = "import time\nfor i in range(60): print('master step', i, 'z' * 60, flush=True)\ntime.sleep(60)"
     worker = "import sys, time; time.sleep(3); sys.exit(1)"
     operator = TrainingJobOperator(
@@ -267,14 +271,12 @@ def test_the_lead_log_tail_goes_to_the_log_not_into_the_event(ti, namespace, cap
     )
     event = first_event(defer(operator, ti))
     task_log = capfd.readouterr().out
-    assert event["lead_log"] == {"pod": f"{ti.xcom['job_name']}-master-0", "container": "pytorch", "quoted": True}
+    assert event["lead_log"]["complete"] is True and event["lead_log"]["lines"] == 60
     assert stored_sizes(event) < 2048, stored_sizes(event)
-    assert (
-        "Last 50 lines of the lead replica's log (Master-0" in task_log and "[Master-0] master step 59 zzz" in task_log
-    )
+    assert all(f"[Master-0] master step {i} zzz" in task_log for i in range(60))
     with pytest.raises(AirflowFailException):
         operator.execute_complete({"ti": ti}, event)
-    assert "Last 50 lines" not in capfd.readouterr().out  # quoted once, by the trigger
+    assert "[Master-0] master step" not in capfd.readouterr().out  # copied once, by the trigger
 
 
 def progress_lines(output: str, ref: str) -> list[str]:
