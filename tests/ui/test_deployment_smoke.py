@@ -21,18 +21,19 @@ DAG_ID = "e2e_smoke"
 JOB_LINE = "smoke: hello from rank"
 DAG_SOURCE = textwrap.dedent(
     f"""
-    from datetime import datetime
+    from datetime import datetime, timedelta
 
     from airflow.sdk import DAG
 
     from airflow_trainjob.operators.training_job import TrainingJobOperator
 
-    # The process kubelet runs the command with the host's Python and ignores the image. The job lasts a few
-    # seconds: when a trigger fires before the deferring worker's exit has reached the scheduler, Airflow 3.3.2
-    # fails the resumed task ("task state changed externally", apache/airflow#66374, #72716).
+    # The process kubelet runs the command with the host's Python and ignores the image. The job lasts 20 s: when
+    # a trigger fires before the deferring worker's exit has reached the scheduler (a loaded machine), Airflow 3.3.2
+    # fails the resumed task ("task state changed externally", apache/airflow#66374, #72716). Should it still, the
+    # retry returns the job's success without training again (the provider's answer to that race).
     CODE = (
         "import os, time; print({JOB_LINE!r}, os.environ['RANK'], 'of', os.environ['WORLD_SIZE'], flush=True); "
-        "time.sleep(5)"
+        "time.sleep(20)"
     )
     MASTER = {{
         "replicas": 1,
@@ -52,6 +53,8 @@ DAG_SOURCE = textwrap.dedent(
                 poll_interval=1,
                 startup_timeout=120,
                 timeout=300,
+                retries=1,
+                retry_delay=timedelta(seconds=1),
             )
     """
 )
@@ -80,17 +83,16 @@ def run_id(airflow: AirflowDeployment) -> str:
 
 @pytest.mark.parametrize("task_id", ["train_sync", "train_deferred"])
 def test_task_log_shows_the_jobs_output(airflow: AirflowDeployment, run_id: str, task_id: str) -> None:
-    log = airflow.api("admin").task_log_text(DAG_ID, run_id, task_id)
+    log = airflow.api("admin").task_log_text(DAG_ID, run_id, task_id, 1)  # the try that trained
     assert f"{JOB_LINE} 0 of 1" in log, log[-3000:]
     assert "PyTorchJob" in log, log[-3000:]
 
 
 def test_the_deferred_task_went_through_the_triggerer(airflow: AirflowDeployment, run_id: str) -> None:
-    """One try, deferred on a worker, its trigger run by the triggerer process, resumed on a worker; the task log
-    (as the api-server serves it) holds the trigger's lines too."""
+    """The first try deferred on a worker, its trigger run by the triggerer process, resumed on a worker; the task
+    log (as the api-server serves it) holds the trigger's lines too. (A second try is Airflow's race, above.)"""
     api = airflow.api("admin")
-    assert api.task_instance(DAG_ID, run_id, "train_deferred")["try_number"] == 1
-    log = api.task_log_text(DAG_ID, run_id, "train_deferred")
+    log = api.task_log_text(DAG_ID, run_id, "train_deferred", 1)
     assert "Pausing task as DEFERRED" in log, log[-3000:]
     assert "Trigger fired event" in log, log[-3000:]
     assert "Pausing task as DEFERRED" not in api.task_log_text(DAG_ID, run_id, "train_sync")
