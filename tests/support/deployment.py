@@ -483,7 +483,7 @@ class AirflowApi:
         """The last lines of the current try's log, for an assertion's message (a failure in CI says why)."""
         try:
             text = self.task_log_text(dag_id, run_id, task_id, map_index=map_index)
-        except Exception as error:  # noqa: BLE001 - a diagnostic must not hide the assertion it explains
+        except Exception as error:  # a diagnostic must not hide the assertion it explains
             return f"(log not readable: {error})"
         return "\n".join(text.splitlines()[-lines:])
 
