@@ -237,8 +237,9 @@ def current_run(pod: Mapping[str, Any], kind: JobKind) -> tuple[LogRun, bool] | 
     :param pod: the lead pod, an API JSON dict.
     :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its default container, its replica types).
     """
-    container = log_container(pod, kind)
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    container = log_container(pod, kind)  # an init container while the pod is held at it (a failed data fetch)
+    pod_status = pod.get("status") or {}
+    statuses = [*(pod_status.get("initContainerStatuses") or []), *(pod_status.get("containerStatuses") or [])]
     status = next((s for s in statuses if s.get("name") == container), None)
     if status is None:
         return None

@@ -1033,15 +1033,18 @@ def _size(payload: Any) -> int:
 
 
 def _within_budget(payload: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
-    """The payload with as many of ``pods`` as fit in :data:`EVENT_BUDGET`; when even the job does not fit (long
-    condition messages), its conditions' messages and the event's message shortened to :data:`SHORT_MESSAGE`."""
-    if _size(payload) > EVENT_BUDGET:
+    """The payload with as many of ``pods`` as fit in :data:`EVENT_BUDGET`; when the job and the first of them (the
+    root cause: ``pods`` come failed first) do not fit (long condition messages, the lead log's cursor), the
+    conditions lose ``lastUpdateTime`` and their messages, then the event's message, are shortened to
+    :data:`SHORT_MESSAGE`."""
+    first = _size(pods[0]) + 2 if pods else 0
+    if _size(payload) + first > EVENT_BUDGET:
         job = payload.get("job") or {}
         for condition in (job.get("status") or {}).get("conditions") or []:
             condition.pop("lastUpdateTime", None)
             if len(condition.get("message") or "") > SHORT_MESSAGE:
                 condition["message"] = condition["message"][:SHORT_MESSAGE] + "..."
-        if _size(payload) > EVENT_BUDGET and len(payload["message"]) > SHORT_MESSAGE:
+        if _size(payload) + first > EVENT_BUDGET and len(payload["message"]) > SHORT_MESSAGE:
             payload["message"] = payload["message"][:SHORT_MESSAGE] + "..."
     for pod in pods:
         if _size(payload) + _size(pod) + 2 > EVENT_BUDGET:

@@ -57,9 +57,9 @@ DAG_SOURCE = textwrap.dedent(
             return summary
 
 
-    # The job lasts a few seconds: a trigger that fires before the deferring worker's exit has reached the scheduler
-    # sets off Airflow's own race (apache/airflow#72716), which would add a try of its own to the count below.
-    CODE = "import time; print('trained', flush=True); time.sleep(5)"
+    # The job lasts 20 s: a trigger that fires before the deferring worker's exit has reached the scheduler (a loaded
+    # machine) sets off Airflow's own race (apache/airflow#72716), which would add a try of its own to the count below.
+    CODE = "import time; print('trained', flush=True); time.sleep(20)"
     MASTER = {{
         "replicas": 1,
         "restartPolicy": "Never",
