@@ -12,8 +12,10 @@ and the probe's stalls of the trigger runner's loop, each with its cause (``loop
 (and where: the most sampled stack), a garbage collection, another thread holding the GIL, or the process not
 scheduled while the cores were busy.
 
-Run (about 3 minutes per scenario): ``.venv/bin/python benchmarks/triggerer_stalls.py --load idle --load busy``.
-``--code DIR`` runs the provider in DIR instead (a checkout of an earlier commit: the "before").
+Each scenario runs with ``[trainjob] triggerer_gc_freeze`` off (the provider before it froze the triggerer's heap),
+then on (``--gc-freeze``), each in a new deployment: a triggerer's first training trigger is the one that stalls.
+Run (about 4 minutes per scenario): ``.venv/bin/python benchmarks/triggerer_stalls.py --load idle --load busy
+--repeat 2``. ``--code DIR`` runs the provider in DIR instead (a checkout of an earlier commit).
 """
 
 from __future__ import annotations
@@ -88,11 +90,15 @@ def trigger(api, attempts: int = 5) -> str:
     raise AssertionError("unreachable")
 
 
-def scenario(work: Path, cluster, load: str, runs: int, every: float, train_seconds: int, code: Path | None) -> dict:
+def scenario(
+    work: Path, cluster, load: str, freeze: bool, runs: int, every: float, train_seconds: int, code: Path | None
+) -> dict:
     from tests.support.deployment import AirflowDeployment
 
     namespace = "default"
-    probe_out = work / f"probe-{load}.jsonl"
+    label = f"{load}, gc freeze {'on' if freeze else 'off'}"
+    name = f"{load}-{'freeze' if freeze else 'nofreeze'}-{int(time.time())}"
+    probe_out = work / f"probe-{name}.jsonl"
     pythonpath = [str(HERE / "probe_site")] + ([str(code)] if code else [])
     # The provider's bytecode compiled beforehand, as pip does when it installs a wheel: a checkout under
     # PYTHONDONTWRITEBYTECODE would otherwise compile every module of it at each import, on the loop too.
@@ -106,12 +112,13 @@ def scenario(work: Path, cluster, load: str, runs: int, every: float, train_seco
     env = {
         "PYTHONPYCACHEPREFIX": str(pycache),
         "LOOP_PROBE_OUT": str(probe_out),
+        "AIRFLOW__TRAINJOB__TRIGGERER_GC_FREEZE": str(freeze),
         "PYTHONPATH": os.pathsep.join([*pythonpath, str(HERE.parent), os.environ.get("PYTHONPATH", "")]).rstrip(
             os.pathsep
         ),
     }
     deployment = AirflowDeployment(
-        work / f"airflow-{load}",
+        work / f"airflow-{name}",
         port=AIRFLOW_PORT,
         dags={"stalls.py": dag_source(train_seconds, load == "busy")},
         dag_ids=[DAG_ID],
@@ -129,7 +136,7 @@ def scenario(work: Path, cluster, load: str, runs: int, every: float, train_seco
                 time.sleep(every)
             started_at.append(time.time())
             run_ids.append(trigger(api))
-            say(f"{load}: run {i + 1}/{runs} triggered")
+            say(f"{label}: run {i + 1}/{runs} triggered")
         states = []
         for run_id in run_ids:
             try:
@@ -137,12 +144,12 @@ def scenario(work: Path, cluster, load: str, runs: int, every: float, train_seco
                     api.wait_for_task_state(DAG_ID, run_id, "train", "success", timeout=train_seconds + 600)["state"]
                 )
             except AssertionError as e:  # ended otherwise, or too late: counted, and the stalls still reported
-                say(f"{load}: {e}")
+                say(f"{label}: {e}")
                 states.append("not success")
         log_text = airflow.log_path("triggerer").read_text(errors="replace")
     records = [json.loads(line) for line in probe_out.read_text().splitlines()] if probe_out.exists() else []
     return {
-        "load": load,
+        "load": label,
         "states": Counter(states),
         "warnings": [float(m.group(1)) for m in BLOCKED.finditer(log_text)],
         "stalls": records,
@@ -190,6 +197,13 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=20.0, help="seconds between two runs' starts")
     parser.add_argument("--train-seconds", type=int, default=60, help="each training's length")
     parser.add_argument("--code", type=Path, help="a checkout whose provider to run instead of this one")
+    parser.add_argument(
+        "--gc-freeze",
+        choices=["both", "on", "off"],
+        default="both",
+        help="[trainjob] triggerer_gc_freeze: both = each scenario with it off, then on (side by side)",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="times to run each scenario (a new triggerer each)")
     parser.add_argument("--keep", action="store_true", help="keep the work dir (logs, probe output)")
     args = parser.parse_args()
     from airflow_trainjob_local.cluster import LocalCluster, Ports
@@ -198,9 +212,12 @@ def main() -> None:
     cluster = LocalCluster(work / "cluster", Ports.from_base(PORT_BASE))
     try:
         cluster.up()
+        freezes = {"both": [False, True], "on": [True], "off": [False]}[args.gc_freeze]
         results = [
-            scenario(work, cluster, load, args.runs, args.every, args.train_seconds, args.code)
+            scenario(work, cluster, load, freeze, args.runs, args.every, args.train_seconds, args.code)
+            for _ in range(args.repeat)
             for load in (args.load or ["idle", "busy"])
+            for freeze in freezes
         ]
     finally:
         end_run(cluster, work, args.keep)

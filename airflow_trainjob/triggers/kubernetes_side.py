@@ -25,6 +25,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from airflow_trainjob.triggers import heap
+
 if TYPE_CHECKING:
     from airflow_trainjob.api_errors import RAISED_ERRORS, ApiCall, QuietApiException, one_line
     from airflow_trainjob.hooks.retries import TRANSIENT_STATUS_CODES
@@ -86,8 +88,9 @@ def _importing() -> concurrent.futures.Future[None]:
 
     def run() -> None:
         try:
-            for module in dict.fromkeys(DEFINED_IN.values()):
-                importlib.import_module(module)
+            with heap.importing_quietly():  # the import's 70,000 objects would bring a full collection due
+                for module in dict.fromkeys(DEFINED_IN.values()):
+                    importlib.import_module(module)
         except BaseException as e:  # handed to the awaiting triggers, which raise it
             done.set_exception(e)
         else:
