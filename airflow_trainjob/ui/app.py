@@ -40,8 +40,8 @@ from airflow_trainjob.triggers.job_stream import JobStream
 from airflow_trainjob.ui import settings, views
 from airflow_trainjob.ui.access import GetUserDep, readable_dag_ids, requires_task_instance_read
 from airflow_trainjob.ui.cache import UiCache, ui_source
-from airflow_trainjob.ui.plugin import URL_PREFIX
 from airflow_trainjob.ui.store import RecordUnavailableError, load_tries, load_try_states
+from airflow_trainjob.ui.urls import URL_PREFIX
 
 #: The pages' files.
 STATIC_DIR = Path(__file__).parent / "static"

@@ -12,28 +12,9 @@ from typing import Any
 
 from airflow.providers.common.compat.sdk import AirflowPlugin
 
-#: Where the app is mounted (the api-server's path prefix of every route of :mod:`airflow_trainjob.ui.app`).
-URL_PREFIX = "/trainjob"
+from airflow_trainjob.ui.urls import JOBS_VIEW, TASK_INSTANCE_VIEW, URL_PREFIX
 
-#: The views' hrefs are relative (no leading slash): the UI resolves them against its ``<base href>``, so they work
-#: when Airflow is served under a path (``[api] base_url``); a leading slash would skip that prefix.
-_HREF_PREFIX = URL_PREFIX.lstrip("/")
-
-#: The task instance tab: Airflow fills in the placeholders and shows the page in the tab ``.../plugin/training-job``.
-#: (Airflow 3.3 leaves ``{MAP_INDEX}`` as it is for an unmapped task: the page reads that as -1.)
-TASK_INSTANCE_VIEW = {
-    "name": "Training job",
-    "href": f"{_HREF_PREFIX}/ui/task-instance?dag_id={{DAG_ID}}&run_id={{RUN_ID}}&task_id={{TASK_ID}}&map_index={{MAP_INDEX}}",
-    "destination": "task_instance",
-    "url_route": "training-job",
-}
-#: The page of every training job, in the navigation (``/plugin/training-jobs``).
-JOBS_VIEW = {
-    "name": "Training jobs",
-    "href": f"{_HREF_PREFIX}/ui/jobs",
-    "destination": "nav",
-    "url_route": "training-jobs",
-}
+__all__ = ["JOBS_VIEW", "TASK_INSTANCE_VIEW", "URL_PREFIX", "LazyApp", "TrainingJobsPlugin"]
 
 
 class LazyApp:
