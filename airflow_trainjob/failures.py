@@ -12,7 +12,14 @@ Every container of a replica's pod counts, its init containers included: a faile
 a permissions step) fails its replica like a main container, under the same classes. The replica's
 ``restartPolicy`` restarts it as it would a main container, but for ``ExitCode``: its pod has ``restartPolicy:
 Never``, so it fails, and the operator, reading no exit code of the default container (its ``0xbeef``, retryable),
-recreates it. A sidecar (an init container with ``restartPolicy: Always``) is always restarted.
+recreates it. A sidecar (an init container with ``restartPolicy: Always``) is always restarted, and its last end —
+the kubelet stopping it once the main containers have ended — is no failure.
+
+How each container run ended is read here, as :class:`ContainerEnd`: from the pods' statuses
+(:func:`container_ends`, over :mod:`airflow_trainjob.pods`' shapes) and, once ``cleanPodPolicy`` has deleted the
+pods, from the training operator's ``ExitedWithCode`` events (:func:`ends_from_events`). Why a pod is still
+``Pending`` (:func:`pending_reasons`) quotes its containers' last exits with their class, and
+:func:`pending_failures` names the runs whose logs explain it.
 
 The cause of a failed job is the first failure its replica's ``restartPolicy`` did not recover from (the
 operator restarted the others), else — every failure was restarted, until ``backoffLimit`` or
@@ -22,21 +29,32 @@ master with it (killed, 137), the bug decides.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow_trainjob import conditions
 from airflow_trainjob.constants import (
     JOB_KINDS,
     REASON_EVICTED,
+    REASON_EXITED_WITH_CODE,
     REASON_OOM_KILLED,
+    REASON_POD_INITIALIZING,
+    JobKind,
+    PodPhase,
     RestartPolicy,
     ValueEnum,
 )
-
-if TYPE_CHECKING:
-    from airflow_trainjob.pods import ContainerEnd
+from airflow_trainjob.pods import (
+    Pod,
+    container_statuses,
+    init_status,
+    phase_of,
+    pod_name,
+    replica_of,
+    sidecar_names,
+)
 
 #: Most events quoted in a failure message (the most recent ones).
 EVENTS_SHOWN = 10
@@ -201,6 +219,210 @@ def restart_policies(job: Mapping[str, Any]) -> dict[str, RestartPolicy]:
     return policies
 
 
+@dataclass(frozen=True)
+class ContainerEnd:
+    """How one container run of a replica ended.
+
+    :param pod: the pod's ``metadata.name``.
+    :param replica: the replica, ``<type>-<index>`` (``Worker-1``).
+    :param container: the container's name (``""`` for an evicted pod: the pod's end, not a container's).
+    :param exit_code: the process's exit code, or None when it never ran (e.g. an evicted pod).
+    :param reason: the kubelet's reason: ``Error``, ``OOMKilled``, ``Completed``, ``Evicted`` ...
+    :param message: the kubelet's message (``state.terminated.message``, or the evicted pod's ``status.message``).
+    :param finished_at: RFC 3339 time it ended, when known.
+    :param restarted: True when this run was followed by a restart (from ``lastState``).
+    :param init: the container is one of the pod's init containers (``spec.initContainers``).
+    :param sidecar: ... with ``restartPolicy: Always``: a sidecar (Kubernetes 1.28+).
+    """
+
+    pod: str
+    replica: str
+    container: str
+    exit_code: int | None
+    reason: str
+    message: str = ""
+    finished_at: str = ""
+    restarted: bool = False
+    init: bool = False
+    sidecar: bool = False
+
+    @property
+    def exit_class(self) -> ExitClass:
+        """What this end means: :func:`exit_class` of its exit code and reason."""
+        return exit_class(self.exit_code, self.reason)
+
+    @property
+    def failed(self) -> bool:
+        """A failure of the replica: any class but ``Succeeded`` — except a sidecar's last end, the kubelet
+        stopping it (SIGTERM: 143) once the main containers have ended."""
+        return self.exit_class.failed and not (self.sidecar and not self.restarted)
+
+    @property
+    def container_label(self) -> str:
+        """``initContainer fetch-data`` or ``container pytorch``; ``""`` for a pod's end (evicted)."""
+        if not self.container:
+            return ""
+        return f"{'initContainer' if self.init else 'container'} {self.container}"
+
+    @property
+    def source(self) -> str:
+        """Whose run this was, as messages name a log: the replica (``Master-0``), with its init container when
+        it was one (``Master-0 (initContainer fetch-data)``)."""
+        return f"{self.replica} ({self.container_label})" if self.init else self.replica
+
+    def describe(self) -> str:
+        """``Master-0 (pod j-master-0, initContainer fetch-data): exit code 2 (Permanent), Error: <message>``:
+        the replica, where, the exit code with its :class:`ExitClass` (unless the reason says it), the kubelet's
+        reason and message."""
+        code = f"exit code {self.exit_code}" if self.exit_code is not None else "no exit code"
+        if self.exit_class.value != self.reason:
+            code += f" ({self.exit_class.value})"
+        why = f", {self.reason}" if self.reason else ""
+        where = f"pod {self.pod}, {self.container_label}" if self.container else f"pod {self.pod}"
+        text = f"{self.replica} ({where}): {code}{why}"
+        return f"{text}: {self.message.strip()}" if self.message and self.message.strip() else text
+
+
+def container_ends(pods: Iterable[Pod], kind: JobKind) -> list[ContainerEnd]:
+    """Every container run that has ended, current and previous (before a restart), oldest first: of the init
+    containers (``status.initContainerStatuses``) and of the main containers (``status.containerStatuses``).
+
+    :param pods: the job's pods, API JSON dicts (``spec.initContainers[].restartPolicy`` tells a sidecar, when
+        the pod has its spec).
+    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types).
+    """
+    ends = []
+    for pod in pods:
+        replica_type, index = replica_of(pod, kind)
+        replica = f"{replica_type}-{index}"
+        status = pod.get("status") or {}
+        if status.get("reason") == REASON_EVICTED:
+            ends.append(ContainerEnd(pod_name(pod), replica, "", None, REASON_EVICTED, status.get("message") or ""))
+        sidecars = sidecar_names(pod)
+        for container, init in container_statuses(pod):
+            for key, restarted in (("lastState", True), ("state", False)):
+                terminated = (container.get(key) or {}).get("terminated")
+                if terminated:
+                    ends.append(
+                        ContainerEnd(
+                            pod=pod_name(pod),
+                            replica=replica,
+                            container=container.get("name", ""),
+                            exit_code=terminated.get("exitCode"),
+                            reason=terminated.get("reason") or "",
+                            message=terminated.get("message") or "",
+                            finished_at=terminated.get("finishedAt") or "",
+                            restarted=restarted,
+                            init=init,
+                            sidecar=init and container.get("name", "") in sidecars,
+                        )
+                    )
+    return sorted(ends, key=lambda e: e.finished_at)
+
+
+def replica_end(pod: Pod, kind: JobKind) -> ContainerEnd | None:
+    """How the pod's replica last ended, in one answer (the replicas table's exit columns): its latest container
+    run that ended, not counting init containers that completed (steps, not ends) nor a sidecar's stop; None when
+    none has.
+
+    :param pod: the pod, an API JSON dict.
+    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types).
+    """
+    ends = [e for e in container_ends([pod], kind) if e.failed or not e.init]
+    return ends[-1] if ends else None
+
+
+_EXITED_WITH_CODE = re.compile(r"(?P<pod>[a-z0-9][-a-z0-9.]*) exited with code (?P<code>\d+)")
+
+
+def ends_from_events(events: Iterable[Mapping[str, Any]], job_name: str, kind: JobKind) -> list[ContainerEnd]:
+    """Container exits the training operator reported as ``ExitedWithCode`` events
+    ("Pod: <ns>.<pod> exited with code N"): what is left to know once ``cleanPodPolicy`` has
+    deleted the pods themselves.
+
+    :param events: the events about the job, API JSON dicts (``reason``, ``message``, ``lastTimestamp``).
+    :param job_name: the job's ``metadata.name``, the prefix of its pods' names.
+    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types).
+    """
+    ends = []
+    for event in events:
+        if event.get("reason") != REASON_EXITED_WITH_CODE:
+            continue
+        match = _EXITED_WITH_CODE.search(event.get("message") or "")
+        if not match:
+            continue
+        pod = match.group("pod").rsplit(".", 1)[-1] if "." in match.group("pod") else match.group("pod")
+        suffix = pod[len(job_name) + 1 :] if pod.startswith(job_name + "-") else ""
+        raw_type, _, index = suffix.rpartition("-")
+        replica_type = next((t for t in kind.replica_types if t.lower() == raw_type), raw_type or "?")
+        when = event.get("lastTimestamp") or event.get("eventTime") or ""
+        ends.append(ContainerEnd(pod, f"{replica_type}-{index or '?'}", "", int(match.group("code")), "", "", when))
+    return sorted(ends, key=lambda e: e.finished_at)
+
+
+def _container_line(container: Mapping[str, Any], init: bool) -> str | None:
+    """``initContainer fetch-data CrashLoopBackOff: <message>; last exit code 2 (Permanent), Error``: a container
+    of a pending pod that waits for a reason worth telling (not merely for the init containers before it), or an
+    init container that runs, with its last end if it had one; None for others."""
+    state = container.get("state") or {}
+    waiting = state.get("waiting") or {}
+    label = f"{'initContainer' if init else 'container'} {container.get('name')}"
+    if waiting.get("reason") and waiting["reason"] != REASON_POD_INITIALIZING:
+        text = f"{label} {waiting['reason']}" + (f": {waiting['message']}" if waiting.get("message") else "")
+    elif init and state.get("running"):
+        text = f"{label} running"
+    else:
+        return None
+    last = (container.get("lastState") or {}).get("terminated")
+    if last:
+        code, why = last.get("exitCode"), last.get("reason") or ""
+        text += f"; last exit code {code} ({exit_class(code, why).value})" + (f", {why}" if why else "")
+    return text
+
+
+#: The kubelet's pod conditions that only restate its containers' states (:func:`pending_reasons` says those).
+_CONTAINER_CONDITIONS = frozenset({"Initialized", "ContainersReady", "Ready"})
+
+
+def pending_reasons(pods: Iterable[Pod], kind: JobKind) -> list[str]:
+    """Why pods are not running yet, one line per ``Pending`` pod: where its init containers stand
+    (:func:`~airflow_trainjob.pods.init_status`), its unschedulable conditions, and its containers — init ones
+    included, named as such — that wait for a reason, or the init container that runs, with their last exit and its
+    class (``Master-0 (j-master-0) Pending: Init:CrashLoopBackOff; initContainer fetch-data CrashLoopBackOff:
+    back-off 20s ...; last exit code 2 (Permanent), Error``).
+
+    :param pods: the job's pods, API JSON dicts.
+    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types).
+    """
+    reasons = []
+    for pod in pods:
+        if phase_of(pod) != PodPhase.PENDING:
+            continue
+        replica_type, index = replica_of(pod, kind)
+        status = pod.get("status") or {}
+        found = [init_status(pod) or ""]
+        found += [
+            f"{c.get('reason')}: {c.get('message', '')}".rstrip(": ")
+            for c in status.get("conditions") or []
+            if c.get("status") == "False" and c.get("reason") and c.get("type") not in _CONTAINER_CONDITIONS
+        ]
+        found += [_container_line(c, init) or "" for c, init in container_statuses(pod)]
+        found = [f for f in found if f]
+        reasons.append(f"{replica_type}-{index} ({pod_name(pod)}) Pending" + (f": {'; '.join(found)}" if found else ""))
+    return reasons
+
+
+def pending_failures(pods: Iterable[Pod], kind: JobKind) -> list[ContainerEnd]:
+    """The failed runs of the containers of pods still ``Pending`` — an init container that fails and is restarted
+    (``Init:CrashLoopBackOff``) — oldest first: whose logs explain :func:`pending_reasons`.
+
+    :param pods: the job's pods, API JSON dicts.
+    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types).
+    """
+    pending = [p for p in pods if phase_of(p) == PodPhase.PENDING]
+    return [e for e in container_ends(pending, kind) if e.failed]
+
+
 def _replica_type(end: ContainerEnd) -> str:
     return end.replica.rpartition("-")[0] or end.replica
 
@@ -215,14 +437,14 @@ def root_cause(
     policies: Mapping[str, RestartPolicy | str] | None = None,
     failed_at: str | None = None,
 ) -> ContainerEnd | None:
-    """The container run that failed the job (``ends`` oldest first, as :func:`pods.container_ends` orders them):
+    """The container run that failed the job (``ends`` oldest first, as :func:`container_ends` orders them):
     the earliest failure its replica's restart policy did not restart, else the earliest failure.
 
     A run that ended after the job had failed is a consequence (a pod that cleanup stopped), never the cause; and
     within one second (the resolution of the API's times) an end by a stop signal (SIGTERM 143, SIGKILL 137 without
     OOM) ranks after any other, so a stopped master never hides the worker's exit that failed the job.
 
-    :param ends: the replicas' container runs, oldest first, as :func:`pods.container_ends` orders them.
+    :param ends: the replicas' container runs, oldest first, as :func:`container_ends` orders them.
     :param policies: replica type -> ``restartPolicy`` (:func:`restart_policies`); None: no restart assumed.
     :param failed_at: the job's ``Failed`` condition ``lastTransitionTime`` (RFC 3339), if known.
     """
@@ -236,7 +458,7 @@ def failures_in_order(ends: Sequence[ContainerEnd], failed_at: str | None = None
     """The failed runs among ``ends`` that could have failed the job, oldest first, as :func:`root_cause` ranks
     them: none that ended after ``failed_at`` (unless all did), stop-signal ends last within one second.
 
-    :param ends: the replicas' container runs, oldest first, as :func:`pods.container_ends` orders them.
+    :param ends: the replicas' container runs, oldest first, as :func:`container_ends` orders them.
     :param failed_at: the job's ``Failed`` condition ``lastTransitionTime`` (RFC 3339), if known.
     """
     failed = [e for e in ends if e.failed]
@@ -257,7 +479,7 @@ def is_permanent(
 ) -> bool:
     """True when the job's :func:`root_cause` is permanent (exit code 1-127, not OOMKilled, not evicted).
 
-    :param ends: the replicas' container runs, oldest first, as :func:`pods.container_ends` orders them.
+    :param ends: the replicas' container runs, oldest first, as :func:`container_ends` orders them.
     :param policies: replica type -> ``restartPolicy`` (:func:`restart_policies`); None: no restart assumed.
     :param failed_at: the job's ``Failed`` condition ``lastTransitionTime`` (RFC 3339), if known.
     """
@@ -278,9 +500,9 @@ def failure_message(
 
     :param job_ref: ``"<Kind> <namespace>/<name>"``.
     :param status: the job's ``status`` (API JSON dict), whose deciding condition heads the message.
-    :param ends: the replicas' container runs, oldest first, as :func:`pods.container_ends` orders them.
+    :param ends: the replicas' container runs, oldest first, as :func:`container_ends` orders them.
     :param events: event lines, oldest first.
-    :param log_tails: whose log (:attr:`pods.ContainerEnd.source`) -> its last lines.
+    :param log_tails: whose log (:attr:`ContainerEnd.source`) -> its last lines.
     :param policies: replica type -> ``restartPolicy``, as for :func:`root_cause`.
     """
     condition = conditions.deciding_condition(status) or {}
@@ -319,7 +541,7 @@ def quoted_tails(log_tails: Mapping[str, str]) -> list[str]:
     """Message lines quoting each log tail: ``Last log lines of <source>:``, then ``  | <line>`` each; none for an
     empty tail.
 
-    :param log_tails: whose log (:attr:`pods.ContainerEnd.source`: ``Master-0``, ``Master-0 (initContainer
+    :param log_tails: whose log (:attr:`ContainerEnd.source`: ``Master-0``, ``Master-0 (initContainer
         fetch-data)``) -> its last lines.
     """
     lines = []

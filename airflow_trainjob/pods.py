@@ -1,35 +1,30 @@
 """Pure functions over a job's pods, in the API's JSON form (dicts as the API returns them).
 
-What replica a pod is, how its containers ended, why it is still pending, which pods a
-``cleanPodPolicy`` removes, and which pod leads the job.
+What replica a pod is, its phase, its containers' statuses and restarts, where its init containers stand, which
+pods a ``cleanPodPolicy`` removes, which pod leads the job and which container speaks for it.
 
 Every container of a pod counts: its init containers (``status.initContainerStatuses``, run one after the other
-before the main containers) as much as its main containers (``status.containerStatuses``). A failed init container
-(a data fetch, a permissions step) is a replica's failure like any other, named as one (``initContainer
-fetch-data``). A sidecar — an init container with ``restartPolicy: Always``, Kubernetes 1.28+ — runs beside the main
-containers and is stopped by the kubelet once they end: that last end is no failure (its crashes before are
-restarts).
+before the main containers) as much as its main containers (``status.containerStatuses``). A sidecar is an init
+container with ``restartPolicy: Always`` (Kubernetes 1.28+): it runs beside the main containers.
+
+What a container's end means (its exit class, a failure or not, why a pending pod waits) is
+:mod:`airflow_trainjob.failures`', which reads these shapes; this module imports nothing of it.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from airflow_trainjob.constants import (
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
-    REASON_EVICTED,
-    REASON_EXITED_WITH_CODE,
     REASON_POD_INITIALIZING,
     SIDECAR_RESTART_POLICY,
     CleanPodPolicy,
     JobKind,
     PodPhase,
 )
-from airflow_trainjob.failures import ExitClass, exit_class
 
 Pod = Mapping[str, Any]
 
@@ -96,8 +91,11 @@ def replica_of(pod: Pod, kind: JobKind) -> tuple[str, int]:
     return replica_type, index
 
 
-def _sidecars(pod: Pod) -> frozenset[str]:
-    """Names of the pod's sidecars: init containers with ``restartPolicy: Always`` (Kubernetes 1.28+)."""
+def sidecar_names(pod: Pod) -> frozenset[str]:
+    """Names of the pod's sidecars: init containers with ``restartPolicy: Always`` (Kubernetes 1.28+).
+
+    :param pod: the pod, an API JSON dict (its ``spec.initContainers``).
+    """
     return frozenset(
         c.get("name", "")
         for c in (pod.get("spec") or {}).get("initContainers") or []
@@ -107,160 +105,24 @@ def _sidecars(pod: Pod) -> frozenset[str]:
 
 def sidecar_markers(pod: Pod) -> list[dict[str, str]]:
     """``[{"name": ..., "restartPolicy": "Always"}]`` for each sidecar of the pod: all a pod summary needs to keep of
-    its ``spec.initContainers`` for :func:`container_ends` to tell a sidecar's stop from a failure.
+    its ``spec.initContainers`` for :func:`airflow_trainjob.failures.container_ends` to tell a sidecar's stop from a
+    failure.
 
     :param pod: the pod, an API JSON dict.
     """
-    return [{"name": name, "restartPolicy": SIDECAR_RESTART_POLICY} for name in sorted(_sidecars(pod))]
+    return [{"name": name, "restartPolicy": SIDECAR_RESTART_POLICY} for name in sorted(sidecar_names(pod))]
 
 
-@dataclass(frozen=True)
-class ContainerEnd:
-    """How one container run of a replica ended.
+def container_statuses(pod: Pod) -> list[tuple[Mapping[str, Any], bool]]:
+    """``(container status, is init)`` for every container of the pod: its init containers first, in order
+    (``status.initContainerStatuses``), then its main containers (``status.containerStatuses``).
 
-    :param pod: the pod's ``metadata.name``.
-    :param replica: the replica, ``<type>-<index>`` (``Worker-1``).
-    :param container: the container's name (``""`` for an evicted pod: the pod's end, not a container's).
-    :param exit_code: the process's exit code, or None when it never ran (e.g. an evicted pod).
-    :param reason: the kubelet's reason: ``Error``, ``OOMKilled``, ``Completed``, ``Evicted`` ...
-    :param message: the kubelet's message (``state.terminated.message``, or the evicted pod's ``status.message``).
-    :param finished_at: RFC 3339 time it ended, when known.
-    :param restarted: True when this run was followed by a restart (from ``lastState``).
-    :param init: the container is one of the pod's init containers (``spec.initContainers``).
-    :param sidecar: ... with ``restartPolicy: Always``: a sidecar (Kubernetes 1.28+).
+    :param pod: the pod, an API JSON dict.
     """
-
-    pod: str
-    replica: str
-    container: str
-    exit_code: int | None
-    reason: str
-    message: str = ""
-    finished_at: str = ""
-    restarted: bool = False
-    init: bool = False
-    sidecar: bool = False
-
-    @property
-    def exit_class(self) -> ExitClass:
-        """What this end means: :func:`airflow_trainjob.failures.exit_class` of its exit code and reason."""
-        return exit_class(self.exit_code, self.reason)
-
-    @property
-    def failed(self) -> bool:
-        """A failure of the replica: any class but ``Succeeded`` — except a sidecar's last end, the kubelet
-        stopping it (SIGTERM: 143) once the main containers have ended."""
-        return self.exit_class.failed and not (self.sidecar and not self.restarted)
-
-    @property
-    def container_label(self) -> str:
-        """``initContainer fetch-data`` or ``container pytorch``; ``""`` for a pod's end (evicted)."""
-        if not self.container:
-            return ""
-        return f"{'initContainer' if self.init else 'container'} {self.container}"
-
-    @property
-    def source(self) -> str:
-        """Whose run this was, as messages name a log: the replica (``Master-0``), with its init container when
-        it was one (``Master-0 (initContainer fetch-data)``)."""
-        return f"{self.replica} ({self.container_label})" if self.init else self.replica
-
-    def describe(self) -> str:
-        """``Master-0 (pod j-master-0, initContainer fetch-data): exit code 2 (Permanent), Error: <message>``:
-        the replica, where, the exit code with its :class:`~airflow_trainjob.failures.ExitClass` (unless the
-        reason says it), the kubelet's reason and message."""
-        code = f"exit code {self.exit_code}" if self.exit_code is not None else "no exit code"
-        if self.exit_class.value != self.reason:
-            code += f" ({self.exit_class.value})"
-        why = f", {self.reason}" if self.reason else ""
-        where = f"pod {self.pod}, {self.container_label}" if self.container else f"pod {self.pod}"
-        text = f"{self.replica} ({where}): {code}{why}"
-        return f"{text}: {self.message.strip()}" if self.message and self.message.strip() else text
-
-
-def _statuses(pod: Pod) -> list[tuple[Mapping[str, Any], bool]]:
-    """``(container status, is init)`` for every container of the pod: init containers first, in order."""
     status = pod.get("status") or {}
     return [(c, True) for c in status.get("initContainerStatuses") or []] + [
         (c, False) for c in status.get("containerStatuses") or []
     ]
-
-
-def container_ends(pods: Iterable[Pod], kind: JobKind) -> list[ContainerEnd]:
-    """Every container run that has ended, current and previous (before a restart), oldest first: of the init
-    containers (``status.initContainerStatuses``) and of the main containers (``status.containerStatuses``).
-
-    :param pods: the job's pods, API JSON dicts (``spec.initContainers[].restartPolicy`` tells a sidecar, when
-        the pod has its spec).
-    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types).
-    """
-    ends = []
-    for pod in pods:
-        replica_type, index = replica_of(pod, kind)
-        replica = f"{replica_type}-{index}"
-        status = pod.get("status") or {}
-        if status.get("reason") == REASON_EVICTED:
-            ends.append(ContainerEnd(pod_name(pod), replica, "", None, REASON_EVICTED, status.get("message") or ""))
-        sidecars = _sidecars(pod)
-        for container, init in _statuses(pod):
-            for key, restarted in (("lastState", True), ("state", False)):
-                terminated = (container.get(key) or {}).get("terminated")
-                if terminated:
-                    ends.append(
-                        ContainerEnd(
-                            pod=pod_name(pod),
-                            replica=replica,
-                            container=container.get("name", ""),
-                            exit_code=terminated.get("exitCode"),
-                            reason=terminated.get("reason") or "",
-                            message=terminated.get("message") or "",
-                            finished_at=terminated.get("finishedAt") or "",
-                            restarted=restarted,
-                            init=init,
-                            sidecar=init and container.get("name", "") in sidecars,
-                        )
-                    )
-    return sorted(ends, key=lambda e: e.finished_at)
-
-
-def replica_end(pod: Pod, kind: JobKind) -> ContainerEnd | None:
-    """How the pod's replica last ended, in one answer (the replicas table's exit columns): its latest container
-    run that ended, not counting init containers that completed (steps, not ends) nor a sidecar's stop; None when
-    none has.
-
-    :param pod: the pod, an API JSON dict.
-    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types).
-    """
-    ends = [e for e in container_ends([pod], kind) if e.failed or not e.init]
-    return ends[-1] if ends else None
-
-
-_EXITED_WITH_CODE = re.compile(r"(?P<pod>[a-z0-9][-a-z0-9.]*) exited with code (?P<code>\d+)")
-
-
-def ends_from_events(events: Iterable[Mapping[str, Any]], job_name: str, kind: JobKind) -> list[ContainerEnd]:
-    """Container exits the training operator reported as ``ExitedWithCode`` events
-    ("Pod: <ns>.<pod> exited with code N"): what is left to know once ``cleanPodPolicy`` has
-    deleted the pods themselves.
-
-    :param events: the events about the job, API JSON dicts (``reason``, ``message``, ``lastTimestamp``).
-    :param job_name: the job's ``metadata.name``, the prefix of its pods' names.
-    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types).
-    """
-    ends = []
-    for event in events:
-        if event.get("reason") != REASON_EXITED_WITH_CODE:
-            continue
-        match = _EXITED_WITH_CODE.search(event.get("message") or "")
-        if not match:
-            continue
-        pod = match.group("pod").rsplit(".", 1)[-1] if "." in match.group("pod") else match.group("pod")
-        suffix = pod[len(job_name) + 1 :] if pod.startswith(job_name + "-") else ""
-        raw_type, _, index = suffix.rpartition("-")
-        replica_type = next((t for t in kind.replica_types if t.lower() == raw_type), raw_type or "?")
-        when = event.get("lastTimestamp") or event.get("eventTime") or ""
-        ends.append(ContainerEnd(pod, f"{replica_type}-{index or '?'}", "", int(match.group("code")), "", "", when))
-    return sorted(ends, key=lambda e: e.finished_at)
 
 
 def restart_counts(pods: Iterable[Pod]) -> dict[str, int]:
@@ -270,12 +132,12 @@ def restart_counts(pods: Iterable[Pod]) -> dict[str, int]:
     :param pods: the pods, API JSON dicts (``status.initContainerStatuses[].restartCount``,
         ``status.containerStatuses[].restartCount``).
     """
-    return {pod_name(pod): sum(c.get("restartCount") or 0 for c, _ in _statuses(pod)) for pod in pods}
+    return {pod_name(pod): sum(c.get("restartCount") or 0 for c, _ in container_statuses(pod)) for pod in pods}
 
 
 def _init_steps(pod: Pod) -> tuple[list[Mapping[str, Any]], int]:
     """The statuses of the init containers the pod waits for (not its sidecars), in order, and how many it has."""
-    sidecars = _sidecars(pod)
+    sidecars = sidecar_names(pod)
     steps = [c for c in (pod.get("status") or {}).get("initContainerStatuses") or [] if c.get("name") not in sidecars]
     declared = [c for c in (pod.get("spec") or {}).get("initContainers") or [] if c.get("name") not in sidecars]
     return steps, max(len(declared), len(steps))
@@ -316,69 +178,6 @@ def _stuck_init_container(pod: Pod) -> str | None:
             return str(container.get("name", ""))
         return None
     return None
-
-
-def _container_line(container: Mapping[str, Any], init: bool) -> str | None:
-    """``initContainer fetch-data CrashLoopBackOff: <message>; last exit code 2 (Permanent), Error``: a container
-    of a pending pod that waits for a reason worth telling (not merely for the init containers before it), or an
-    init container that runs, with its last end if it had one; None for others."""
-    state = container.get("state") or {}
-    waiting = state.get("waiting") or {}
-    label = f"{'initContainer' if init else 'container'} {container.get('name')}"
-    if waiting.get("reason") and waiting["reason"] != REASON_POD_INITIALIZING:
-        text = f"{label} {waiting['reason']}" + (f": {waiting['message']}" if waiting.get("message") else "")
-    elif init and state.get("running"):
-        text = f"{label} running"
-    else:
-        return None
-    last = (container.get("lastState") or {}).get("terminated")
-    if last:
-        code, why = last.get("exitCode"), last.get("reason") or ""
-        text += f"; last exit code {code} ({exit_class(code, why).value})" + (f", {why}" if why else "")
-    return text
-
-
-#: The kubelet's pod conditions that only restate its containers' states (:func:`pending_reasons` says those).
-_CONTAINER_CONDITIONS = frozenset({"Initialized", "ContainersReady", "Ready"})
-
-
-def pending_reasons(pods: Iterable[Pod], kind: JobKind) -> list[str]:
-    """Why pods are not running yet, one line per ``Pending`` pod: where its init containers stand
-    (:func:`init_status`), its unschedulable conditions, and its containers — init ones included, named as such —
-    that wait for a reason, or the init container that runs, with their last exit (``Master-0 (j-master-0)
-    Pending: Init:CrashLoopBackOff; initContainer fetch-data CrashLoopBackOff: back-off 20s ...; last exit code 2
-    (Permanent), Error``).
-
-    :param pods: the job's pods, API JSON dicts.
-    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types).
-    """
-    reasons = []
-    for pod in pods:
-        if phase_of(pod) != PodPhase.PENDING:
-            continue
-        replica_type, index = replica_of(pod, kind)
-        status = pod.get("status") or {}
-        found = [init_status(pod) or ""]
-        found += [
-            f"{c.get('reason')}: {c.get('message', '')}".rstrip(": ")
-            for c in status.get("conditions") or []
-            if c.get("status") == "False" and c.get("reason") and c.get("type") not in _CONTAINER_CONDITIONS
-        ]
-        found += [_container_line(c, init) or "" for c, init in _statuses(pod)]
-        found = [f for f in found if f]
-        reasons.append(f"{replica_type}-{index} ({pod_name(pod)}) Pending" + (f": {'; '.join(found)}" if found else ""))
-    return reasons
-
-
-def pending_failures(pods: Iterable[Pod], kind: JobKind) -> list[ContainerEnd]:
-    """The failed runs of the containers of pods still ``Pending`` — an init container that fails and is restarted
-    (``Init:CrashLoopBackOff``) — oldest first: whose logs explain :func:`pending_reasons`.
-
-    :param pods: the job's pods, API JSON dicts.
-    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types).
-    """
-    pending = [p for p in pods if phase_of(p) == PodPhase.PENDING]
-    return [e for e in container_ends(pending, kind) if e.failed]
 
 
 def pods_to_clean(pods: Iterable[Pod], clean_pod_policy: str) -> list[Pod]:

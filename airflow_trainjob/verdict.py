@@ -18,8 +18,15 @@ from airflow_trainjob import conditions
 from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.exceptions import TrainingJobError
-from airflow_trainjob.failures import failure_message, is_permanent, restart_policies
-from airflow_trainjob.pods import ContainerEnd, container_ends, ends_from_events, log_container
+from airflow_trainjob.failures import (
+    ContainerEnd,
+    container_ends,
+    ends_from_events,
+    failure_message,
+    is_permanent,
+    restart_policies,
+)
+from airflow_trainjob.pods import log_container
 
 #: Failed replicas whose log tail is quoted (the first ones to fail).
 TAILS_QUOTED = 8
@@ -62,9 +69,9 @@ def read_tails(hook: Any, namespace: str, ends: Sequence[ContainerEnd], tail_lin
 
     :param hook: a :class:`TrainingJobHook`.
     :param namespace: the pods' namespace.
-    :param ends: container runs, oldest first (:func:`pods.container_ends`).
+    :param ends: container runs, oldest first (:func:`failures.container_ends`).
     :param tail_lines: lines read of each (count; 0 reads none).
-    :returns: :attr:`~airflow_trainjob.pods.ContainerEnd.source` (``Master-0``, ``Master-0 (initContainer
+    :returns: :attr:`~airflow_trainjob.failures.ContainerEnd.source` (``Master-0``, ``Master-0 (initContainer
         fetch-data)``) -> its last lines, in the order of ``ends``.
     """
     tails: dict[str, str] = {}
@@ -87,7 +94,7 @@ def failure_ends(
     job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]]
 ) -> list[ContainerEnd]:
     """The container runs a failed job is judged by, oldest first, as :func:`failure_exception` reads them: the pods'
-    (:func:`pods.container_ends`); when none of them failed (the pods are gone: ``cleanPodPolicy``, or the
+    (:func:`failures.container_ends`); when none of them failed (the pods are gone: ``cleanPodPolicy``, or the
     controller replaced them), the exits the training operator reported in its ``ExitedWithCode`` events, each
     container named from the job's pod template. The Training job tab marks failed replicas by the same runs.
 

@@ -12,6 +12,7 @@ import pytest
 
 from airflow_trainjob.constants import JOB_KINDS, RestartPolicy
 from airflow_trainjob.failures import (
+    ContainerEnd,
     ExitClass,
     classify_exit,
     exit_class,
@@ -22,7 +23,6 @@ from airflow_trainjob.failures import (
     restart_policies,
     root_cause,
 )
-from airflow_trainjob.pods import ContainerEnd
 
 A, O, N, E = RestartPolicy.ALWAYS, RestartPolicy.ON_FAILURE, RestartPolicy.NEVER, RestartPolicy.EXIT_CODE  # noqa: E741
 

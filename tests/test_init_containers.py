@@ -11,17 +11,19 @@ from __future__ import annotations
 import json
 
 from airflow_trainjob.constants import JOB_KINDS, RestartPolicy
-from airflow_trainjob.failures import ExitClass, classify_exit, failure_message, is_permanent, root_cause
-from airflow_trainjob.job_record import chosen_pods, trim_pod
-from airflow_trainjob.pods import (
+from airflow_trainjob.failures import (
+    ExitClass,
+    classify_exit,
     container_ends,
-    init_status,
-    log_container,
+    failure_message,
+    is_permanent,
     pending_failures,
     pending_reasons,
     replica_end,
-    restart_counts,
+    root_cause,
 )
+from airflow_trainjob.job_record import chosen_pods, trim_pod
+from airflow_trainjob.pods import init_status, log_container, restart_counts
 from airflow_trainjob.triggers.training_job import _pod_summary
 
 PYTORCH = JOB_KINDS["PyTorchJob"]

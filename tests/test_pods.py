@@ -1,14 +1,13 @@
-"""pods.py over API JSON dicts: container ends and their class, cleanup, the lead pod. No cluster needed."""
+"""pods.py over API JSON dicts: cleanup, the lead pod; and the container ends failures.py reads from them, with their
+class. No cluster needed."""
 
 from __future__ import annotations
 
 import pytest
 
 from airflow_trainjob.constants import JOB_KINDS, CleanPodPolicy, PodPhase
-from airflow_trainjob.failures import ExitClass
+from airflow_trainjob.failures import ExitClass, container_ends, ends_from_events
 from airflow_trainjob.pods import (
-    container_ends,
-    ends_from_events,
     is_active,
     is_being_deleted,
     is_finished,

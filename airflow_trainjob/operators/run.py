@@ -77,7 +77,7 @@ from airflow_trainjob.exceptions import (
     TrainingJobStoppedError,
     TrainingJobTimeoutError,
 )
-from airflow_trainjob.failures import quoted_tails
+from airflow_trainjob.failures import container_ends, pending_failures, pending_reasons, quoted_tails
 from airflow_trainjob.hooks.retries import is_transient
 from airflow_trainjob.job_record import (
     KILL_WRITE_SECONDS,
@@ -99,15 +99,7 @@ from airflow_trainjob.lead_log import (
 )
 from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
-from airflow_trainjob.pods import (
-    container_ends,
-    is_active,
-    owned_by,
-    pending_failures,
-    pending_reasons,
-    pods_to_clean,
-    restart_counts,
-)
+from airflow_trainjob.pods import is_active, owned_by, pods_to_clean, restart_counts
 from airflow_trainjob.triggers.training_job import (
     DELETED,
     ERROR,

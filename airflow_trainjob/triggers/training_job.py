@@ -43,6 +43,7 @@ from airflow_trainjob.constants import (
     LABEL_REPLICA_TYPE,
     JobConditionType,
 )
+from airflow_trainjob.failures import container_ends
 from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.lead_log import (
     ANNOTATION_LEAD_LOG_CURSOR,
@@ -58,7 +59,6 @@ from airflow_trainjob.lead_log import (
 )
 from airflow_trainjob.ownership import why_not_followed
 from airflow_trainjob.pods import (
-    container_ends,
     lead_pod,
     owned_by,
     pod_name,

@@ -367,7 +367,7 @@ def replicas(
     for pod in _sorted_pods(every, kind):
         replica_type, index = pods.replica_of(pod, kind)
         gone = any(pod is r for r in removed)
-        last = pods.replica_end(pod, kind)
+        last = failures.replica_end(pod, kind)
         status = pod.get("status") or {}
         stopped = (job_gone or gone) and pods.is_active(pod)
         name = pods.pod_name(pod)
@@ -415,7 +415,7 @@ def _index(row: Mapping[str, Any]) -> tuple[int, str]:
 
 def failure_marks(
     job: Mapping[str, Any] | None, found: Sequence[Mapping[str, Any]], job_events: Sequence[Mapping[str, Any]]
-) -> tuple[dict[str, pods.ContainerEnd], pods.ContainerEnd | None]:
+) -> tuple[dict[str, failures.ContainerEnd], failures.ContainerEnd | None]:
     """The failures of the job as the task's error gives them: pod name -> the run of that pod the error ranks first
     (the job's cause, for its pod), and the cause itself (None unless the job is ``Failed``).
 
@@ -429,7 +429,7 @@ def failure_marks(
     status = _status(job)
     failed_at = conditions.failed_at(status)
     ranked = failures.failures_in_order(ends, failed_at)
-    first: dict[str, pods.ContainerEnd] = {}
+    first: dict[str, failures.ContainerEnd] = {}
     for end in [*ranked, *(e for e in ends if e.failed and e not in ranked)]:
         first.setdefault(end.pod, end)
     cause = (
@@ -440,7 +440,7 @@ def failure_marks(
     return first, cause
 
 
-def _failure_columns(failure: pods.ContainerEnd | None, cause: pods.ContainerEnd | None) -> Json:
+def _failure_columns(failure: failures.ContainerEnd | None, cause: failures.ContainerEnd | None) -> Json:
     return {
         "failed": failure is not None,
         "first_failure": failure is not None and failure is cause,
@@ -456,7 +456,7 @@ def _failure_columns(failure: pods.ContainerEnd | None, cause: pods.ContainerEnd
 
 def gone_replicas(job_events: Sequence[Mapping[str, Any]], job_name: str, kind: JobKind | None) -> list[Json]:
     """The replicas table of a finished job whose pods are gone: one row per replica the training operator's
-    ``ExitedWithCode`` events name (:func:`pods.ends_from_events`), with its last exit, ``restarts`` (its earlier
+    ``ExitedWithCode`` events name (:func:`failures.ends_from_events`), with its last exit, ``restarts`` (its earlier
     exits), phase :data:`POD_GONE` and ``gone`` True (no log to read); the columns of :func:`replicas`.
 
     :param job_events: events about the job and its pods (:func:`about_job`).
@@ -465,8 +465,8 @@ def gone_replicas(job_events: Sequence[Mapping[str, Any]], job_name: str, kind: 
     """
     if kind is None:
         return []
-    ends: dict[str, list[pods.ContainerEnd]] = {}
-    for end in pods.ends_from_events(job_events, job_name, kind):
+    ends: dict[str, list[failures.ContainerEnd]] = {}
+    for end in failures.ends_from_events(job_events, job_name, kind):
         ends.setdefault(end.replica, []).append(end)
     order = {t: i for i, t in enumerate(kind.lead_order)}
     rows = []
@@ -510,9 +510,9 @@ def restart_marks(
     """
     if kind is None:
         return []
-    marks = [e for e in pods.container_ends(found, kind) if e.restarted]
+    marks = [e for e in failures.container_ends(found, kind) if e.restarted]
     created = {pods.pod_name(p): parse_time(_meta(p).get("creationTimestamp")) for p in found}
-    from_events = pods.ends_from_events(job_events, job_name, kind)
+    from_events = failures.ends_from_events(job_events, job_name, kind)
     marks += [
         e
         for e in from_events
