@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_trainjob.api_errors import one_line
-from airflow_trainjob.hooks.retries import API_EXCEPTIONS, CONNECTION_ERRORS, TRANSIENT_STATUS_CODES
+from airflow_trainjob.hooks.retries import API_EXCEPTIONS, CONNECTION_ERRORS, TRANSIENT_STATUS_CODES, doubling
 from airflow_trainjob.triggers.job_cache import JobCache
 from airflow_trainjob.triggers.stream_source import TRIGGER_PURPOSE, WATCH_SECONDS, StreamSource
 
@@ -329,7 +329,7 @@ class _Refused(Exception):
 
 
 def _backoff(failures: int) -> float:
-    return min(BACKOFF_MAX, BACKOFF_MIN * 2 ** max(0, failures - 1))
+    return doubling(failures, BACKOFF_MIN, BACKOFF_MAX)  # the bounds read now: fault tests shorten them
 
 
 # --- the streams alive in this process ---------------------------------------------------------------
