@@ -28,17 +28,25 @@ The cases, and what each is raised as (:func:`exception_for`):
   Roles get fixed).
 - ``NOT_FOUND`` (404 naming the object), ``CONFLICT`` (409), ``TRANSIENT`` (429, 5xx: spent retries), ``OTHER``:
   answers the caller decides on. :class:`QuietApiException`.
+
+Which failures are transient — worth another attempt — is decided here too (:func:`is_transient`: a 429 or 5xx answer
+of either client, or a failure of the connection, :data:`CONNECTION_ERRORS`); :mod:`airflow_trainjob.hooks.retries`
+retries what it says, and the trigger's shared stream backs off on :data:`TRANSIENT_ERRORS`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 from kubernetes.client.exceptions import ApiException
+from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
+from urllib3.exceptions import HTTPError
 
 from airflow_trainjob.constants import GROUP, JOB_KINDS, VERSION
 from airflow_trainjob.exceptions import (
@@ -49,12 +57,21 @@ from airflow_trainjob.exceptions import (
     QuotaExceededError,
 )
 from airflow_trainjob.hooks import addressing
-from airflow_trainjob.hooks.retries import API_EXCEPTIONS, CONNECTION_ERRORS, TRANSIENT_STATUS_CODES
 
 #: The longest line :func:`describe` makes (characters); a longer one is cut, with "...".
 MAX_LINE = 1000
 #: The longest quote of one thing the server said (a cause, a webhook's message), characters.
 MAX_QUOTE = 300
+
+#: Answers worth another attempt: too many requests, and the server's or a proxy's failures.
+TRANSIENT_STATUS_CODES = frozenset({429, 500, 502, 503, 504})
+#: Error answers of either client (both carry ``status``, ``reason``, ``headers`` and ``body``).
+API_EXCEPTIONS = (ApiException, AsyncApiException)
+#: Connection-level failures of either client's transport: reset, refused, timed out, a broken stream.
+CONNECTION_ERRORS = (HTTPError, ConnectionError, TimeoutError, asyncio.TimeoutError, aiohttp.ClientError)
+#: Failures without an answer that never end a wait (the connection errors, and any OSError): the trigger's stream backs
+#: off and tries again, and :func:`describe` calls them ``TRANSIENT``.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (OSError, *CONNECTION_ERRORS)
 
 _WEBHOOK_DENIAL = re.compile(r'admission webhook "(?P<webhook>[^"]*)" denied the request(?::\s*(?P<message>.*))?', re.S)
 _QUOTA_EXCEEDED = re.compile(
@@ -184,6 +201,16 @@ class QuietApiException(ApiException):
 
     def __reduce__(self) -> tuple[type, tuple[ApiError]]:
         return type(self), (self.api_error,)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for the failures worth another attempt: a 429/5xx answer of either client, or a connection error.
+
+    :param exc: the exception a call raised.
+    """
+    if isinstance(exc, API_EXCEPTIONS):
+        return exc.status in TRANSIENT_STATUS_CODES
+    return isinstance(exc, CONNECTION_ERRORS)
 
 
 def is_api_exception(error: BaseException) -> bool:
@@ -363,7 +390,7 @@ RAISED_ERRORS: tuple[type[Exception], ...] = (QuietApiException, *dict.fromkeys(
 def _not_answered(error: BaseException, call: ApiCall | None) -> ApiError:
     """An error that is no answer of the API: ``TRANSIENT`` for the transport's (connection, timeout, urllib3,
     aiohttp), else ``OTHER``; its type and first words, never more than one capped line."""
-    transient = isinstance(error, (OSError, *CONNECTION_ERRORS))
+    transient = isinstance(error, TRANSIENT_ERRORS)
     said = " ".join(str(error).split())
     what = f"{type(error).__name__}: {said}" if said else type(error).__name__
     if transient and call is not None:

@@ -28,6 +28,7 @@ from urllib3.exceptions import HTTPError
 
 from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.constants import JobKind, PodPhase
+from airflow_trainjob.hooks.retries import doubling
 from airflow_trainjob.pods import is_finished, lead_pod, log_container, phase_of, pod_name, replica_of
 
 #: Seconds between looks for the lead pod without a pod watch (``pods`` None); the first wait before a stream that
@@ -218,4 +219,4 @@ def reopen_delay(reopens: int) -> float:
 
     :param reopens: such streams in a row (count, at least 1).
     """
-    return min(REOPEN_MAX, LOOK_INTERVAL * 2 ** max(0, reopens - 1))
+    return doubling(reopens, LOOK_INTERVAL, REOPEN_MAX)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import json
 import pickle
+import subprocess
+import sys
 
 import pytest
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
@@ -504,3 +506,17 @@ def test_markers_cover_what_a_raw_exception_prints():
     raw = str(ApiException(http_resp=Response(403, "Forbidden", RBAC)))
     assert any(marker in raw for marker in LEAK_MARKERS)
     assert "HTTPHeaderDict" in raw and "Audit-Id" in raw
+
+
+def test_which_failures_are_transient_is_decided_here_and_read_by_the_retries():
+    """One classification, one way (issue 25, cycle C1): ``hooks.retries`` imports it from here; this module imports
+    no retry policy. Its names stay importable from ``hooks.retries`` and the stream, as the same objects."""
+    from airflow_trainjob.hooks import retries
+    from airflow_trainjob.triggers import job_stream
+
+    for name in ("TRANSIENT_STATUS_CODES", "API_EXCEPTIONS", "CONNECTION_ERRORS", "is_transient"):
+        assert getattr(retries, name) is getattr(api_errors, name), name
+    assert job_stream.TRANSIENT_ERRORS is api_errors.TRANSIENT_ERRORS
+    imported = "import sys, airflow_trainjob.api_errors; print('airflow_trainjob.hooks.retries' in sys.modules)"
+    run = subprocess.run([sys.executable, "-c", imported], capture_output=True, text=True, check=True, timeout=120)
+    assert run.stdout.strip() == "False"

@@ -1,5 +1,6 @@
-"""The reconnect backoff of the synchronous wait (job_watch) and of the trigger's shared stream (job_stream): its
-real shape. Fault tests run it at a hundredth of its length (tests/support/faults.py); these tests keep the shape."""
+"""The reconnect backoff of the synchronous wait (job_watch), of the trigger's shared stream (job_stream) and of the
+lead log's follow stream (log_stream), one rule (``hooks.retries.doubling``) with each its own bounds: its real shape.
+Fault tests run it at a hundredth of its length (tests/support/faults.py); these tests keep the shape."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from itertools import pairwise
 
 import pytest
 
-from airflow_trainjob import job_watch
+from airflow_trainjob import job_watch, log_stream
 from airflow_trainjob.triggers import job_stream
 
 
@@ -18,3 +19,29 @@ def test_reconnect_backoff_doubles_from_its_minimum_to_its_cap(module):
     assert all(later == min(module.BACKOFF_MAX, 2 * earlier) for earlier, later in pairwise(waits))
     assert waits[-1] == module.BACKOFF_MAX  # capped, and reached
     assert module._backoff(0) == module.BACKOFF_MIN  # no failure yet counts as the first
+
+
+@pytest.mark.parametrize("module", [job_watch, job_stream], ids=["job_watch", "job_stream"])
+def test_reconnect_backoff_stays_at_its_cap_however_many_failures(module):
+    """A stream refused for hours counts past 1,025 failures (job_stream's refusals in a row, 30 s apart: 8.5 h),
+    where ``BACKOFF_MIN * 2 ** (failures - 1)`` raised OverflowError and ended the stream's retrying."""
+    assert module._backoff(2_000) == module.BACKOFF_MAX
+    assert module._backoff(10**9) == module.BACKOFF_MAX
+
+
+def test_lead_log_reopen_delay_stays_at_its_cap_however_many_reopens():
+    assert log_stream.reopen_delay(2_000) == log_stream.REOPEN_MAX
+
+
+@pytest.mark.parametrize("module", [job_watch, job_stream], ids=["job_watch", "job_stream"])
+def test_reconnect_backoff_reads_its_bounds_when_called(module, monkeypatch):
+    """Fault tests shorten the backoff by patching the module's bounds (tests/support/faults.py): each call reads them."""
+    monkeypatch.setattr(module, "BACKOFF_MIN", 0.25)
+    monkeypatch.setattr(module, "BACKOFF_MAX", 0.75)
+    assert [module._backoff(n) for n in range(1, 4)] == [0.25, 0.5, 0.75]
+
+
+def test_lead_log_reopen_delay_reads_its_bounds_when_called(monkeypatch):
+    monkeypatch.setattr(log_stream, "LOOK_INTERVAL", 0.25)
+    monkeypatch.setattr(log_stream, "REOPEN_MAX", 0.75)
+    assert [log_stream.reopen_delay(n) for n in range(1, 4)] == [0.25, 0.5, 0.75]

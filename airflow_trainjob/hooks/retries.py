@@ -1,5 +1,7 @@
-"""Retrying Kubernetes API calls through transient failures, with tenacity: one classification for the sync
-hook (``kubernetes``, urllib3) and the async hook (``kubernetes_asyncio``, aiohttp).
+"""Retrying Kubernetes API calls through transient failures, with tenacity: one policy for the sync hook
+(``kubernetes``, urllib3) and the async hook (``kubernetes_asyncio``, aiohttp), on the classification of
+:mod:`airflow_trainjob.api_errors` (:func:`~airflow_trainjob.api_errors.is_transient`; its names are importable from
+here too).
 
 Retried: 429 (waiting as long as ``Retry-After`` says), 500, 502, 503, 504, and connection-level
 errors (reset, refused, read timeout). Everything else — above all 401/403, 404 and 409, which are
@@ -12,29 +14,42 @@ A caller that must answer at once (a page of the UI, whose user is waiting) make
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import logging
 from collections.abc import Callable, Iterator
 from typing import ParamSpec, TypeVar
 
-import aiohttp
 import tenacity
-from kubernetes.client.exceptions import ApiException
-from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
-from urllib3.exceptions import HTTPError
+
+from airflow_trainjob.api_errors import (
+    API_EXCEPTIONS,
+    CONNECTION_ERRORS,
+    TRANSIENT_STATUS_CODES,
+    is_transient,
+    one_line,
+)
+
+__all__ = [
+    "API_EXCEPTIONS",
+    "ATTEMPTS",
+    "CONNECTION_ERRORS",
+    "RETRY_AFTER_CAP",
+    "TRANSIENT_STATUS_CODES",
+    "WAIT_MAX",
+    "WAIT_MIN",
+    "doubling",
+    "is_transient",
+    "no_retries",
+    "retry_after_seconds",
+    "retry_transient",
+]
 
 log = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-TRANSIENT_STATUS_CODES = frozenset({429, 500, 502, 503, 504})
-#: Error answers of either client (both carry ``status``, ``reason``, ``headers`` and ``body``).
-API_EXCEPTIONS = (ApiException, AsyncApiException)
-#: Connection-level failures of either client's transport: reset, refused, timed out, a broken stream.
-CONNECTION_ERRORS = (HTTPError, ConnectionError, TimeoutError, asyncio.TimeoutError, aiohttp.ClientError)
 #: Attempts per call, including the first.
 ATTEMPTS = 6
 #: Exponential backoff bounds, seconds.
@@ -64,16 +79,6 @@ class _StopWhenNoRetries(tenacity.stop.stop_base):
         return _NO_RETRIES.get()
 
 
-def is_transient(exc: BaseException) -> bool:
-    """True for the failures worth another attempt: a 429/5xx answer of either client, or a connection error.
-
-    :param exc: the exception a call raised.
-    """
-    if isinstance(exc, API_EXCEPTIONS):
-        return exc.status in TRANSIENT_STATUS_CODES
-    return isinstance(exc, CONNECTION_ERRORS)
-
-
 def retry_after_seconds(exc: BaseException | None) -> float | None:
     """The ``Retry-After`` of a 429/503 answer in seconds (capped at :data:`RETRY_AFTER_CAP`), if it gave one as a
     number.
@@ -89,6 +94,24 @@ def retry_after_seconds(exc: BaseException | None) -> float | None:
         return None  # an HTTP date: fall back to backoff
 
 
+def doubling(failures: int, low: float, high: float) -> float:
+    """The wait before the next attempt after ``failures`` in a row, in seconds: ``low``, doubling per failure,
+    capped at ``high``. The one backoff rule of the provider's reconnects (the synchronous wait's watches, the trigger's
+    shared stream, the lead log's follow stream); each caller passes its own bounds.
+
+    :param failures: failures in a row (count); 0 and 1 both give ``low``. Any count, however large, gives at most
+        ``high`` (the doubling stops at the cap: no float overflow after a thousand failures).
+    :param low: the first wait, seconds.
+    :param high: the longest wait, seconds.
+    """
+    wait = low
+    for _ in range(max(0, failures - 1)):
+        if wait >= high or wait <= 0:
+            break
+        wait *= 2
+    return min(high, wait)
+
+
 class _WaitRetryAfterOrBackoff(tenacity.wait.wait_base):
     def __init__(self) -> None:
         self._backoff = tenacity.wait_exponential(min=WAIT_MIN, max=WAIT_MAX)
@@ -102,8 +125,6 @@ class _WaitRetryAfterOrBackoff(tenacity.wait.wait_base):
 def _log_retry(retry_state: tenacity.RetryCallState) -> None:
     """Say which call is retried, when, and why in one line (tenacity's own ``before_sleep_log`` prints ``str()``
     of the exception: an ``ApiException``'s is its response headers and body)."""
-    from airflow_trainjob.api_errors import one_line  # api_errors reads this module's classification
-
     exc = retry_state.outcome.exception() if retry_state.outcome else None
     seconds = retry_state.next_action.sleep if retry_state.next_action else 0.0
     name = getattr(retry_state.fn, "__qualname__", "a Kubernetes API call")

@@ -35,8 +35,8 @@ from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_trainjob.api_errors import one_line
-from airflow_trainjob.hooks.retries import API_EXCEPTIONS, CONNECTION_ERRORS, TRANSIENT_STATUS_CODES
+from airflow_trainjob.api_errors import API_EXCEPTIONS, TRANSIENT_ERRORS, TRANSIENT_STATUS_CODES, one_line
+from airflow_trainjob.hooks.retries import doubling
 from airflow_trainjob.triggers.job_cache import JobCache
 from airflow_trainjob.triggers.stream_source import TRIGGER_PURPOSE, WATCH_SECONDS, StreamSource
 
@@ -64,9 +64,6 @@ READERS_PER_TURN = 50
 DELETED_KEPT_SECONDS = 600.0
 #: At most this many deleted jobs are kept (the oldest go first).
 DELETED_KEPT_MAX = 20_000
-
-#: Errors that never end a wait: the stream backs off and tries again (the hooks' connection errors, and any OSError).
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (OSError, *CONNECTION_ERRORS)
 
 
 @dataclass(frozen=True)
@@ -329,7 +326,7 @@ class _Refused(Exception):
 
 
 def _backoff(failures: int) -> float:
-    return min(BACKOFF_MAX, BACKOFF_MIN * 2 ** max(0, failures - 1))
+    return doubling(failures, BACKOFF_MIN, BACKOFF_MAX)  # the bounds read now: fault tests shorten them
 
 
 # --- the streams alive in this process ---------------------------------------------------------------

@@ -28,10 +28,16 @@ from typing import TYPE_CHECKING, Any
 from airflow_trainjob.triggers import heap
 
 if TYPE_CHECKING:
-    from airflow_trainjob.api_errors import RAISED_ERRORS, ApiCall, QuietApiException, one_line
-    from airflow_trainjob.hooks.retries import TRANSIENT_STATUS_CODES
+    from airflow_trainjob.api_errors import (
+        RAISED_ERRORS,
+        TRANSIENT_ERRORS,
+        TRANSIENT_STATUS_CODES,
+        ApiCall,
+        QuietApiException,
+        one_line,
+    )
     from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
-    from airflow_trainjob.triggers.job_stream import TRANSIENT_ERRORS, JobStream, live_stream, registered
+    from airflow_trainjob.triggers.job_stream import JobStream, live_stream, registered
 
 #: The trigger's shared stream (it imports the hook, the clients and the API's errors too).
 JOB_STREAM = "airflow_trainjob.triggers.job_stream"
@@ -40,25 +46,25 @@ DEFINED_IN = {
     "JobStream": JOB_STREAM,
     "live_stream": JOB_STREAM,
     "registered": JOB_STREAM,
-    "TRANSIENT_ERRORS": JOB_STREAM,
     "AsyncTrainingJobHook": "airflow_trainjob.hooks.training_job",
     "ApiCall": "airflow_trainjob.api_errors",
     "QuietApiException": "airflow_trainjob.api_errors",
     "RAISED_ERRORS": "airflow_trainjob.api_errors",
     "one_line": "airflow_trainjob.api_errors",
-    "TRANSIENT_STATUS_CODES": "airflow_trainjob.hooks.retries",
+    "TRANSIENT_ERRORS": "airflow_trainjob.api_errors",
+    "TRANSIENT_STATUS_CODES": "airflow_trainjob.api_errors",
 }
 
 __all__ = [  # noqa: RUF022 (as DEFINED_IN lists them)
     "JobStream",
     "live_stream",
     "registered",
-    "TRANSIENT_ERRORS",
     "AsyncTrainingJobHook",
     "ApiCall",
     "QuietApiException",
     "RAISED_ERRORS",
     "one_line",
+    "TRANSIENT_ERRORS",
     "TRANSIENT_STATUS_CODES",
     "load",
 ]
