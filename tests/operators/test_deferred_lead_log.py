@@ -238,7 +238,10 @@ def test_the_trigger_has_the_triggerer_mask_the_jobs_secrets_before_it_copies_a_
     write = TrainingJobTrigger._write
     monkeypatch.setattr(TrainingJobTrigger, "_write", lambda self, lines: (written.extend(lines), write(self, lines)))
     container_env = [{"name": "HF_TOKEN", "value": secret}]
-    specs = pytorch_specs("import os; print('token', os.environ['HF_TOKEN'], flush=True)", workers=0)
+    # The training runs on for 5 looks after its line: the trigger, not the resumed task, copies it (a job that ended
+    # before the trigger's first look is copied by the task, in its own process, and nothing is handed over).
+    code = f"import os, time; print('token', os.environ['HF_TOKEN'], flush=True); time.sleep({5 * LOOK_SECONDS})"
+    specs = pytorch_specs(code, workers=0)
     specs["Master"]["template"]["spec"]["containers"][0]["env"] = container_env
     operator = operator_for("deferred", specs, poll_interval=60)
     trigger = defer(operator, ti)
