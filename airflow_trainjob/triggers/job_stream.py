@@ -35,12 +35,37 @@ from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_trainjob.api_errors import API_EXCEPTIONS, TRANSIENT_ERRORS, TRANSIENT_STATUS_CODES, one_line
+from airflow_trainjob.api_errors import API_EXCEPTIONS, TRANSIENT_ERRORS, TRANSIENT_STATUS_CODES, ApiCall, one_line
 from airflow_trainjob.hooks.retries import doubling
+from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
 from airflow_trainjob.triggers.job_cache import JobCache
 from airflow_trainjob.triggers.stream_source import TRIGGER_PURPOSE, WATCH_SECONDS, StreamSource
 
 log = logging.getLogger(__name__)
+
+
+def stream_hook(source: StreamSource) -> AsyncTrainingJobHook:
+    """The async hook for a source's connection (a new one; its client is opened by ``connect()``). Constructing it
+    reads nothing: the connection is read, asynchronously, when it connects.
+
+    :param source: the stream's source (its connection fields).
+    """
+    return AsyncTrainingJobHook(
+        conn_id=source.kubernetes_conn_id,
+        cluster_context=source.cluster_context,
+        config_file=source.config_file,
+        in_cluster=source.in_cluster,
+    )
+
+
+def stream_call(source: StreamSource, purpose: str = TRIGGER_PURPOSE) -> ApiCall:
+    """A stream's request, as its errors name it.
+
+    :param source: the stream's source (its kind and namespace).
+    :param purpose: why the stream lists and watches (said when RBAC forbids it).
+    """
+    return ApiCall.for_job("list or watch", source.kind, source.namespace, purpose=purpose)
+
 
 #: Changes that arrive within this many seconds reach the triggers as one event (one wake-up each)...
 BATCH_SECONDS = 0.1
@@ -105,7 +130,7 @@ class JobStream:
         self.synced = False
         self.error: str | None = None
         #: The source's hook: the stream's list and watch, and the triggers' other reads, go through it.
-        self.hook = source.hook()
+        self.hook = stream_hook(source)
         self._changed = asyncio.Event()
         self._dirty: set[str] | None = set()  # None: everything
         self._refusals = 0  # refusals in a row, each with a fresh client
@@ -206,13 +231,13 @@ class JobStream:
                     await asyncio.sleep(0 if expired_in_a_row == 1 else _backoff(expired_in_a_row - 1))
                     continue
                 if e.status not in TRANSIENT_STATUS_CODES:
-                    line = one_line(e, self.source.call(self.purpose), self.source.kubernetes_conn_id)
+                    line = one_line(e, stream_call(self.source, self.purpose), self.source.kubernetes_conn_id)
                     raise _Refused(line) from None
                 failures += 1
-                self._mark_stale(one_line(e, self.source.call(self.purpose)))
+                self._mark_stale(one_line(e, stream_call(self.source, self.purpose)))
             except TRANSIENT_ERRORS as e:
                 failures += 1
-                self._mark_stale(one_line(e, self.source.call(self.purpose)))
+                self._mark_stale(one_line(e, stream_call(self.source, self.purpose)))
             # Changes may have been missed since the failure: start again from a list (a consistent snapshot)
             # rather than trust the cache, so no job is judged on a state older than it looks.
             resource_version = None

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         one_line,
     )
     from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
-    from airflow_trainjob.triggers.job_stream import JobStream, live_stream, registered
+    from airflow_trainjob.triggers.job_stream import JobStream, live_stream, registered, stream_hook
 
 #: The trigger's shared stream (it imports the hook, the clients and the API's errors too).
 JOB_STREAM = "airflow_trainjob.triggers.job_stream"
@@ -46,6 +46,7 @@ DEFINED_IN = {
     "JobStream": JOB_STREAM,
     "live_stream": JOB_STREAM,
     "registered": JOB_STREAM,
+    "stream_hook": JOB_STREAM,
     "AsyncTrainingJobHook": "airflow_trainjob.hooks.training_job",
     "ApiCall": "airflow_trainjob.api_errors",
     "QuietApiException": "airflow_trainjob.api_errors",
@@ -59,6 +60,7 @@ __all__ = [  # noqa: RUF022 (as DEFINED_IN lists them)
     "JobStream",
     "live_stream",
     "registered",
+    "stream_hook",
     "AsyncTrainingJobHook",
     "ApiCall",
     "QuietApiException",

@@ -2,21 +2,17 @@
 timing the triggers plan by.
 
 Light on purpose: the triggerer computes a trigger's key on its event loop, right after importing the trigger's
-module there; the stream itself (:mod:`~airflow_trainjob.triggers.job_stream`) and its hook are reached through
+module there; the stream itself (:mod:`~airflow_trainjob.triggers.job_stream`) makes a source's hook
+(:func:`~airflow_trainjob.triggers.job_stream.stream_hook`), reached through
 :mod:`~airflow_trainjob.triggers.kubernetes_side`, loaded in a worker thread.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow_trainjob.hooks.addressing import JobAddress
-from airflow_trainjob.triggers import kubernetes_side
-
-if TYPE_CHECKING:
-    from airflow_trainjob.api_errors import ApiCall
-    from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
 
 #: Longest single watch request (seconds); the server ends it and the stream re-opens it.
 WATCH_SECONDS = 300
@@ -58,31 +54,10 @@ class StreamSource:
         values: dict[str, Any] = {name: kwargs.get(name) for name in cls.__dataclass_fields__}
         return cls(**values)
 
-    def hook(self) -> AsyncTrainingJobHook:
-        """The async hook for this source's connection (a new one; its client is opened by ``connect()``).
-        Constructing it reads nothing: the connection is read, asynchronously, when it connects.
-
-        :raises RuntimeError: on an event loop before :func:`~airflow_trainjob.triggers.kubernetes_side.load`.
-        """
-        return kubernetes_side.AsyncTrainingJobHook(
-            conn_id=self.kubernetes_conn_id,
-            cluster_context=self.cluster_context,
-            config_file=self.config_file,
-            in_cluster=self.in_cluster,
-        )
-
     @property
     def address(self) -> JobAddress:
         """The jobs of the source's kind in its namespace."""
         return JobAddress(self.kind, self.namespace)
-
-    def call(self, purpose: str = TRIGGER_PURPOSE) -> ApiCall:
-        """The stream's request, as its errors name it.
-
-        :param purpose: why the stream lists and watches (said when RBAC forbids it).
-        :raises RuntimeError: on an event loop before :func:`~airflow_trainjob.triggers.kubernetes_side.load`.
-        """
-        return kubernetes_side.ApiCall.for_job("list or watch", self.kind, self.namespace, purpose=purpose)
 
     def __str__(self) -> str:
         return str(self.address)

@@ -777,7 +777,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             return
         record_by = time.monotonic() + _on_kill_seconds() - RECORD_END_MARGIN_SECONDS
         await kubernetes_side.load()
-        hook = self.shared_stream_key().hook()
+        hook = kubernetes_side.stream_hook(self.shared_stream_key())
         async with hook.connect():
             pods = await self._pods_if_any(hook)
             try:

@@ -19,7 +19,7 @@ from airflow_trainjob.hooks import retries
 from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook, TrainingJobHook
 from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import TrainingJobSpec
-from airflow_trainjob.triggers.job_stream import JobStream, StreamSource
+from airflow_trainjob.triggers.job_stream import JobStream, StreamSource, stream_hook
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 from tests.support.jobs import pytorch_specs
 
@@ -41,7 +41,7 @@ def test_is_the_sync_hook_with_the_same_connection():
 def test_the_triggers_stream_uses_the_async_hook():
     trigger = TrainingJobTrigger(kind="PyTorchJob", name="a", namespace="ml", kubernetes_conn_id="prod")
     source = trigger.shared_stream_key()
-    assert isinstance(source.hook(), AsyncTrainingJobHook) and source.hook().conn_id == "prod"
+    assert isinstance(stream_hook(source), AsyncTrainingJobHook) and stream_hook(source).conn_id == "prod"
     assert isinstance(JobStream(source).hook, AsyncTrainingJobHook)
     assert StreamSource.from_trigger_kwargs(trigger.serialize()[1]) == source
 
