@@ -30,16 +30,9 @@ class PodsStopSlowly(FakeTrainingJobHook):
         self.lists, self.gc = lists, gc
         self.stopping: dict[tuple[str, str], int] = {}
 
-    def delete_pod(self, name: str, namespace: str, uid: str | None = None) -> bool:
-        self._call("delete_pod", namespace, name, uid)
-        pod = self.pods.get((namespace, name))
-        if pod is None:
-            return False
-        if uid and pod["metadata"]["uid"] != uid:
-            raise api_error(409)
-        pod["metadata"].setdefault("deletionTimestamp", DELETION_ASKED)
-        self.stopping.setdefault((namespace, name), self.lists)
-        return True
+    def _remove_pod(self, key: tuple[str, str]) -> None:
+        self.pods[key]["metadata"].setdefault("deletionTimestamp", DELETION_ASKED)
+        self.stopping.setdefault(key, self.lists)
 
     def list_job_pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
         for key in list(self.stopping):

@@ -307,8 +307,13 @@ class FakeTrainingJobHook:
             return False
         if uid and pod["metadata"]["uid"] != uid:
             raise api_error(409)
-        del self.pods[(namespace, name)]
+        self._remove_pod((namespace, name))
         return True
+
+    def _remove_pod(self, key: tuple[str, str]) -> None:
+        """What an accepted deletion does to the pod ``(namespace, name)``: here it is gone at once; a subclass may
+        keep it stopping for a while, as the kubelet does."""
+        del self.pods[key]
 
     def read_pod_log(
         self,
