@@ -182,6 +182,7 @@ async def _try_view(
         may_appear=latest and t.job is None and not t.record.get("final") and gone is None,
         unreadable_since=t.unreadable_since(cache, now),
         pods_read=found_pods is not None,
+        end_record_wait=settings.end_record_wait_seconds(),
     )
 
 

@@ -15,6 +15,7 @@ from airflow.providers.common.compat.sdk import conf
 
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.links.training_job import url_template
+from airflow_trainjob.ui.views import END_RECORD_WAIT_SECONDS
 
 CONFIG_SECTION = "trainjob"
 UI_CONNECTIONS_KEY = "ui_connections"
@@ -67,6 +68,23 @@ def ui_connections() -> list[UiSource]:
     :raises ValueError: the option is malformed.
     """
     return parse_ui_connections(conf.get(CONFIG_SECTION, UI_CONNECTIONS_KEY, fallback=DEFAULT_CONNECTION))
+
+
+#: Seconds a killed deferred try's trigger may take beyond ``on_kill_timeout`` before its ``on_kill`` runs: the
+#: triggerer notices the kill on its next pass over its triggers.
+KILL_NOTICE_SECONDS = 15
+
+
+def end_record_wait_seconds() -> float:
+    """Seconds after Airflow ended a try during which the Training job tab polls for the try's record of its end: the
+    deferred try's trigger writes it in ``on_kill``, which the triggerer gives ``[triggerer] on_kill_timeout``
+    seconds, so as long as that and :data:`KILL_NOTICE_SECONDS`, and never less than
+    :data:`~airflow_trainjob.ui.views.END_RECORD_WAIT_SECONDS`.
+
+    Reads the api-server's configuration: a triggerer configured otherwise is not seen.
+    """
+    on_kill = conf.getint("triggerer", "on_kill_timeout", fallback=30)
+    return float(max(END_RECORD_WAIT_SECONDS, on_kill + KILL_NOTICE_SECONDS))
 
 
 def connection_namespace(conn_id: str) -> str:

@@ -615,7 +615,8 @@ def events(found: Iterable[Mapping[str, Any]], limit: int = EVENTS_SHOWN) -> lis
 #: ``up_for_retry``, ``upstream_failed``, ``removed``, a try ``task_instance_history`` keeps...) is an ended one.
 TRY_UNDER_WAY = frozenset({"running", "deferred", "scheduled", "queued", "up_for_reschedule", None})
 #: Seconds after Airflow ended a try during which the page polls for the try's record of its end (``on_kill`` writes
-#: it after Airflow has marked the task instance).
+#: it after Airflow has marked the task instance), at the least: a deferred try's record may come as long as the
+#: triggerer gives ``on_kill`` (:func:`~airflow_trainjob.ui.settings.end_record_wait_seconds`).
 END_RECORD_WAIT_SECONDS = 60
 #: Who saw the state of the job a try shows: the cluster now, the task (its record: at its end, or while it ran), the
 #: deferred task's trigger (when Airflow killed the task), this page's watch (before the job was deleted).
@@ -741,6 +742,7 @@ def try_view(
     may_appear: bool = False,
     unreadable_since: str | None = None,
     pods_read: bool = True,
+    end_record_wait: float = END_RECORD_WAIT_SECONDS,
 ) -> Json:
     """One entry of ``tries`` in ``GET /trainjob/api/task-instance``.
 
@@ -761,12 +763,13 @@ def try_view(
     :param unreadable_since: since when the cluster cannot be read (RFC 3339; None: it was read just now): the page
         shows the last state seen, says since when, and polls until the cluster answers again (while the try runs).
     :param pods_read: the job's pods were read (False: the read failed, and ``live_pods`` says nothing).
+    :param end_record_wait: seconds after Airflow ended the try during which its record of the end may still come.
 
     The answer says which sight of the job it shows (:func:`chosen_sight`: ``source``, ``seen_by``, ``seen_at``),
     whether the try has ended (``try_ended``, with Airflow's ``airflow_state`` and ``airflow_ended_at``) and the
     header's ``badge``: the job's phase, but for an ended try whose job did not finish, the try's outcome
     (:data:`OUTCOME_BADGES`, else :data:`ENDED`). An ended try is not polled (``refresh_seconds`` None), except for
-    :data:`END_RECORD_WAIT_SECONDS` after Airflow ended it while its record of the end may still come.
+    ``end_record_wait`` seconds after Airflow ended it while its record of the end may still come.
     """
     kind = _kind_of(record.get("kind"))
     final = record.get("final") or None
@@ -788,7 +791,7 @@ def try_view(
     meta = _meta(job)
     if ended:
         ago = _seconds_ago(mine.get("end_date"), now)
-        still_changing = final is None and ago is not None and ago < END_RECORD_WAIT_SECONDS
+        still_changing = final is None and ago is not None and ago < end_record_wait
     else:
         still_changing = (exists and not finished) or (not exists and may_appear) or bool(unreadable_since)
     # A recorded job has no spec: the desired replica counts (and the restart policies) come from the manifest sent.

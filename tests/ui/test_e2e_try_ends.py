@@ -123,6 +123,10 @@ DAG_SOURCE = textwrap.dedent(
             )
     """
 )
+#: The deployment's ``[triggerer] on_kill_timeout`` (see :func:`airflow`).
+ON_KILL_TIMEOUT = 120
+#: Seconds the tab polls for an ended try's record of its end (settings.end_record_wait_seconds in the deployment).
+END_RECORD_WAIT = ON_KILL_TIMEOUT + 15
 #: Seconds a killed or cleared job runs first: its trigger has seen it Running, its wait has recorded that.
 RUN_FIRST = 20
 
@@ -138,7 +142,10 @@ def airflow(start_airflow) -> AirflowDeployment:
         dags={"e2e_try_ends.py": DAG_SOURCE},
         dag_ids=[STOPPED, FAILED],
         users={ADMIN: "admin"},
-        env={"AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300", "AIRFLOW__TRIGGERER__ON_KILL_TIMEOUT": "120"},
+        env={
+            "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300",
+            "AIRFLOW__TRIGGERER__ON_KILL_TIMEOUT": str(ON_KILL_TIMEOUT),
+        },
     )
 
 
@@ -291,7 +298,7 @@ def test_a_task_marked_failed_shows_its_end_not_a_live_job(
     (job,) = wait_for(  # on_kill deleted the job; the tab no longer waits for the try's record of its end
         lambda: ui.tries(STOPPED, stopped_run, task_id),
         lambda tries: not tries[0]["exists"] and tries[0]["refresh_seconds"] is None,
-        timeout=90,
+        timeout=END_RECORD_WAIT + 60,
         what=f"{task_id}'s job deleted and its end recorded",
     )
     open_view(browser, tab_url(airflow.base_url, STOPPED, stopped_run, task_id))
@@ -331,10 +338,10 @@ def test_a_cleared_tasks_first_try_shows_how_it_ended(
     (RELEASES / task_id).touch()  # try 2's job (or try 1's, which try 2 may follow) ends now
     ti = api.wait_for_task_state(STOPPED, stopped_run, task_id, "success", timeout=300)
     assert ti["try_number"] == 2
-    second, first = wait_for(  # its record of the end may still come for a minute (END_RECORD_WAIT_SECONDS)
+    second, first = wait_for(  # its record of the end may still come for END_RECORD_WAIT s
         lambda: ui.tries(STOPPED, stopped_run, task_id),
         lambda tries: tries[1]["refresh_seconds"] is None,
-        timeout=120,
+        timeout=END_RECORD_WAIT + 60,
         what="try 1 no longer waiting for its record",
     )
     assert (second["try_number"], second["phase"], second["outcome"]) == (2, "Succeeded", "succeeded")

@@ -857,6 +857,28 @@ def test_an_ended_try_polls_a_minute_for_its_record_of_its_end():
     assert views.try_view(ended, live=None, now=NOW, airflow=just_now)["refresh_seconds"] is None
 
 
+def test_an_ended_try_polls_for_its_record_as_long_as_the_killer_may_write_it():
+    """A deferred try's trigger writes its end within the triggerer's ``on_kill_timeout``: with 120 s of it, the tab
+    still looks 90 s after the kill, and stops once that time has passed."""
+    ninety_ago = states(t2=("failed", True, "2026-12-02T05:08:30+00:00"))
+    assert views.try_view(record(), live=None, now=NOW, airflow=ninety_ago)["refresh_seconds"] is None  # default
+    waits = views.try_view(record(), live=None, now=NOW, airflow=ninety_ago, end_record_wait=135)
+    assert waits["refresh_seconds"] == 5 and waits["badge"] == "Ended"
+    long_ago = states(t2=("failed", True, "2026-12-02T05:07:40+00:00"))  # 140 s
+    assert (
+        views.try_view(record(), live=None, now=NOW, airflow=long_ago, end_record_wait=135)["refresh_seconds"] is None
+    )
+
+
+@pytest.mark.parametrize(("on_kill_timeout", "expected"), [("30", 60.0), ("120", 135.0), (None, 60.0)])
+def test_the_tab_waits_for_an_end_record_as_long_as_the_triggerer_gives_on_kill(on_kill_timeout, expected, monkeypatch):
+    if on_kill_timeout is None:
+        monkeypatch.delenv("AIRFLOW__TRIGGERER__ON_KILL_TIMEOUT", raising=False)
+    else:
+        monkeypatch.setenv("AIRFLOW__TRIGGERER__ON_KILL_TIMEOUT", on_kill_timeout)
+    assert settings.end_record_wait_seconds() == expected
+
+
 def test_a_try_under_way_is_live_as_before():
     view = views.try_view(record(), live=GONE_RUNNING, now=NOW, airflow=states(t2=("running", True, None)))
     assert (view["seen_by"], view["badge"], view["try_ended"], view["refresh_seconds"]) == (
