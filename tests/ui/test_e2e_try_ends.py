@@ -179,6 +179,14 @@ def stopped_run(airflow: AirflowDeployment, ui: Ui, releases: Path) -> str:
             timeout=240,
             what=f"{task_id}'s job running",
         )
+    for task_id in LONG_SPECS:
+        if task_id.endswith("deferred"):  # Airflow runs on_kill only in a trigger the triggerer has started
+            wait_for(
+                lambda task_id=task_id: trigger_log(airflow, run, task_id),
+                lambda log: TRIGGER_FOLLOWS in log,
+                timeout=240,
+                what=f"{task_id}'s trigger following its job",
+            )
     time.sleep(RUN_FIRST)
     for mode in MODES:
         killed, cleared = f"killed_{mode}", f"cleared_{mode}"
@@ -191,6 +199,30 @@ def stopped_run(airflow: AirflowDeployment, ui: Ui, releases: Path) -> str:
             functools.partial(in_state, api, run, cleared, {None, "restarting", "scheduled", "queued"}),
         )
     return run
+
+
+#: What the trigger logs once it follows its job (the triggerer started it, it read the job Running).
+TRIGGER_FOLLOWS = "Copying the lead replica's new lines into this log"
+
+
+def trigger_log(airflow: AirflowDeployment, run: str, task_id: str, try_number: int = 1) -> str:
+    """What the triggerer wrote to the try's trigger log files (on this machine's disk), as text."""
+    folder = airflow.home / "logs" / f"dag_id={STOPPED}" / f"run_id={run}" / f"task_id={task_id}"
+    return "".join(p.read_text(errors="replace") for p in sorted(folder.glob(f"attempt={try_number}.log.trigger.*")))
+
+
+def trigger_tail(airflow: AirflowDeployment, run: str, task_id: str, lines: int = 15) -> str:
+    """The last messages of try 1's trigger log, for a failure's message (what on_kill did, or not)."""
+    events = re.findall(r'"event":"((?:[^"\\]|\\.)*)"', trigger_log(airflow, run, task_id))
+    return f"\n--- {task_id}'s trigger log, last lines:\n" + ("\n".join(events[-lines:]) or "(none)")
+
+
+def with_trigger_log(airflow: AirflowDeployment, run: str, task_id: str, wait: Callable[[], Any]) -> Any:
+    """``wait()``; when it fails, the failure also shows the end of the trigger's log."""
+    try:
+        return wait()
+    except pytest.fail.Exception as failed:
+        pytest.fail(f"{failed}{trigger_tail(airflow, run, task_id)}")
 
 
 def in_state(api: Any, run: str, task_id: str, states: set[str | None]) -> bool:
@@ -295,15 +327,21 @@ def test_a_task_marked_failed_shows_its_end_not_a_live_job(
     task_id = f"killed_{mode}"
     assert airflow.api(ADMIN).task_instance(STOPPED, stopped_run, task_id)["state"] == "failed"
     who = "trigger" if mode == "deferred" else "task"
-    (job,) = wait_for(  # on_kill deleted the job; the tab no longer waits for the try's record of its end
-        lambda: ui.tries(STOPPED, stopped_run, task_id),
-        lambda tries: not tries[0]["exists"] and tries[0]["refresh_seconds"] is None,
-        timeout=END_RECORD_WAIT + 60,
-        what=f"{task_id}'s job deleted and its end recorded",
+    (job,) = with_trigger_log(  # on_kill deleted the job; the tab no longer waits for the try's record of its end
+        airflow,
+        stopped_run,
+        task_id,
+        lambda: wait_for(
+            lambda: ui.tries(STOPPED, stopped_run, task_id),
+            lambda tries: not tries[0]["exists"] and tries[0]["refresh_seconds"] is None,
+            timeout=END_RECORD_WAIT + 60,
+            what=f"{task_id}'s job deleted and its end recorded",
+        ),
     )
     open_view(browser, tab_url(airflow.base_url, STOPPED, stopped_run, task_id))
     shown = tab_state(browser, lambda s: bool(s["phase"]), "the try in the tab")
-    assert shown["phase"] == "Stopped", f"its badge says {shown['phase']!r} beside: {shown['alerts']}"
+    said = f"its badge says {shown['phase']!r} beside: {shown['alerts']}{trigger_tail(airflow, stopped_run, task_id)}"
+    assert shown["phase"] == "Stopped", said
     assert job["outcome"] == "stopped", f"the try's end is not recorded: {job['outcome']!r}, {job['phase']!r}"
     assert "Live" not in shown["status"] and shown["status"].startswith("Try ended"), shown["status"]
     assert "Airflow: failed" in shown["status"]
@@ -352,7 +390,10 @@ def test_a_cleared_tasks_first_try_shows_how_it_ended(
     browser.script(enter_try_1)
     shown = tab_state(browser, lambda s: s["tries"][1][1] == "true", "try 1 selected")
     expected = "Stopped" if mode == "deferred" else "Ended"  # the trigger records the end; the cleared worker cannot
-    assert shown["phase"] == expected, f"try 1's badge says {shown['phase']!r} beside: {shown['alerts']}"
+    said = (
+        f"try 1's badge says {shown['phase']!r} beside: {shown['alerts']}{trigger_tail(airflow, stopped_run, task_id)}"
+    )
+    assert shown["phase"] == expected, said
     assert "Live" not in shown["status"] and shown["status"].startswith("Try ended"), shown["status"]
     assert shown["tries"][1][0] == f"Try 1: {expected}", shown["tries"]
     assert "Unknown" not in shown["title"] and "No condition" not in words(shown["summary"]["Phase"])
