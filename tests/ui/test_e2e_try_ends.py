@@ -182,7 +182,7 @@ def stopped_run(airflow: AirflowDeployment, ui: Ui, releases: Path) -> str:
     for task_id in LONG_SPECS:
         if task_id.endswith("deferred"):  # Airflow runs on_kill only in a trigger the triggerer has started
             wait_for(
-                lambda task_id=task_id: trigger_log(airflow, run, task_id),
+                functools.partial(trigger_log, airflow, run, task_id),
                 lambda log: TRIGGER_FOLLOWS in log,
                 timeout=240,
                 what=f"{task_id}'s trigger following its job",
