@@ -174,31 +174,49 @@ class Deadlines:
         state = queue_state(job)
         before = self.state
         self.state, self._status = state, job.get("status")
-        clamp = lambda t: min(max(t if t is not None else now, self.started_at), now)
         if state.queued:
-            entering = before is None or not before.queued
-            if entering:
-                self._entry_seen = before is not None  # seen entering, not found queued at the first look
-            if entering and self._entry_seen:
-                self._queued_since = now
-            elif not self._entry_seen and (entering or self._queued_since is None or state.queued_since is not None):
-                self._queued_since = clamp(state.queued_since)  # the operator's timestamp, once it writes one
-            if entering or state.queued_since is not None:
-                self._queued_since_shown = min(state.queued_since or now, now)
-            if not entering:
-                return None
-            ran = self._admitted_raw is not None or conditions.has_started(self._status)
-            return "requeued" if ran else "queued"
+            return self._observe_queued(state, before, now)
+        return self._observe_not_queued(state, before, now)
+
+    def _clamped(self, timestamp: float | None, now: float) -> float:
+        """A server time within this try: never before its start nor after ``now`` (None: ``now``)."""
+        return min(max(timestamp if timestamp is not None else now, self.started_at), now)
+
+    def _observe_queued(self, state: QueueState, before: QueueState | None, now: float) -> str | None:
+        """The job is queued: start or keep the queue clock; ``queued``/``requeued`` when it entered the queue."""
+        entering = before is None or not before.queued
+        if entering:
+            self._entry_seen = before is not None  # seen entering, not found queued at the first look
+        self._queued_since = self._queue_clock_start(state, entering, now)
+        if entering or state.queued_since is not None:
+            self._queued_since_shown = min(state.queued_since or now, now)
+        if not entering:
+            return None
+        ran = self._admitted_raw is not None or conditions.has_started(self._status)
+        return "requeued" if ran else "queued"
+
+    def _queue_clock_start(self, state: QueueState, entering: bool, now: float) -> float | None:
+        """When the ``queue_timeout`` clock of the queue the job is in started: when this wait saw it enter; for a job
+        found queued, the operator's timestamp (clamped) once it writes one; else as it stood."""
+        if entering and self._entry_seen:
+            return now
+        if not self._entry_seen and (entering or self._queued_since is None or state.queued_since is not None):
+            return self._clamped(state.queued_since, now)  # the operator's timestamp, once it writes one
+        return self._queued_since
+
+    def _observe_not_queued(self, state: QueueState, before: QueueState | None, now: float) -> str | None:
+        """The job is not queued: date its admission; ``admitted`` when this wait saw it leave the queue."""
         seen_leaving = before is not None and before.queued
         if seen_leaving:
             # Seen leaving the queue: the startup clock starts now (the server's whole-second timestamp, or a late
             # watch event, would start it up to seconds early); its timestamp still dates its later conditions.
             self._admitted_at = now
             self._admitted_raw = state.admitted_at if state.admitted_at is not None else now
-        elif state.admitted_at is not None and self._admitted_raw is None:  # admitted before this wait began
+            return "admitted"
+        if state.admitted_at is not None and self._admitted_raw is None:  # admitted before this wait began
             self._admitted_raw = state.admitted_at
-            self._admitted_at = clamp(state.admitted_at)
-        return "admitted" if seen_leaving else None
+            self._admitted_at = self._clamped(state.admitted_at, now)
+        return None
 
     def queued_for(self, now: float) -> float:
         """Seconds the job has waited in the queue it is in, on the ``queue_timeout`` clock (0 when not queued).

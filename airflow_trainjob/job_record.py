@@ -736,24 +736,34 @@ class JobRecorder:
             if mine is None:  # its start was not recorded (the store refused it, or an older provider ran it)
                 if not job:
                     return records
-                meta = job["metadata"]
-                mine = JobRecord(
-                    try_number=self.identity.try_number,
-                    kubernetes_conn_id=self.kubernetes_conn_id,
-                    kind=job["kind"],
-                    namespace=meta["namespace"],
-                    name=meta["name"],
-                    uid=meta.get("uid"),
-                    created_at=str(meta.get("creationTimestamp") or now_iso()),
-                    attached=not self.identity.created_by_this_try(job),
-                    series=self.series,
-                )
+                mine = self._unrecorded_start(job)
             mine.final, mine.last_seen = final, None
             return [mine, *(r for r in records if r.try_number != mine.try_number)]
 
         what = f"how try {self.identity.try_number} ended ({outcome})"
         if wait_seconds is None:
             return self._update(change, what)
+        return self._update_within(change, what, wait_seconds)
+
+    def _unrecorded_start(self, job: Mapping[str, Any]) -> JobRecord:
+        """The record of this try's start, made at its end from ``job`` (API JSON) when the start was not recorded."""
+        meta = job["metadata"]
+        return JobRecord(
+            try_number=self.identity.try_number,
+            kubernetes_conn_id=self.kubernetes_conn_id,
+            kind=job["kind"],
+            namespace=meta["namespace"],
+            name=meta["name"],
+            uid=meta.get("uid"),
+            created_at=str(meta.get("creationTimestamp") or now_iso()),
+            attached=not self.identity.created_by_this_try(job),
+            series=self.series,
+        )
+
+    def _update_within(
+        self, change: Callable[[list[JobRecord]], list[JobRecord]], what: str, wait_seconds: float
+    ) -> bool:
+        """:meth:`_update` from another thread, waiting at most ``wait_seconds``; True when written in that time."""
         written: list[bool] = []
         writer = threading.Thread(
             target=lambda: written.append(self._update(change, what)), daemon=True, name="record the try"

@@ -230,6 +230,39 @@ def _warning(text: str) -> LogOut:
     return LogOut(logging.WARNING, text)
 
 
+def _previous_run(run: LogRun) -> LogRun:
+    """The run before ``run``'s container's last restart (the one the kubelet keeps, ``previous=true``)."""
+    return replace(run, restarts=run.restarts - 1)
+
+
+def _lost_before_first_read(run: LogRun) -> list[LogOut]:
+    """The note on the runs lost when the container restarted more than once before its log was first read."""
+    if run.restarts <= 1:
+        return []
+    lost = _runs(range(0, run.restarts - 1))
+    return [
+        _warning(
+            f"The lead replica's container {run.container} restarted {run.restarts} times before its log "
+            f"was first read: the kubelet keeps only the last finished run, so {lost} "
+            f"{'is' if run.restarts == 2 else 'are'} lost"
+        )
+    ]
+
+
+def _lost_since_last_read(before: LogRun, run: LogRun) -> list[LogOut]:
+    """The note on the runs lost when the container restarted more than once since ``before`` was last read."""
+    if run.restarts <= before.restarts + 1:
+        return []
+    lost = _runs(range(before.restarts + 1, run.restarts - 1))
+    return [
+        _warning(
+            f"The lead replica's container {run.container} restarted {run.restarts - before.restarts} "
+            f"times since the last read: the kubelet keeps only the last finished run, so the rest of run "
+            f"{before.restarts}{f' and {lost}' if lost else ''} {'are' if lost else 'is'} lost"
+        )
+    ]
+
+
 def current_run(pod: Mapping[str, Any], kind: JobKind) -> tuple[LogRun, bool] | None:
     """The lead pod's container run whose log a read returns now, and whether it has ended; None while the container
     has not started (the pod pending, the container waiting for its first run).
@@ -306,66 +339,64 @@ class LeadLogCopy:
         self._plan.clear()
         self._reads = 0
         self._limit = self._read_bytes
-        cursor = self.cursor
-        if cursor.complete:
+        if self.cursor.complete:
             return []
         pod = lead_pod(list(pods), self.kind)
         seen = current_run(pod, self.kind) if pod is not None else None
         if seen is None:
-            if self.final and cursor.run is not None:
-                return [_warning(f"The lead replica's pod is gone: its log {self._after()}could not be read")]
-            return []
+            return self._lead_not_running()
         run, ended = seen
-        if cursor.run is not None and cursor.run.uid == run.uid and not cursor.run.pod:
-            # A cursor read back (the event, the job's annotation) knows its run by the pod's uid: the rest is the pod's.
-            cursor = self.cursor = replace(
-                cursor, run=replace(cursor.run, pod=run.pod, container=run.container, label=run.label)
-            )
-        if cursor.cut:
+        self._name_read_back_run(run)
+        if self.cursor.cut:
             if self.final and self.tail_lines:
                 self._plan.append(_Step(run, ended=ended, tail=True))
             return []
-        before, notes = cursor.run, []
-        if before is not None and not before.pod:  # read back, of a pod replaced since: named by its uid only
-            before = replace(before, pod=f"(uid {before.uid})", container=run.container)
-        if before is None and run.restarts:
-            # Restarted before the first look: the run before is still there; earlier ones are not.
-            if run.restarts > 1:
-                lost = _runs(range(0, run.restarts - 1))
-                notes.append(
-                    _warning(
-                        f"The lead replica's container {run.container} restarted {run.restarts} times before its log "
-                        f"was first read: the kubelet keeps only the last finished run, so {lost} "
-                        f"{'is' if run.restarts == 2 else 'are'} lost"
-                    )
-                )
-            self._plan.append(_Step(replace(run, restarts=run.restarts - 1), previous=True, ended=True))
-            self._plan.append(_Step(run, ended=ended))
-        elif before is None or before.container != run.container:
-            self._plan.append(_Step(run, ended=ended))
-        elif before.uid != run.uid:
-            notes.append(
-                _warning(
-                    f"The lead replica's pod {run.pod} was replaced (uid {before.uid} -> {run.uid}): the lines its "
-                    f"former pod wrote {self._after()}since the last read are lost with it; the new pod's log follows"
-                )
+        return self._plan_runs(self._run_before(run), run, ended)
+
+    def _lead_not_running(self) -> list[LogOut]:
+        """No run of the lead to read: a note at the end when runs were copied (the pod went with the rest)."""
+        if self.final and self.cursor.run is not None:
+            return [_warning(f"The lead replica's pod is gone: its log {self._after()}could not be read")]
+        return []
+
+    def _name_read_back_run(self, run: LogRun) -> None:
+        """A cursor read back (the event, the job's annotation) knows its run by the pod's uid: the rest is the pod's."""
+        before = self.cursor.run
+        if before is not None and before.uid == run.uid and not before.pod:
+            self.cursor = replace(
+                self.cursor, run=replace(before, pod=run.pod, container=run.container, label=run.label)
             )
-            self._plan.append(_Step(run, ended=ended))
-        elif run.restarts > before.restarts:
-            previous = replace(run, restarts=run.restarts - 1)
-            if run.restarts > before.restarts + 1:
-                lost = _runs(range(before.restarts + 1, run.restarts - 1))
+
+    def _run_before(self, run: LogRun) -> LogRun | None:
+        """The run the cursor is in; one read back, of a pod replaced since, is named by its uid only."""
+        before = self.cursor.run
+        if before is not None and not before.pod:
+            return replace(before, pod=f"(uid {before.uid})", container=run.container)
+        return before
+
+    def _plan_runs(self, before: LogRun | None, run: LogRun, ended: bool) -> list[LogOut]:
+        """Plan the reads from ``before`` (the cursor's run) to ``run`` (the lead's now); notes on runs lost between.
+
+        A container restarted since ``before`` (or before the first look) has its previous run read first: the
+        kubelet keeps that one. A pod replaced, or another container, starts at ``run``.
+        """
+        notes: list[LogOut] = []
+        if before is None and run.restarts:
+            notes += _lost_before_first_read(run)
+            self._plan.append(_Step(_previous_run(run), previous=True, ended=True))
+        elif before is not None and before.container == run.container:
+            if before.uid != run.uid:
                 notes.append(
                     _warning(
-                        f"The lead replica's container {run.container} restarted {run.restarts - before.restarts} "
-                        f"times since the last read: the kubelet keeps only the last finished run, so the rest of run "
-                        f"{before.restarts}{f' and {lost}' if lost else ''} {'are' if lost else 'is'} lost"
+                        f"The lead replica's pod {run.pod} was replaced (uid {before.uid} -> {run.uid}): the lines "
+                        f"its former pod wrote {self._after()}since the last read are lost with it; the new pod's "
+                        "log follows"
                     )
                 )
-            self._plan.append(_Step(previous, previous=True, ended=True))
-            self._plan.append(_Step(run, ended=ended))
-        else:
-            self._plan.append(_Step(run, ended=ended))
+            elif run.restarts > before.restarts:
+                notes += _lost_since_last_read(before, run)
+                self._plan.append(_Step(_previous_run(run), previous=True, ended=True))
+        self._plan.append(_Step(run, ended=ended))
         return notes
 
     def next_read(self) -> LogRead | None:

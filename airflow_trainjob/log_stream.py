@@ -20,8 +20,8 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
@@ -169,48 +169,75 @@ class LeadLogFollower(threading.Thread):
             return []
 
     def _follow_once(self) -> None:
+        lead = self._lead_run()
+        if lead is None or self._nothing_new_to_read(lead):
+            return
+        skip = self._lines_seen.get(lead.run, 0)
+        self._response = self._hook.open_pod_log_stream(lead.pod, self._namespace, lead.container)
+        count = 0
+        try:
+            for line in self._stream_lines(self._response):
+                count += 1
+                if count > skip:
+                    self._log.info("[%s-%d] %s", lead.replica_type, lead.replica_index, line.decode(errors="replace"))
+            if not self._stopped.is_set():
+                self._stream_ended(lead, delivered=count > skip)
+        finally:
+            # Also when the stream broke off: the lines copied so far are not copied again after a reconnect.
+            self._lines_seen[lead.run] = max(count, skip)
+            self._response.release_conn()
+            self._response = None
+
+    def _lead_run(self) -> _LeadRun | None:
+        """The lead pod's container run to follow; None while there is no lead pod or it is pending."""
         pod = lead_pod(self._pods_now(), self._kind)
         if pod is None or phase_of(pod) == PodPhase.PENDING:
-            return
+            return None
         container = log_container(pod, self._kind)
         statuses = (pod.get("status") or {}).get("containerStatuses") or []
         restarts = next((c.get("restartCount") or 0 for c in statuses if c.get("name") == container), 0)
-        run = (pod["metadata"].get("uid", ""), restarts)
         replica_type, index = replica_of(pod, self._kind)
-        finished = is_finished(pod)
-        if finished and run in self._complete:
-            return  # this run's log was already followed to its end
-        if run in self._complete and not self._draining and time.monotonic() < self._reopen_at:
-            return  # its stream ended while it runs: not again before the time _reopen_later set
-        skip = self._lines_seen.get(run, 0)
-        self._response = self._hook.open_pod_log_stream(pod_name(pod), self._namespace, container)
-        count = 0
-        try:
-            pending = b""
-            for chunk in self._response.stream(decode_content=True):
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    count += 1
-                    if count > skip:
-                        self._log.info("[%s-%d] %s", replica_type, index, line.decode(errors="replace"))
-                if self._stopped.is_set():
-                    break
-            if pending and not self._stopped.is_set():
-                count += 1
-                if count > skip:
-                    self._log.info("[%s-%d] %s", replica_type, index, pending.decode(errors="replace"))
-            if not self._stopped.is_set():
-                self._complete.add(run)
-                if count > skip:
-                    self._reopens = 0  # it delivered: a stream that ends now is news, not a server closing it
-                if not finished:
-                    self._reopen_later()  # a pod change (the container's end or restart) wakes the look sooner
-        finally:
-            # Also when the stream broke off: the lines copied so far are not copied again after a reconnect.
-            self._lines_seen[run] = max(count, skip)
-            self._response.release_conn()
-            self._response = None
+        return _LeadRun(
+            pod_name(pod), container, (pod["metadata"].get("uid", ""), restarts), replica_type, index, is_finished(pod)
+        )
+
+    def _nothing_new_to_read(self, lead: _LeadRun) -> bool:
+        """The run's log was followed to its end: it has finished, or its stream ended while it runs and the time
+        :meth:`_reopen_later` set has not come (nor the job's end)."""
+        if lead.finished and lead.run in self._complete:
+            return True  # this run's log was already followed to its end
+        return lead.run in self._complete and not self._draining and time.monotonic() < self._reopen_at
+
+    def _stream_lines(self, response: Any) -> Iterator[bytes]:
+        """The lines of a follow stream, without their newlines, until it ends or :meth:`stop`; a last line without
+        a newline too, unless stopped."""
+        pending = b""
+        for chunk in response.stream(decode_content=True):
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            yield from lines
+            if self._stopped.is_set():
+                break
+        if pending and not self._stopped.is_set():
+            yield pending
+
+    def _stream_ended(self, lead: _LeadRun, *, delivered: bool) -> None:
+        """The stream ended by itself: the run's log is complete as far as it goes; open it again later while the
+        container runs (a pod change, its end or restart, wakes the look sooner)."""
+        self._complete.add(lead.run)
+        if delivered:
+            self._reopens = 0  # it delivered: a stream that ends now is news, not a server closing it
+        if not lead.finished:
+            self._reopen_later()
+
+
+class _LeadRun(NamedTuple):
+    pod: str  # the lead pod's metadata.name
+    container: str  # the container whose log is followed
+    run: tuple[str, int]  # the container run: pod uid, restart count
+    replica_type: str  # Master, Chief, Launcher, Worker...
+    replica_index: int  # the replica's index
+    finished: bool  # the pod has finished (its log will not grow)
 
 
 def reopen_delay(reopens: int) -> float:

@@ -255,3 +255,49 @@ def test_several_restarts_between_two_looks_say_which_runs_are_lost_and_read_the
     out = copy_once(copy, kubelet, lead(restarts=restarts))
     assert any(said in line for line in out), out
     assert lines_of(out) == [f"run {restarts - 1}", f"run {restarts}"]
+
+
+@pytest.mark.parametrize(
+    ("restarts", "said"),
+    [
+        (1, None),
+        (
+            2,
+            "restarted 2 times before its log was first read: the kubelet keeps only the last finished run, so run 0 "
+            "is lost",
+        ),
+        (
+            4,
+            "restarted 4 times before its log was first read: the kubelet keeps only the last finished run, so runs "
+            "0-2 are lost",
+        ),
+    ],
+)
+def test_restarts_before_the_first_look_read_the_run_before_the_last_restart_and_say_which_runs_are_lost(
+    restarts, said
+):
+    kubelet, copy = Kubelet(), LeadLogCopy(KIND)
+    for run in range(restarts + 1):
+        kubelet.write("pod-1", run, T0 + run * 10**9, f"run {run}")
+    out = copy_once(copy, kubelet, lead(restarts=restarts))
+    notes = [line for line in out if not line.startswith("[Master-0] ")]
+    lost = [] if said is None else [f"The lead replica's container pytorch {said}"]
+    assert notes == [*lost, f"The lead replica's container pytorch restarted (restart {restarts})"]
+    assert lines_of(out) == [f"run {restarts - 1}", f"run {restarts}"]
+    assert [r.previous for r in kubelet.reads] == [True, False]
+
+
+def test_a_pod_replaced_after_the_cursor_was_read_back_is_named_by_its_uid_and_read_from_its_start():
+    """A restarted triggerer's cursor knows its run by the pod's uid alone: a successor pod is another run."""
+    kubelet, copy = Kubelet(), LeadLogCopy(KIND)
+    kubelet.write("pod-1", 0, T0, "old pod")
+    copy_once(copy, kubelet, lead())
+    restored = LeadLogCopy(KIND, LogCursor.from_dict(copy.cursor.to_dict()))
+    kubelet.write("pod-2", 0, T0 + 10**9, "new pod")
+    out = copy_once(restored, kubelet, lead(uid="pod-2"))
+    assert out[0].startswith(
+        f"The lead replica's pod train-master-0 was replaced (uid pod-1 -> pod-2): the lines its former pod wrote "
+        f"after {stamp(T0)} since the last read are lost with it"
+    )
+    assert lines_of(out) == ["new pod"]
+    assert kubelet.reads[-1].since_time is None  # the new pod from its start

@@ -23,6 +23,17 @@ def normalize_pod_template(value: Any) -> dict[str, Any]:
         ``spec.containers`` is missing, empty, or has a container without a ``name`` or ``image``,
         or two containers with one name.
     """
+    template = _as_template_dict(value)
+    spec = template.get("spec")
+    if not isinstance(spec, dict):
+        raise ValueError("'spec' must be a pod spec (a dict with 'containers')")
+    _check_containers(spec.get("containers"))
+    _quantities_of_spec_as_text(spec)
+    return template
+
+
+def _as_template_dict(value: Any) -> dict[str, Any]:
+    """``value`` sanitised to the API's JSON form, once it is a template: a dict of ``metadata``/``spec`` only."""
     if isinstance(value, V1PodTemplateSpec):
         value = ApiClient().sanitize_for_serialization(value)
     if not isinstance(value, dict):
@@ -32,11 +43,12 @@ def normalize_pod_template(value: Any) -> dict[str, Any]:
     unknown = sorted(set(value) - set(_TEMPLATE_KEYS))
     if unknown:
         raise ValueError(f"unknown key(s) {unknown}; a pod template has only {list(_TEMPLATE_KEYS)}")
-    template = ApiClient().sanitize_for_serialization(value)
-    spec = template.get("spec")
-    if not isinstance(spec, dict):
-        raise ValueError("'spec' must be a pod spec (a dict with 'containers')")
-    containers = spec.get("containers")
+    template: dict[str, Any] = ApiClient().sanitize_for_serialization(value)
+    return template
+
+
+def _check_containers(containers: Any) -> None:
+    """Refuse ``spec.containers`` unless it lists containers, each with a unique ``name`` and an ``image``."""
     if not isinstance(containers, list) or not containers:
         raise ValueError("'spec.containers' must list at least one container")
     seen: set[str] = set()
@@ -53,13 +65,17 @@ def normalize_pod_template(value: Any) -> dict[str, Any]:
         image = container.get("image")
         if not isinstance(image, str) or not image:
             raise ValueError(f"'{where}.image' is required (a non-empty string) in container {name!r}")
+
+
+def _quantities_of_spec_as_text(spec: dict[str, Any]) -> None:
+    """Every container's ``resources`` limits and requests, and the pod's ``overhead``, with float quantities as
+    text (:func:`quantity_as_text`), in place."""
     for key in ("initContainers", "containers", "ephemeralContainers"):
         for container in spec.get(key) or []:
             resources = container.get("resources") if isinstance(container, dict) else None
             for amounts in ((resources or {}).get("limits"), (resources or {}).get("requests")):
                 quantities_as_text(amounts)
     quantities_as_text(spec.get("overhead"))
-    return template
 
 
 def quantity_as_text(value: Any) -> Any:

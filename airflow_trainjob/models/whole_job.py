@@ -89,42 +89,12 @@ def parse_whole_job(job: Any, *, path: str = "job") -> WholeJob:
     """
     problems: list[str] = []
     sdk_kind = SDK_KINDS.get(type(job).__name__)
-    job = _load_document(job, path, problems)
-    if problems:
-        raise_if(problems)
-    job = to_plain(job)
-    if not isinstance(job, dict):
-        raise_if([f"{path}: must be a job (a mapping with apiVersion, kind, metadata, spec), got {type(job).__name__}"])
-
+    job = _as_mapping(job, path)
     ignored: list[str] = []
-    for key in job:
-        if key not in _TOP_LEVEL:
-            problems.append(f"{path}.{key}: unknown field; allowed fields: {', '.join(_TOP_LEVEL)}")
-    if "status" in job:
-        ignored.append("status")
-
-    api_version = job.get("apiVersion")
-    if api_version is not None and api_version != API_VERSION:
-        problems.append(f"{path}.apiVersion: must be {API_VERSION!r} (or absent), got {api_version!r}")
-
-    kind = job.get("kind", sdk_kind)
-    problem = kind_problem(kind, f"{path}.kind")
-    if problem:
-        problems.append(problem)
-    job_kind = None if problem else JOB_KINDS[kind]
-
+    problems += _top_level_problems(job, path, ignored)
+    job_kind = _job_kind(job.get("kind", sdk_kind), path, problems)
     name, namespace, labels, annotations = _metadata(job.get("metadata"), f"{path}.metadata", problems, ignored)
-
-    spec = None
-    raw_spec = job.get("spec")
-    if raw_spec is None:
-        problems.append(f"{path}.spec: required (the job's replica specs, runPolicy and the kind's fields)")
-    elif not isinstance(raw_spec, dict):
-        problems.append(f"{path}.spec: must be a mapping of fields, got {type(raw_spec).__name__}")
-    elif job_kind is not None:
-        spec, found = _spec(job_kind, raw_spec, f"{path}.spec")
-        problems += found
-
+    spec = _spec_of(job.get("spec"), job_kind, f"{path}.spec", problems)
     raise_if(problems)
     assert spec is not None  # no problems means every part parsed
     return WholeJob(
@@ -135,6 +105,56 @@ def parse_whole_job(job: Any, *, path: str = "job") -> WholeJob:
         annotations=annotations,
         ignored=tuple(ignored),
     )
+
+
+def _as_mapping(job: Any, path: str) -> dict[str, Any]:
+    """The job document as a plain mapping: text read as its one YAML/JSON document, an SDK object as its JSON form.
+
+    :raises InvalidJobSpecError: when the text is not one document, or the document is no mapping.
+    """
+    problems: list[str] = []
+    job = _load_document(job, path, problems)
+    if problems:
+        raise_if(problems)
+    job = to_plain(job)
+    if not isinstance(job, dict):
+        raise_if([f"{path}: must be a job (a mapping with apiVersion, kind, metadata, spec), got {type(job).__name__}"])
+    return job
+
+
+def _top_level_problems(job: dict[str, Any], path: str, ignored: list[str]) -> list[str]:
+    """Unknown top-level fields and a foreign ``apiVersion``; a ``status`` is noted in ``ignored``."""
+    problems = [
+        f"{path}.{key}: unknown field; allowed fields: {', '.join(_TOP_LEVEL)}" for key in job if key not in _TOP_LEVEL
+    ]
+    if "status" in job:
+        ignored.append("status")
+    api_version = job.get("apiVersion")
+    if api_version is not None and api_version != API_VERSION:
+        problems.append(f"{path}.apiVersion: must be {API_VERSION!r} (or absent), got {api_version!r}")
+    return problems
+
+
+def _job_kind(kind: Any, path: str, problems: list[str]) -> JobKind | None:
+    """The kind named by ``kind`` (the document's, else the SDK class's), or None after noting the problem."""
+    problem = kind_problem(kind, f"{path}.kind")
+    if problem:
+        problems.append(problem)
+        return None
+    return JOB_KINDS[kind]
+
+
+def _spec_of(raw: Any, job_kind: JobKind | None, path: str, problems: list[str]) -> TrainingJobSpec | None:
+    """The parsed ``spec``, or None after noting why not (none is parsed without a known kind)."""
+    if raw is None:
+        problems.append(f"{path}: required (the job's replica specs, runPolicy and the kind's fields)")
+    elif not isinstance(raw, dict):
+        problems.append(f"{path}: must be a mapping of fields, got {type(raw).__name__}")
+    elif job_kind is not None:
+        spec, found = _spec(job_kind, raw, path)
+        problems += found
+        return spec
+    return None
 
 
 def _load_document(job: Any, path: str, problems: list[str]) -> Any:
