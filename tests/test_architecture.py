@@ -65,20 +65,12 @@ PURE_MODULES = (
 #: The clients a pure module must not load.
 CLIENT_LIBRARIES = ("kubernetes", "kubernetes_asyncio", "aiohttp", "urllib3")
 
-#: The trigger's module, and the names the synchronous side (operators/, sensors/) may import from it: the event's
-#: outcomes and what the task writes with its lead log belong elsewhere, and go (issue 25, step S6).
+#: The trigger's module, and the names the synchronous side (operators/, sensors/) may import from it: the trigger
+#: class, to build the trigger it defers to (the event's shape is :mod:`airflow_trainjob.triggers.events`'s).
 TRIGGER_MODULE = "airflow_trainjob.triggers.training_job"
 TRIGGER_NAMES_ALLOWED = {
-    "airflow_trainjob.operators.run": {
-        "DELETED",
-        "ERROR",
-        "FINISHED",
-        "TIMED_OUT",
-        "TrainingJobTrigger",
-        "desired_replicas",
-        "quote_log",
-    },
-    "airflow_trainjob.sensors.training_job": {"DELETED", "FINISHED", "TIMED_OUT", "TrainingJobTrigger"},
+    "airflow_trainjob.operators.run": {"TrainingJobTrigger"},
+    "airflow_trainjob.sensors.training_job": {"TrainingJobTrigger"},
 }
 
 
