@@ -289,6 +289,6 @@ def progress_line(ref: str, status: Any, desired: Mapping[str, int] | None = Non
 
     :param ref: ``<Kind> <namespace>/<name>``.
     :param status: the job's ``status``.
-    :param desired: replica type -> ``replicas`` (the trigger's ``desired_replicas``), for ``active/desired`` counts.
+    :param desired: replica type -> ``replicas`` (:meth:`~airflow_trainjob.constants.JobKind.desired_replicas`), for ``active/desired`` counts.
     """
     return f"{ref}: {summary(status, desired)}"

@@ -11,8 +11,10 @@ fields are typed with them and ``airflow_trainjob.models`` re-exports them): a m
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 GROUP = "kubeflow.org"
 VERSION = "v1"
@@ -213,6 +215,21 @@ class JobKind:
     def sdk_class(self) -> str:
         """The Kubeflow training SDK's model class of the kind, e.g. ``KubeflowOrgV1PyTorchJob``."""
         return f"KubeflowOrgV1{self.kind}"
+
+    def desired_replicas(self, job: Mapping[str, Any] | None) -> dict[str, int]:
+        """Replica type (the API's spelling, matched regardless of case) -> ``replicas`` of its spec
+        (``spec.<kind>ReplicaSpecs[*].replicas``; 1, the API's default, where unset or not a count); {} for a job
+        without a spec (a recorded one).
+
+        :param job: the job or its manifest, an API JSON dict of this kind; or None.
+        """
+        specs = ((job or {}).get("spec") or {}).get(self.replica_specs_key)
+        desired: dict[str, int] = {}
+        for key, spec in specs.items() if isinstance(specs, Mapping) else ():
+            replica_type = next((t for t in self.replica_types if t.lower() == str(key).lower()), str(key))
+            replicas = spec.get("replicas") if isinstance(spec, Mapping) else None
+            desired[replica_type] = replicas if isinstance(replicas, int) else 1
+        return desired
 
 
 #: The replica type every kind has; pod 0 of it leads a job with none of its kind's lead replica types.

@@ -573,6 +573,31 @@ class LeadLogCopy:
         self.cursor = replace(self.cursor, complete=True)
 
 
+def write_lines(log: Any, lines: Iterable[LogOut]) -> None:
+    """Write what a :class:`LeadLogCopy` returned into the task log, each line at its level.
+
+    :param log: the task's (or the trigger's) logger.
+    :param lines: the copy's lines and notes.
+    """
+    for out in lines:
+        log.log(out.level, "%s", out.text)
+
+
+def quote_log(log: Any, label: str, pod: str, text: str, tail_lines: int) -> None:
+    """Write the end of a replica's log into the task log, one line each, prefixed with the replica
+    (``[Master-0] ...``), after a line saying whose log it is.
+
+    :param log: the task's (or the trigger's) logger.
+    :param label: the replica, e.g. ``Master-0``.
+    :param pod: its pod's name.
+    :param text: the log's last lines.
+    :param tail_lines: how many lines were asked for (count).
+    """
+    log.info("Last %d lines of the lead replica's log (%s, pod %s):", tail_lines, label, pod)
+    for line in text.splitlines():
+        log.info("[%s] %s", label, line)
+
+
 def cursor_annotation(cursor: LogCursor, try_number: int | None) -> str:
     """The value of :data:`ANNOTATION_LEAD_LOG_CURSOR` that records ``cursor`` for the task's try ``try_number``.
 

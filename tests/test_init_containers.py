@@ -24,7 +24,7 @@ from airflow_trainjob.failures import (
 )
 from airflow_trainjob.job_record import chosen_pods, trim_pod
 from airflow_trainjob.pods import init_status, log_container, restart_counts
-from airflow_trainjob.triggers.training_job import _pod_summary
+from airflow_trainjob.triggers.events import _pod_summary
 
 PYTORCH = JOB_KINDS["PyTorchJob"]
 FAILED = {"type": "Failed", "status": "True", "reason": "PyTorchJobFailed", "message": "job failed"}

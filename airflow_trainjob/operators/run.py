@@ -93,22 +93,16 @@ from airflow_trainjob.lead_log import (
     SECRET_MARK,
     LeadLogCopy,
     LogCursor,
-    LogOut,
     cursor_on_job,
+    quote_log,
     secret_spans,
+    write_lines,
 )
 from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
 from airflow_trainjob.pods import is_active, owned_by, pods_to_clean, restart_counts
-from airflow_trainjob.triggers.training_job import (
-    DELETED,
-    ERROR,
-    FINISHED,
-    TIMED_OUT,
-    TrainingJobTrigger,
-    desired_replicas,
-    quote_log,
-)
+from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED, TIMED_OUT
+from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 from airflow_trainjob.verdict import announced_end, failure_exception, job_ref, read_tails
 
 #: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
@@ -620,7 +614,7 @@ class TrainingJobRun:
         :raises JobDeletedError: the job vanished while its last state seen was not terminal.
         :raises TrainingJobStoppedError: ... because this task's own ``on_kill`` deleted it.
         """
-        desired = desired_replicas(manifest)
+        desired = JOB_KINDS[self.kind].desired_replicas(manifest)
         settings = self.settings
         deadlines = Deadlines(
             started_at=time.time(),
@@ -955,7 +949,7 @@ class TrainingJobRun:
         copy = LeadLogCopy(kind, cursor, final=True, tail_lines=self.settings.log_tail_lines)
         uid, namespace = job["metadata"].get("uid"), job["metadata"]["namespace"]
         before = copy.cursor.lines
-        self._write(copy.look([p for p in pods if owned_by(p, uid)]))
+        write_lines(self.log, copy.look([p for p in pods if owned_by(p, uid)]))
         if before and copy.next_read() is not None:
             self.log.info(
                 "The rest of the lead replica's log, after the %d lines copied while the task waited:", before
@@ -973,11 +967,11 @@ class TrainingJobRun:
                 )
             except (*RAISED_ERRORS, ApiException, HTTPError, OSError) as e:  # a 400 comes as a JobRejectedError
                 if getattr(e, "status", None) in LOG_NOT_THERE:
-                    self._write(copy.missing(read, one_line(e)))
+                    write_lines(self.log, copy.missing(read, one_line(e)))
                     continue
                 self.log.warning("Could not read the rest of the lead replica's log: %s", one_line(e))
                 return
-            self._write(copy.take(read, data))
+            write_lines(self.log, copy.take(read, data))
         if copy.cursor.lines:
             self.log.info(
                 "The lead replica's log: %d lines in this task log (%d copied while the task waited)%s",
@@ -985,10 +979,6 @@ class TrainingJobRun:
                 before,
                 f"; cut at {copy.max_bytes} bytes" if copy.cursor.cut else "",
             )
-
-    def _write(self, lines: list[LogOut]) -> None:
-        for out in lines:
-            self.log.log(out.level, "%s", out.text)
 
     # ---- stopped by Airflow ------------------------------------------------------------------------
 

@@ -18,7 +18,8 @@ from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.models.common import JobConditionType
 from airflow_trainjob.names import job_name_problem, namespace_problem
 from airflow_trainjob.params import conn_id_problem, count_problem, flag_problem, kind_problem, refuse, seconds_problem
-from airflow_trainjob.triggers.training_job import DELETED, FINISHED, TIMED_OUT, TrainingJobTrigger
+from airflow_trainjob.triggers.events import DELETED, FINISHED, TIMED_OUT
+from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 from airflow_trainjob.verdict import announced_end, failure_exception, job_ref
 
 #: Condition types a sensor may wait for (``Failed`` always fails it instead).

@@ -25,9 +25,8 @@ import asyncio
 import contextlib
 import copy
 import importlib
-import json
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
@@ -38,12 +37,8 @@ from airflow_trainjob.cleanup_hold import pods_to_stop, user_run_policy
 from airflow_trainjob.constants import (
     CONDITION_SUCCEEDED,
     JOB_KINDS,
-    LABEL_KUEUE_QUEUE_NAME,
-    LABEL_REPLICA_INDEX,
-    LABEL_REPLICA_TYPE,
     JobConditionType,
 )
-from airflow_trainjob.failures import container_ends
 from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.lead_log import (
     ANNOTATION_LEAD_LOG_CURSOR,
@@ -56,15 +51,12 @@ from airflow_trainjob.lead_log import (
     cursor_annotation,
     cursor_on_job,
     secrets_at,
+    write_lines,
 )
 from airflow_trainjob.ownership import why_not_followed
-from airflow_trainjob.pods import (
-    lead_pod,
-    owned_by,
-    pod_name,
-    sidecar_markers,
-)
+from airflow_trainjob.pods import lead_pod, owned_by, pod_name
 from airflow_trainjob.triggers import kubernetes_side, log_pacing
+from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED, TIMED_OUT, event_payload
 from airflow_trainjob.triggers.stream_source import WATCH_SECONDS, StreamSource
 
 if TYPE_CHECKING:
@@ -72,15 +64,6 @@ if TYPE_CHECKING:
     from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
     from airflow_trainjob.triggers.job_stream import JobChanges, JobStream
 
-# Event outcomes.
-FINISHED, DELETED, TIMED_OUT, ERROR = "finished", "deleted", "timeout", "error"
-
-#: Characters of JSON an event may take: Airflow stores it with the task instance and prints it in the task log
-#: (kept under 2 KB in each form: JSON, the stored ``next_kwargs``, the repr the log prints; the log record around
-#: it adds about 430 bytes of Airflow's own: the task instance's ids and the trigger's name).
-EVENT_BUDGET = 2000
-#: Characters kept of a condition's message, or of the event's message, when the event would exceed its budget.
-SHORT_MESSAGE = 200
 #: Seconds ``on_kill`` keeps back of Airflow's ``[triggerer] on_kill_timeout`` (30 s by default) when it records the
 #: try's end, after the deletion: the triggerer's first call to Airflow's API starts its in-process API server, which
 #: took 19 s on a loaded test machine.
@@ -96,31 +79,6 @@ CURSOR_RECORD_SECONDS = 120.0
 CURSOR_RECORD_LOOKS = 2
 #: Seconds a cancelled trigger waits for its cursor's record, at most.
 CURSOR_RECORD_TIMEOUT = 5.0
-
-
-def desired_replicas(job: Mapping[str, Any]) -> dict[str, int]:
-    """Replica type -> ``replicas`` of the job's spec (``spec.<kind>ReplicaSpecs``; 1 where unset).
-
-    :param job: the job or its manifest (a JSON dict with ``kind`` and ``spec``).
-    """
-    kind = JOB_KINDS.get(str(job.get("kind")))
-    specs = ((job.get("spec") or {}).get(kind.replica_specs_key) if kind else None) or {}
-    return {t: (s or {}).get("replicas", 1) for t, s in specs.items() if isinstance(s, Mapping) or s is None}
-
-
-def quote_log(log: Any, label: str, pod: str, text: str, tail_lines: int) -> None:
-    """Write the end of a replica's log into the task log, one line each, prefixed with the replica
-    (``[Master-0] ...``), after a line saying whose log it is.
-
-    :param log: the task's (or the trigger's) logger.
-    :param label: the replica, e.g. ``Master-0``.
-    :param pod: its pod's name.
-    :param text: the log's last lines.
-    :param tail_lines: how many lines were asked for (count).
-    """
-    log.info("Last %d lines of the lead replica's log (%s, pod %s):", tail_lines, label, pod)
-    for line in text.splitlines():
-        log.info("[%s] %s", label, line)
 
 
 class TrainingJobTrigger(BaseEventTrigger):
@@ -167,19 +125,9 @@ class TrainingJobTrigger(BaseEventTrigger):
     every :data:`CURSOR_RECORD_SECONDS`, and when the trigger is cancelled), so the trigger run again after a
     triggerer restart goes on from there; the resumed task copies the rest.
 
-    Event payload (Airflow stores it with the task instance and prints it in the task log: it stays within
-    :data:`EVENT_BUDGET` characters of JSON, whatever the job's pod templates hold): ``outcome`` (finished,
-    deleted, timeout, error), ``message``, ``job`` (the last object read — for a job deleted after it finished, its
-    final object — reduced to what the resumed task needs when the job is gone by then: apiVersion, kind,
-    metadata name/namespace/uid (and the Kueue queue label), each replica type's ``replicas``,
-    ``restartPolicy`` and container names, ``runPolicy.suspend``, and the status' conditions, replica
-    statuses, start and completion times; never a pod template; or None; the resumed task reads the job itself
-    for the rest), ``pods`` (for a ``Failed`` job, what the exit codes are read from — each pod's name, replica
-    labels, container names, phase and the containers' terminated states — failed pods first, as many as the
-    budget holds, so the verdict does not depend on the pods still existing at resume; else empty),
-    ``lead_log`` (with ``follow_lead_log``: where the copy of the lead's log stands, a
-    :meth:`~airflow_trainjob.lead_log.LogCursor.to_dict`, ``"complete": true`` when the trigger read it to its end
-    before stopping the lead's pod), ``which`` (for a timeout: ``timeout``, ``startup_timeout`` or ``queue_timeout``).
+    Its event's payload (``outcome``: finished, deleted, timeout or error; ``message``; ``job``; ``pods``;
+    ``lead_log``; ``which``) is :func:`~airflow_trainjob.triggers.events.event_payload`: within
+    :data:`~airflow_trainjob.triggers.events.EVENT_BUDGET` characters of JSON, whatever the job's pod templates hold.
     """
 
     def __init__(
@@ -281,15 +229,9 @@ class TrainingJobTrigger(BaseEventTrigger):
     def _event(
         self, outcome: str, message: str, job: dict | None = None, pods: Sequence[dict] = (), **extra: Any
     ) -> TriggerEvent:
-        payload: dict[str, Any] = {
-            "outcome": outcome,
-            "message": message,
-            "job": _job_summary(job) if job else None,
-            "pods": [],
-        }
         if self._lead_copy is not None and "lead_log" not in extra:
-            payload["lead_log"] = self._lead_copy.cursor.to_dict()  # a few hundred characters
-        return TriggerEvent(_within_budget({**payload, **extra}, [_pod_summary(p) for p in _failed_first(pods, job)]))
+            extra["lead_log"] = self._lead_copy.cursor.to_dict()  # a few hundred characters
+        return TriggerEvent(event_payload(outcome, message, job, pods, **extra))
 
     # --- the shared stream ---------------------------------------------------------------------------
 
@@ -410,7 +352,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         status = job.get("status")
         self._note_phase(job)
         self._observe(job)  # before the verdict: a job admitted and finished between two looks was admitted too
-        line = conditions.progress_line(self._ref, status, desired_replicas(job))
+        line = conditions.progress_line(self._ref, status, JOB_KINDS[self.kind].desired_replicas(job))
         if line != self._last_line:
             self.log.info("%s", line)
             self._last_line = line
@@ -692,8 +634,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         self._recorded = (cursor, time.monotonic())
 
     def _write(self, lines: Sequence[LogOut]) -> None:
-        for out in lines:
-            self.log.log(out.level, "%s", out.text)
+        write_lines(self.log, lines)
 
     async def _announced_end(self, stream: JobStream) -> dict[str, Any] | None:
         """For a job that is gone: a stand-in object with the terminal condition the training operator announced
@@ -919,138 +860,6 @@ def _record_modules() -> tuple[Any, Any]:
     from airflow.sdk.execution_time.xcom import XCom
 
     return importlib.import_module("airflow_trainjob.job_record"), XCom
-
-
-def _job_summary(job: dict[str, Any]) -> dict[str, Any]:
-    """What the resumed task needs of the job when the job itself is gone by then (else it reads the job): its
-    identity, the Kueue queue it waits in, each replica type's ``replicas``, ``restartPolicy`` and container names
-    (the exit codes' meaning, the container to quote), ``runPolicy.suspend`` and the status' conditions, replica
-    statuses and times. Never a pod template (environment values, embedded scripts, secrets)."""
-    meta = job.get("metadata") or {}
-    spec = job.get("spec") or {}
-    kind = JOB_KINDS.get(job.get("kind", ""))
-    summary_spec: dict[str, Any] = {}
-    if (spec.get("runPolicy") or {}).get("suspend") is True:  # queued (Kueue): the timeout's message says so
-        summary_spec["runPolicy"] = {"suspend": True}
-    if kind is not None and isinstance(spec.get(kind.replica_specs_key), dict):
-        summary_spec[kind.replica_specs_key] = {
-            rtype: {
-                **{k: (rspec or {})[k] for k in ("replicas", "restartPolicy") if (rspec or {}).get(k) is not None},
-                "template": {
-                    "spec": {
-                        "containers": [
-                            {"name": c.get("name")}
-                            for c in (((rspec or {}).get("template") or {}).get("spec") or {}).get("containers") or []
-                        ]
-                    }
-                },
-            }
-            for rtype, rspec in spec[kind.replica_specs_key].items()
-        }
-    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k == LABEL_KUEUE_QUEUE_NAME}
-    status = dict(job.get("status") or {})
-    if isinstance(status.get("replicaStatuses"), Mapping):  # the counts; not the controller's label selectors
-        status["replicaStatuses"] = {
-            rtype: {k: v for k, v in (counts or {}).items() if isinstance(v, int)}
-            for rtype, counts in status["replicaStatuses"].items()
-        }
-    return {
-        "apiVersion": job.get("apiVersion"),
-        "kind": job.get("kind"),
-        "metadata": {
-            **{k: meta[k] for k in ("name", "namespace", "uid") if k in meta},
-            **({"labels": labels} if labels else {}),
-        },
-        "spec": summary_spec,
-        # A copy: the payload may be shortened (see _within_budget), the stream's cached job must not be.
-        "status": copy.deepcopy(
-            {k: status[k] for k in ("conditions", "replicaStatuses", "startTime", "completionTime") if k in status}
-        ),
-    }
-
-
-def _terminated(state: Any) -> dict[str, Any]:
-    terminated = (state or {}).get("terminated") if isinstance(state, Mapping) else None
-    if not isinstance(terminated, Mapping):
-        return {}
-    return {
-        "terminated": {k: terminated[k] for k in ("exitCode", "reason", "message", "finishedAt") if k in terminated}
-    }
-
-
-def _container_summaries(statuses: Any) -> list[dict[str, Any]]:
-    """Each container status' name, restart count and terminated states (current and last)."""
-    containers = []
-    for c in statuses if isinstance(statuses, list) else []:
-        ends = {key: _terminated(c.get(key)) for key in ("state", "lastState")}
-        containers.append(
-            {
-                "name": c.get("name"),
-                **({"restartCount": c["restartCount"]} if c.get("restartCount") else {}),
-                **{key: end for key, end in ends.items() if end},
-            }
-        )
-    return containers
-
-
-def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
-    """What a verdict reads of a pod that is gone by the time the task resumes: its name, replica labels, phase
-    (and an eviction's reason), each container's terminated states — init containers' too — and which init
-    containers are sidecars; never its spec otherwise (an embedded training script, env values)."""
-    meta = pod.get("metadata") or {}
-    status = pod.get("status") or {}
-    kept = (LABEL_REPLICA_TYPE, LABEL_REPLICA_INDEX)
-    inits = _container_summaries(status.get("initContainerStatuses"))
-    sidecars = sidecar_markers(pod)
-    return {
-        "metadata": {
-            "name": meta.get("name"),
-            "labels": {k: v for k, v in (meta.get("labels") or {}).items() if k in kept},
-        },
-        **({"spec": {"initContainers": sidecars}} if sidecars else {}),
-        "status": {
-            **{k: status[k] for k in ("phase", "reason", "message") if k in status},
-            **({"initContainerStatuses": inits} if inits else {}),
-            "containerStatuses": _container_summaries(status.get("containerStatuses")),
-        },
-    }
-
-
-def _failed_first(pods: Sequence[dict[str, Any]], job: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The pods, those whose container failed first (the earliest failure first: the root cause), then the rest."""
-    kind = JOB_KINDS.get((job or {}).get("kind", ""))
-    if kind is None:
-        return list(pods)
-    first_failure: dict[str, str] = {}
-    for end in container_ends(pods, kind):
-        if end.failed:
-            first_failure.setdefault(end.pod, end.finished_at)
-    return sorted(pods, key=lambda p: (pod_name(p) not in first_failure, first_failure.get(pod_name(p), "")))
-
-
-def _size(payload: Any) -> int:
-    return len(json.dumps(payload, default=str))
-
-
-def _within_budget(payload: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
-    """The payload with as many of ``pods`` as fit in :data:`EVENT_BUDGET`; when the job and the first of them (the
-    root cause: ``pods`` come failed first) do not fit (long condition messages, the lead log's cursor), the
-    conditions lose ``lastUpdateTime`` and their messages, then the event's message, are shortened to
-    :data:`SHORT_MESSAGE`."""
-    first = _size(pods[0]) + 2 if pods else 0
-    if _size(payload) + first > EVENT_BUDGET:
-        job = payload.get("job") or {}
-        for condition in (job.get("status") or {}).get("conditions") or []:
-            condition.pop("lastUpdateTime", None)
-            if len(condition.get("message") or "") > SHORT_MESSAGE:
-                condition["message"] = condition["message"][:SHORT_MESSAGE] + "..."
-        if _size(payload) + first > EVENT_BUDGET and len(payload["message"]) > SHORT_MESSAGE:
-            payload["message"] = payload["message"][:SHORT_MESSAGE] + "..."
-    for pod in pods:
-        if _size(payload) + _size(pod) + 2 > EVENT_BUDGET:
-            break
-        payload["pods"].append(pod)
-    return payload
 
 
 def _readable(stream: JobStream | None) -> TypeGuard[JobStream]:

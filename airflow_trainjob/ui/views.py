@@ -178,23 +178,6 @@ def timeline(job: Mapping[str, Any] | None) -> list[Json]:
     ]
 
 
-def desired_replicas(job: Mapping[str, Any] | None, kind: JobKind | None) -> dict[str, int]:
-    """Replica type (the API's spelling) -> ``replicas`` of its spec; {} for a job without a spec (a recorded one).
-
-    :param job: the job as an API JSON dict, or None.
-    :param kind: the job's kind (None: unknown, gives {}).
-    """
-    if kind is None:
-        return {}
-    specs = ((job or {}).get("spec") or {}).get(kind.replica_specs_key)
-    desired: dict[str, int] = {}
-    for key, spec in specs.items() if isinstance(specs, Mapping) else ():
-        replica_type = next((t for t in kind.replica_types if t.lower() == str(key).lower()), str(key))
-        replicas = spec.get("replicas") if isinstance(spec, Mapping) else None
-        desired[replica_type] = replicas if isinstance(replicas, int) else 1  # the API's default
-    return desired
-
-
 def with_sent_spec(job: Mapping[str, Any] | None, manifest_yaml: Any) -> Mapping[str, Any] | None:
     """``job``, with the ``spec`` of the manifest the try sent when it has none of its own: a recorded job keeps
     metadata and status only (:func:`~airflow_trainjob.job_record.trim_job`), and the desired replica counts
@@ -228,7 +211,7 @@ def replica_counts(
     :param kind: the job's kind (None: unknown).
     :param rows: the replicas table (:func:`replicas`) to count a terminal job's finished replicas from.
     """
-    desired = desired_replicas(job, kind)
+    desired = kind.desired_replicas(job) if kind else {}
     status = _status(job)
     terminal = conditions.is_terminal(status)
     if terminal:
@@ -796,7 +779,7 @@ def try_view(
         still_changing = (exists and not finished) or (not exists and may_appear) or bool(unreadable_since)
     # A recorded job has no spec: the desired replica counts (and the restart policies) come from the manifest sent.
     specced = with_sent_spec(job, record.get("manifest_yaml"))
-    desired = desired_replicas(specced, kind) or None
+    desired = (kind.desired_replicas(specced) if kind else {}) or None
     # A finished job that is still there without pods: cleanPodPolicy (or the controller) removed them.
     pods_gone = on_cluster and exists and finished and pods_read and not sight.pods
     # What the try recorded of pods removed since, and the exits the events report of replicas no pod stands for:

@@ -7,13 +7,15 @@ from __future__ import annotations
 import json
 
 from airflow_trainjob import conditions
-from airflow_trainjob.constants import LABEL_JOB_NAME, LABEL_KUEUE_QUEUE_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
-from airflow_trainjob.triggers.training_job import (
-    EVENT_BUDGET,
-    FINISHED,
-    TrainingJobTrigger,
-    desired_replicas,
+from airflow_trainjob.constants import (
+    LABEL_JOB_NAME,
+    LABEL_KUEUE_QUEUE_NAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    PYTORCH_JOB,
 )
+from airflow_trainjob.triggers.events import EVENT_BUDGET, FINISHED, TIMED_OUT, event_payload
+from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 
 SCRIPT = "# " + "s" * 30000
 SELECTOR = "training.kubeflow.org/job-name=train,training.kubeflow.org/operator-name=pytorchjob-controller"
@@ -157,8 +159,42 @@ def test_the_progress_line_and_its_desired_counts():
         "conditions": [{"type": "Running", "status": "True", "reason": "PyTorchJobRunning", "message": "running"}],
         "replicaStatuses": {"Master": {"active": 1}, "Worker": {"active": 3, "failed": 1}},
     }
-    assert desired_replicas(job()) == {"Master": 1, "Worker": 20}
-    assert desired_replicas({"kind": "PyTorchJob", "spec": {"pytorchReplicaSpecs": {"Master": {}}}}) == {"Master": 1}
-    assert conditions.progress_line("PyTorchJob ml/train", status, desired_replicas(job())) == (
+    assert PYTORCH_JOB.desired_replicas(job()) == {"Master": 1, "Worker": 20}
+    master_only = {"kind": "PyTorchJob", "spec": {"pytorchReplicaSpecs": {"Master": {}}}}
+    assert PYTORCH_JOB.desired_replicas(master_only) == {"Master": 1}
+    assert conditions.progress_line("PyTorchJob ml/train", status, PYTORCH_JOB.desired_replicas(job())) == (
         "PyTorchJob ml/train: Running (PyTorchJobRunning: running) — Master 1/1 active, Worker 3/20 active (1 failed)"
     )
+
+
+def test_a_job_made_elsewhere_counts_its_replica_types_in_the_apis_spelling():
+    """The training operator reports replica statuses under the API's spelling whatever case the spec used: the
+    desired counts match it, so the line shows ``Worker 3/4 active``, not a ``worker`` type next to a ``Worker``."""
+    made_elsewhere = job()
+    made_elsewhere["spec"]["pytorchReplicaSpecs"] = {
+        "master": {"replicas": 1},
+        "WORKER": {"replicas": 4},
+        "Evaluator": None,  # not a PyTorchJob type: kept as written, the API's default count
+    }
+    status = {"replicaStatuses": {"Master": {"active": 1}, "Worker": {"active": 3}}}
+    desired = PYTORCH_JOB.desired_replicas(made_elsewhere)
+    assert desired == {"Master": 1, "Worker": 4, "Evaluator": 1}
+    assert conditions.replica_counts(status, desired) == "Master 1/1 active, Worker 3/4 active, Evaluator 0/1 active"
+
+
+def test_a_count_that_is_no_count_is_the_apis_default_and_no_spec_desires_nothing():
+    odd = {"spec": {"pytorchReplicaSpecs": {"Master": {"replicas": None}, "Worker": {"replicas": "2"}}}}
+    assert PYTORCH_JOB.desired_replicas(odd) == {"Master": 1, "Worker": 1}
+    assert PYTORCH_JOB.desired_replicas({"metadata": {"name": "recorded"}}) == {}
+    assert PYTORCH_JOB.desired_replicas(None) == {}
+
+
+def test_the_trigger_fires_the_payload_of_the_events_module():
+    """The trigger's event is :func:`event_payload` plus the trigger's cursor: the resumed task reads one shape."""
+    failed = [pod(i, f"2026-12-02T05:04:{59 - i:02d}Z") for i in range(3)]
+    message = "PyTorchJob ml/train: Failed (PyTorchJobFailed: failed)"
+    assert event_payload(FINISHED, message, job(), failed) == event_of(job(), failed)
+    cursor = {"pod": "train-master-0", "lines": 3}
+    made = event_payload(TIMED_OUT, "late", job(), lead_log=cursor, which="timeout")
+    assert list(made) == ["outcome", "message", "job", "pods", "lead_log", "which"]
+    assert made["lead_log"] == cursor and made["pods"] == [] and made["which"] == "timeout"

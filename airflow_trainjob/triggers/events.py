@@ -1,0 +1,201 @@
+"""The trigger's event, the one shape :class:`~airflow_trainjob.triggers.training_job.TrainingJobTrigger` fires and the
+task resumed from it (the operator's, the sensor's) reads: its outcomes, and what it keeps of the job and its pods
+within its budget (Airflow stores the event with the task instance and prints it in the task log).
+
+Light, as the trigger's module must be (the triggerer imports it on its event loop): pure functions over the API's
+JSON dicts, no client.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow_trainjob.constants import JOB_KINDS, LABEL_KUEUE_QUEUE_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from airflow_trainjob.failures import container_ends
+from airflow_trainjob.pods import pod_name, sidecar_markers
+
+# Event outcomes.
+FINISHED, DELETED, TIMED_OUT, ERROR = "finished", "deleted", "timeout", "error"
+
+#: Characters of JSON an event may take: Airflow stores it with the task instance and prints it in the task log
+#: (kept under 2 KB in each form: JSON, the stored ``next_kwargs``, the repr the log prints; the log record around
+#: it adds about 430 bytes of Airflow's own: the task instance's ids and the trigger's name).
+EVENT_BUDGET = 2000
+#: Characters kept of a condition's message, or of the event's message, when the event would exceed its budget.
+SHORT_MESSAGE = 200
+
+
+def event_payload(
+    outcome: str,
+    message: str,
+    job: dict[str, Any] | None = None,
+    pods: Sequence[dict[str, Any]] = (),
+    *,
+    lead_log: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The event's payload (a JSON dict), within :data:`EVENT_BUDGET` characters of JSON whatever the job's pod
+    templates hold.
+
+    :param outcome: :data:`FINISHED`, :data:`DELETED`, :data:`TIMED_OUT` or :data:`ERROR` (``outcome``).
+    :param message: what the task says of it (``message``).
+    :param job: the last object read -- for a job deleted after it finished, its final object -- or None. The event
+        keeps (``job``) what the resumed task needs when the job is gone by then: apiVersion, kind, metadata
+        name/namespace/uid (and the Kueue queue label), each replica type's ``replicas``, ``restartPolicy`` and
+        container names, ``runPolicy.suspend``, and the status' conditions, replica statuses, start and completion
+        times; never a pod template. The resumed task reads the job itself for the rest.
+    :param pods: for a ``Failed`` job, the pods its exit codes are read from (API JSON dicts). The event keeps
+        (``pods``) each pod's name, replica labels, container names, phase and the containers' terminated states --
+        failed pods first, as many as the budget holds -- so that the verdict does not depend on the pods still
+        existing at resume; else empty.
+    :param lead_log: where the trigger's copy of the lead's log stands (``lead_log``: a
+        :meth:`~airflow_trainjob.lead_log.LogCursor.to_dict`, ``"complete": true`` when the trigger read it to its
+        end before stopping the lead's pod), or None.
+
+    Further keyword arguments are further keys of the payload: ``which`` for a timeout (``timeout``,
+    ``startup_timeout`` or ``queue_timeout``).
+    """
+    payload: dict[str, Any] = {
+        "outcome": outcome,
+        "message": message,
+        "job": _job_summary(job) if job else None,
+        "pods": [],
+        **({"lead_log": lead_log} if lead_log is not None else {}),
+        **extra,
+    }
+    return _within_budget(payload, [_pod_summary(p) for p in _failed_first(pods, job)])
+
+
+def _job_summary(job: dict[str, Any]) -> dict[str, Any]:
+    """What the resumed task needs of the job when the job itself is gone by then (else it reads the job): its
+    identity, the Kueue queue it waits in, each replica type's ``replicas``, ``restartPolicy`` and container names
+    (the exit codes' meaning, the container to quote), ``runPolicy.suspend`` and the status' conditions, replica
+    statuses and times. Never a pod template (environment values, embedded scripts, secrets)."""
+    meta = job.get("metadata") or {}
+    spec = job.get("spec") or {}
+    kind = JOB_KINDS.get(job.get("kind", ""))
+    summary_spec: dict[str, Any] = {}
+    if (spec.get("runPolicy") or {}).get("suspend") is True:  # queued (Kueue): the timeout's message says so
+        summary_spec["runPolicy"] = {"suspend": True}
+    if kind is not None and isinstance(spec.get(kind.replica_specs_key), dict):
+        summary_spec[kind.replica_specs_key] = {
+            rtype: {
+                **{k: (rspec or {})[k] for k in ("replicas", "restartPolicy") if (rspec or {}).get(k) is not None},
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"name": c.get("name")}
+                            for c in (((rspec or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+                        ]
+                    }
+                },
+            }
+            for rtype, rspec in spec[kind.replica_specs_key].items()
+        }
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k == LABEL_KUEUE_QUEUE_NAME}
+    status = dict(job.get("status") or {})
+    if isinstance(status.get("replicaStatuses"), Mapping):  # the counts; not the controller's label selectors
+        status["replicaStatuses"] = {
+            rtype: {k: v for k, v in (counts or {}).items() if isinstance(v, int)}
+            for rtype, counts in status["replicaStatuses"].items()
+        }
+    return {
+        "apiVersion": job.get("apiVersion"),
+        "kind": job.get("kind"),
+        "metadata": {
+            **{k: meta[k] for k in ("name", "namespace", "uid") if k in meta},
+            **({"labels": labels} if labels else {}),
+        },
+        "spec": summary_spec,
+        # A copy: the payload may be shortened (see _within_budget), the stream's cached job must not be.
+        "status": copy.deepcopy(
+            {k: status[k] for k in ("conditions", "replicaStatuses", "startTime", "completionTime") if k in status}
+        ),
+    }
+
+
+def _terminated(state: Any) -> dict[str, Any]:
+    terminated = (state or {}).get("terminated") if isinstance(state, Mapping) else None
+    if not isinstance(terminated, Mapping):
+        return {}
+    return {
+        "terminated": {k: terminated[k] for k in ("exitCode", "reason", "message", "finishedAt") if k in terminated}
+    }
+
+
+def _container_summaries(statuses: Any) -> list[dict[str, Any]]:
+    """Each container status' name, restart count and terminated states (current and last)."""
+    containers = []
+    for c in statuses if isinstance(statuses, list) else []:
+        ends = {key: _terminated(c.get(key)) for key in ("state", "lastState")}
+        containers.append(
+            {
+                "name": c.get("name"),
+                **({"restartCount": c["restartCount"]} if c.get("restartCount") else {}),
+                **{key: end for key, end in ends.items() if end},
+            }
+        )
+    return containers
+
+
+def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
+    """What a verdict reads of a pod that is gone by the time the task resumes: its name, replica labels, phase
+    (and an eviction's reason), each container's terminated states — init containers' too — and which init
+    containers are sidecars; never its spec otherwise (an embedded training script, env values)."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    kept = (LABEL_REPLICA_TYPE, LABEL_REPLICA_INDEX)
+    inits = _container_summaries(status.get("initContainerStatuses"))
+    sidecars = sidecar_markers(pod)
+    return {
+        "metadata": {
+            "name": meta.get("name"),
+            "labels": {k: v for k, v in (meta.get("labels") or {}).items() if k in kept},
+        },
+        **({"spec": {"initContainers": sidecars}} if sidecars else {}),
+        "status": {
+            **{k: status[k] for k in ("phase", "reason", "message") if k in status},
+            **({"initContainerStatuses": inits} if inits else {}),
+            "containerStatuses": _container_summaries(status.get("containerStatuses")),
+        },
+    }
+
+
+def _failed_first(pods: Sequence[dict[str, Any]], job: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The pods, those whose container failed first (the earliest failure first: the root cause), then the rest."""
+    kind = JOB_KINDS.get((job or {}).get("kind", ""))
+    if kind is None:
+        return list(pods)
+    first_failure: dict[str, str] = {}
+    for end in container_ends(pods, kind):
+        if end.failed:
+            first_failure.setdefault(end.pod, end.finished_at)
+    return sorted(pods, key=lambda p: (pod_name(p) not in first_failure, first_failure.get(pod_name(p), "")))
+
+
+def _size(payload: Any) -> int:
+    return len(json.dumps(payload, default=str))
+
+
+def _within_budget(payload: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
+    """The payload with as many of ``pods`` as fit in :data:`EVENT_BUDGET`; when the job and the first of them (the
+    root cause: ``pods`` come failed first) do not fit (long condition messages, the lead log's cursor), the
+    conditions lose ``lastUpdateTime`` and their messages, then the event's message, are shortened to
+    :data:`SHORT_MESSAGE`."""
+    first = _size(pods[0]) + 2 if pods else 0
+    if _size(payload) + first > EVENT_BUDGET:
+        job = payload.get("job") or {}
+        for condition in (job.get("status") or {}).get("conditions") or []:
+            condition.pop("lastUpdateTime", None)
+            if len(condition.get("message") or "") > SHORT_MESSAGE:
+                condition["message"] = condition["message"][:SHORT_MESSAGE] + "..."
+        if _size(payload) + first > EVENT_BUDGET and len(payload["message"]) > SHORT_MESSAGE:
+            payload["message"] = payload["message"][:SHORT_MESSAGE] + "..."
+    for pod in pods:
+        if _size(payload) + _size(pod) + 2 > EVENT_BUDGET:
+            break
+        payload["pods"].append(pod)
+    return payload
