@@ -32,8 +32,6 @@ LONG_FUNCTIONS = {
     "airflow_trainjob.ui.views:replicas": 86,
     "airflow_trainjob.job_watch:ListThenWatch._loop": 84,
     "airflow_trainjob.api_errors:describe": 81,
-    "airflow_trainjob.models.whole_job:parse_whole_job": 71,
-    "airflow_trainjob.lead_log:LeadLogCopy.look": 69,
     "airflow_trainjob.operators.run:TrainingJobRun._create_or_attach": 68,
     "airflow_trainjob.triggers.training_job:TrainingJobTrigger._judge": 65,
     "airflow_trainjob.operators.run:TrainingJobRun._remove_pods_left": 61,
