@@ -94,7 +94,7 @@ class PodPhase(ValueEnum):
 class RestartPolicy(ValueEnum):
     """``ReplicaSpec.restartPolicy``: how the operator treats a replica's pod that exits.
 
-    What each policy does with an exit is decided by :func:`airflow_trainjob.failures.classify_exit`."""
+    What each policy does with an exit is decided by :func:`airflow_trainjob.domain.failures.classify_exit`."""
 
     ALWAYS = "Always"
     ON_FAILURE = "OnFailure"
@@ -177,7 +177,7 @@ class JobKind:
     :param default_restart_policy: the ``restartPolicy`` training-operator v1.9 gives a replica spec that has
         none (``<Kind>DefaultRestartPolicy``). The provider always writes one (``Never`` unless given, see
         :class:`~airflow_trainjob.models.common.ReplicaSpec`); this is what a job made elsewhere (the SDK,
-        ``kubectl``) runs with, read by :func:`airflow_trainjob.failures.restart_policies`.
+        ``kubectl``) runs with, read by :func:`airflow_trainjob.domain.failures.restart_policies`.
     :param requires_default_container: every replica's pod must have a container named
         ``default_container`` (the operator's validation refuses the job otherwise).
     :param required_replica_types: replica types the job cannot run without.

@@ -48,13 +48,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from airflow_trainjob import conditions
-from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.constants import JOB_KINDS
+from airflow_trainjob.domain import conditions
+from airflow_trainjob.domain.failures import container_ends
+from airflow_trainjob.domain.ownership import TaskInstanceIdentity
+from airflow_trainjob.domain.pods import lead_pod, pod_name, sidecar_markers
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobStoppedError, TrainingJobTimeoutError
-from airflow_trainjob.failures import container_ends
-from airflow_trainjob.ownership import TaskInstanceIdentity
-from airflow_trainjob.pods import lead_pod, pod_name, sidecar_markers
+from airflow_trainjob.hooks.api_errors import one_line
 
 #: ``task_state_store`` key of the records; renaming it loses the records of runs made before.
 RECORD_KEY = "airflow_trainjob_tries"

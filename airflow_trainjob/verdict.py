@@ -14,11 +14,9 @@ from typing import Any
 from airflow.providers.common.compat.sdk import AirflowFailException
 from kubernetes.client.exceptions import ApiException
 
-from airflow_trainjob import conditions
-from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.constants import JOB_KINDS
-from airflow_trainjob.exceptions import TrainingJobError
-from airflow_trainjob.failures import (
+from airflow_trainjob.domain import conditions
+from airflow_trainjob.domain.failures import (
     ContainerEnd,
     container_ends,
     ends_from_events,
@@ -26,7 +24,9 @@ from airflow_trainjob.failures import (
     is_permanent,
     restart_policies,
 )
-from airflow_trainjob.pods import log_container
+from airflow_trainjob.domain.pods import log_container
+from airflow_trainjob.exceptions import TrainingJobError
+from airflow_trainjob.hooks.api_errors import one_line
 
 #: Failed replicas whose log tail is quoted (the first ones to fail).
 TAILS_QUOTED = 8
@@ -71,7 +71,7 @@ def read_tails(hook: Any, namespace: str, ends: Sequence[ContainerEnd], tail_lin
     :param namespace: the pods' namespace.
     :param ends: container runs, oldest first (:func:`failures.container_ends`).
     :param tail_lines: lines read of each (count; 0 reads none).
-    :returns: :attr:`~airflow_trainjob.failures.ContainerEnd.source` (``Master-0``, ``Master-0 (initContainer
+    :returns: :attr:`~airflow_trainjob.domain.failures.ContainerEnd.source` (``Master-0``, ``Master-0 (initContainer
         fetch-data)``) -> its last lines, in the order of ``ends``.
     """
     tails: dict[str, str] = {}
@@ -116,7 +116,7 @@ def failure_exception(
     hook: Any, job: dict[str, Any], log_tail_lines: int = 50, seen_pods: Iterable[dict[str, Any]] = ()
 ) -> Exception:
     """The exception for failed ``job``: ``AirflowFailException`` when the failure that failed it is permanent
-    (exit code 1-127, see :mod:`airflow_trainjob.failures`), else :class:`TrainingJobError` (Airflow may retry).
+    (exit code 1-127, see :mod:`airflow_trainjob.domain.failures`), else :class:`TrainingJobError` (Airflow may retry).
 
     The exits come from the job's pods as they are now, else as they were last seen
     (``seen_pods``), else from the operator's ``ExitedWithCode`` events: with ``cleanPodPolicy``

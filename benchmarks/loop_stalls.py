@@ -181,7 +181,7 @@ async def _measure(names: list[str], triggers: int, stacks: bool, gc_freeze: boo
     from kubernetes_asyncio.client.exceptions import ApiException
 
     from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
-    from airflow_trainjob.triggers.job_stream import live_stream
+    from airflow_trainjob.watching.job_stream import live_stream
 
     monitor.phase = "idle"
     if gc_freeze:  # what a triggerer could do once started: its own heap out of every later full collection
@@ -305,7 +305,7 @@ def measure_main(args: argparse.Namespace) -> None:
         import_string(TRIGGER_CLASS)
         if importlib.util.find_spec(KUBERNETES_SIDE) is not None:
             asyncio.run(importlib.import_module(KUBERNETES_SIDE).load())
-        importlib.import_module("airflow_trainjob.triggers.job_stream")
+        importlib.import_module("airflow_trainjob.watching.job_stream")
         return
     work = Path(args.work)
     names = json.loads((work / "jobs.json").read_text())

@@ -84,10 +84,10 @@ def _ours(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeou
     """Start one TrainingJobRun wait per job; returns a function telling whether every pod feed has listed."""
     from airflow.sdk import BaseHook
 
+    from airflow_trainjob.domain.ownership import TaskInstanceIdentity
     from airflow_trainjob.hooks.training_job import TrainingJobHook
-    from airflow_trainjob.job_watch import JobWatch, PodFeed
     from airflow_trainjob.operators.run import RunSettings, TrainingJobRun
-    from airflow_trainjob.ownership import TaskInstanceIdentity
+    from airflow_trainjob.watching.job_watch import JobWatch, PodFeed
 
     BaseHook.get_connection(CONN_ID)  # Airflow's settings and secrets backends load once: paid in the baseline
     log = logging.getLogger("bench.ours")
@@ -265,7 +265,7 @@ def _reqs(counter: Counter) -> str:
 
 
 def _table(n: int, args: argparse.Namespace, res: dict, written: dict, quiet: dict, whole: dict, load: dict) -> str:
-    from airflow_trainjob.job_watch import WATCH_SECONDS
+    from airflow_trainjob.watching.job_watch import WATCH_SECONDS
 
     derived = {"ours": 2 * 3600 / WATCH_SECONDS, "sdk": 3600 / SDK_POLL_INTERVAL, "poll": 3600 / POLL_INTERVAL}
     col: dict[str, dict[str, str]] = {}

@@ -346,7 +346,7 @@ def main_run(args: argparse.Namespace) -> int:
             f"of (seen − tracker start); this run's jobs last about {args.window / 2 + settle + 5:.0f} s on "
             f"average, so one-off costs weigh heavily."
         )
-        from airflow_trainjob.triggers.job_stream import WATCH_SECONDS
+        from airflow_trainjob.watching.job_stream import WATCH_SECONDS
 
         # Not measured, for long jobs: while nothing changes, a stream re-opens its one watch every WATCH_SECONDS,
         # shared by all the jobs of its namespace and kind; a 10 s poller makes 360 GETs per job-hour.

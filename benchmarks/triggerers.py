@@ -246,7 +246,7 @@ def main_run(args: argparse.Namespace) -> int:
             for shape in args.shapes.split(",")
         ]
         print(_table(n, args.window, phases))
-        from airflow_trainjob.triggers.job_stream import WATCH_SECONDS
+        from airflow_trainjob.watching.job_stream import WATCH_SECONDS
 
         # Not measured, for long jobs: each triggerer process re-opens its one watch every WATCH_SECONDS while
         # nothing changes, so k triggerers make k times that, shared by all N jobs.

@@ -17,8 +17,8 @@ from airflow.sdk import DAG, task
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.hooks.training_job import TrainingJobHook
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import TrainingJobSpec
+from airflow_trainjob.models.manifest import build_manifest
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
 
 WORK = "import os; print('xgboost replica', os.environ.get('RANK'), 'of', os.environ.get('WORLD_SIZE'))"

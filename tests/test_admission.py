@@ -1,4 +1,4 @@
-"""Queue state and deadlines (airflow_trainjob.admission): pure decisions, no cluster."""
+"""Queue state and deadlines (airflow_trainjob.domain.deadlines): pure decisions, no cluster."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from airflow_trainjob import conditions
-from airflow_trainjob.admission import (
+from airflow_trainjob.domain import conditions
+from airflow_trainjob.domain.deadlines import (
     LOOK_MARGIN,
     QUEUE_LINE_SECONDS,
     QUEUE_TIMEOUT,

@@ -17,8 +17,6 @@ from airflow.providers.common.compat.sdk import AirflowException, AirflowFailExc
 from kubernetes.client.exceptions import ApiException
 from urllib3 import HTTPHeaderDict
 
-from airflow_trainjob import api_errors
-from airflow_trainjob.api_errors import ApiCall, QuietApiException, Refusal, describe, exception_for
 from airflow_trainjob.exceptions import (
     JobRejectedError,
     KindNotServedError,
@@ -27,6 +25,8 @@ from airflow_trainjob.exceptions import (
     QuotaExceededError,
     TrainingJobError,
 )
+from airflow_trainjob.hooks import api_errors
+from airflow_trainjob.hooks.api_errors import ApiCall, QuietApiException, Refusal, describe, exception_for
 from tests.support import api_answers
 from tests.support.refusals import LEAK_MARKERS, assert_nothing_leaks
 
@@ -512,11 +512,11 @@ def test_which_failures_are_transient_is_decided_here_and_read_by_the_retries():
     """One classification, one way (issue 25, cycle C1): ``hooks.retries`` imports it from here; this module imports
     no retry policy. Its names stay importable from ``hooks.retries`` and the stream, as the same objects."""
     from airflow_trainjob.hooks import retries
-    from airflow_trainjob.triggers import job_stream
+    from airflow_trainjob.watching import job_stream
 
     for name in ("TRANSIENT_STATUS_CODES", "API_EXCEPTIONS", "CONNECTION_ERRORS", "is_transient"):
         assert getattr(retries, name) is getattr(api_errors, name), name
     assert job_stream.TRANSIENT_ERRORS is api_errors.TRANSIENT_ERRORS
-    imported = "import sys, airflow_trainjob.api_errors; print('airflow_trainjob.hooks.retries' in sys.modules)"
+    imported = "import sys, airflow_trainjob.hooks.api_errors; print('airflow_trainjob.hooks.retries' in sys.modules)"
     run = subprocess.run([sys.executable, "-c", imported], capture_output=True, text=True, check=True, timeout=120)
     assert run.stdout.strip() == "False"

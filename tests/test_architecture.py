@@ -30,43 +30,37 @@ LONG_FUNCTIONS = {
     "airflow_trainjob.ui.app:create_app": 118,
     "airflow_trainjob.operators.run:TrainingJobRun._cleanup": 98,
     "airflow_trainjob.ui.views:replicas": 86,
-    "airflow_trainjob.job_watch:ListThenWatch._loop": 84,
-    "airflow_trainjob.api_errors:describe": 81,
+    "airflow_trainjob.watching.job_watch:ListThenWatch._loop": 84,
+    "airflow_trainjob.hooks.api_errors:describe": 81,
     "airflow_trainjob.operators.run:TrainingJobRun._create_or_attach": 68,
     "airflow_trainjob.triggers.training_job:TrainingJobTrigger._judge": 65,
     "airflow_trainjob.operators.run:TrainingJobRun._remove_pods_left": 61,
 }
 #: ``.py`` files directly in ``airflow_trainjob/`` (``__init__.py`` included), at most: the redesign moves them into
 #: subpackages; when one goes, lower this to the new count.
-ROOT_MODULES = 19
+ROOT_MODULES = 6
 
 #: Pure modules: what a state means, which deadline passed, what to say. Importing one (with what it imports at
 #: module level, transitively) loads no Kubernetes or HTTP client: the trigger's module and the UI import them on
 #: an event loop, and their unit tests need no cluster. (``earlier_success`` and ``manifest`` are pure too, but reach
 #: the clients through ``job_record`` -> ``api_errors`` and ``models.job`` -> ``kubernetes.client``: not listed yet.)
+#: Every module of ``domain/`` is one (:func:`domain_modules`); these are the others.
 PURE_MODULES = (
-    "airflow_trainjob.admission",
-    "airflow_trainjob.cleanup_hold",
-    "airflow_trainjob.conditions",
     "airflow_trainjob.constants",
-    "airflow_trainjob.failures",
-    "airflow_trainjob.lead_log",
-    "airflow_trainjob.names",
-    "airflow_trainjob.ownership",
-    "airflow_trainjob.params",
-    "airflow_trainjob.pods",
     "airflow_trainjob.hooks.addressing",
     "airflow_trainjob.triggers.events",
-    "airflow_trainjob.triggers.job_cache",
+    "airflow_trainjob.watching.job_cache",
     "airflow_trainjob.triggers.log_pacing",
-    "airflow_trainjob.triggers.stream_source",
+    "airflow_trainjob.watching.stream_source",
 )
+#: What ``domain/`` may import of the provider: itself and the bottom layer.
+DOMAIN_MAY_IMPORT = ("airflow_trainjob.domain", "airflow_trainjob.constants", "airflow_trainjob.exceptions")
 #: The clients a pure module must not load.
 CLIENT_LIBRARIES = ("kubernetes", "kubernetes_asyncio", "aiohttp", "urllib3")
 
 #: The trigger's module, and the modules outside ``triggers/`` that may import from it, with the names: the operator's
 #: run and the sensor take the trigger class, to build the trigger they defer to. The event's shape is
-#: :mod:`airflow_trainjob.triggers.events`'s, what the resumed task writes :mod:`airflow_trainjob.lead_log`'s.
+#: :mod:`airflow_trainjob.triggers.events`'s, what the resumed task writes :mod:`airflow_trainjob.domain.lead_log`'s.
 TRIGGER_MODULE = "airflow_trainjob.triggers.training_job"
 TRIGGER_NAMES_ALLOWED = {
     "airflow_trainjob.operators.run": {"TrainingJobTrigger"},
@@ -297,7 +291,25 @@ def test_the_package_root_holds_no_more_modules():
     )
 
 
-@pytest.mark.parametrize("module", PURE_MODULES)
+def domain_modules() -> list[str]:
+    """The modules of ``airflow_trainjob/domain/``."""
+    return [name for name in modules() if name.startswith(f"{PACKAGE}.domain.")]
+
+
+def test_the_domain_imports_only_the_domain_and_the_bottom_layer():
+    assert domain_modules(), "airflow_trainjob/domain/ holds the pure domain"
+    problems = [
+        f"{edge.where()} imports {edge.target}: domain/ is the bottom of the provider; pass what it needs in as "
+        "data, or move the code that needs it to hooks/, watching/, operators/ or triggers/."
+        for edge in imports()
+        if edge.importer.startswith(f"{PACKAGE}.domain")
+        and edge.target.startswith(PACKAGE)
+        and not edge.target.startswith(DOMAIN_MAY_IMPORT)
+    ]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("module", [*PURE_MODULES, *domain_modules()])
 def test_a_pure_module_loads_no_kubernetes_or_http_client(module):
     loaded: dict[str, list[str]] = {}  # client library -> the shortest chain to one of its modules
     for name, chain in eager_closure(module).items():
@@ -323,7 +335,7 @@ def test_outside_the_triggers_only_the_trigger_class_is_taken_from_the_triggers_
             problems.append(
                 f"{edge.where()} imports {', '.join(extra)} from {TRIGGER_MODULE}: the trigger's module is the "
                 "triggerer's; take the event's shape from triggers/events.py and what is pure from its pure module "
-                "(lead_log.py, constants.py, ...)."
+                "(domain/lead_log.py, constants.py, ...)."
             )
     for importer, allowed in TRIGGER_NAMES_ALLOWED.items():
         used = {n for e in imports() if e.importer == importer and e.target == TRIGGER_MODULE for n in e.names}

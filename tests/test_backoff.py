@@ -1,5 +1,5 @@
 """The reconnect backoff of the synchronous wait (job_watch), of the trigger's shared stream (job_stream) and of the
-lead log's follow stream (log_stream), one rule (``hooks.retries.doubling``) with each its own bounds: its real shape.
+lead log's follow stream (lead_log_follower), one rule (``hooks.retries.doubling``) with each its own bounds: its real shape.
 Fault tests run it at a hundredth of its length (tests/support/faults.py); these tests keep the shape."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from itertools import pairwise
 
 import pytest
 
-from airflow_trainjob import job_watch, log_stream
-from airflow_trainjob.triggers import job_stream
+from airflow_trainjob.watching import job_stream, job_watch, lead_log_follower
 
 
 @pytest.mark.parametrize("module", [job_watch, job_stream], ids=["job_watch", "job_stream"])
@@ -30,7 +29,7 @@ def test_reconnect_backoff_stays_at_its_cap_however_many_failures(module):
 
 
 def test_lead_log_reopen_delay_stays_at_its_cap_however_many_reopens():
-    assert log_stream.reopen_delay(2_000) == log_stream.REOPEN_MAX
+    assert lead_log_follower.reopen_delay(2_000) == lead_log_follower.REOPEN_MAX
 
 
 @pytest.mark.parametrize("module", [job_watch, job_stream], ids=["job_watch", "job_stream"])
@@ -42,6 +41,6 @@ def test_reconnect_backoff_reads_its_bounds_when_called(module, monkeypatch):
 
 
 def test_lead_log_reopen_delay_reads_its_bounds_when_called(monkeypatch):
-    monkeypatch.setattr(log_stream, "LOOK_INTERVAL", 0.25)
-    monkeypatch.setattr(log_stream, "REOPEN_MAX", 0.75)
-    assert [log_stream.reopen_delay(n) for n in range(1, 4)] == [0.25, 0.5, 0.75]
+    monkeypatch.setattr(lead_log_follower, "LOOK_INTERVAL", 0.25)
+    monkeypatch.setattr(lead_log_follower, "REOPEN_MAX", 0.75)
+    assert [lead_log_follower.reopen_delay(n) for n in range(1, 4)] == [0.25, 0.5, 0.75]

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from airflow_trainjob.cleanup_hold import (
+from airflow_trainjob.domain.cleanup_hold import (
     ANNOTATION_HELD_RUN_POLICY,
     UserRunPolicy,
     hold,

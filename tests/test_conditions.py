@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_trainjob import conditions
+from airflow_trainjob.domain import conditions
 from airflow_trainjob.models import JobStatus
 
 

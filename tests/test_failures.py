@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_trainjob.constants import JOB_KINDS, RestartPolicy
-from airflow_trainjob.failures import (
+from airflow_trainjob.domain.failures import (
     ContainerEnd,
     ExitClass,
     classify_exit,

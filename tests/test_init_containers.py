@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from airflow_trainjob.constants import JOB_KINDS, RestartPolicy
-from airflow_trainjob.failures import (
+from airflow_trainjob.domain.failures import (
     ExitClass,
     classify_exit,
     container_ends,
@@ -22,8 +22,8 @@ from airflow_trainjob.failures import (
     replica_end,
     root_cause,
 )
+from airflow_trainjob.domain.pods import init_status, log_container, restart_counts
 from airflow_trainjob.job_record import chosen_pods, trim_pod
-from airflow_trainjob.pods import init_status, log_container, restart_counts
 from airflow_trainjob.triggers.events import _pod_summary
 
 PYTORCH = JOB_KINDS["PyTorchJob"]

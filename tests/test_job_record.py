@@ -14,6 +14,7 @@ import yaml
 
 from airflow_trainjob import job_record
 from airflow_trainjob.constants import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.exceptions import (
     JobDeletedError,
     KubernetesAccessError,
@@ -39,7 +40,6 @@ from airflow_trainjob.job_record import (
     trim_job,
     trim_pod,
 )
-from airflow_trainjob.ownership import TaskInstanceIdentity
 
 LOG = logging.getLogger("tests.job_record")
 SECRET = "hfSECRETrecord0123456789"

@@ -10,10 +10,10 @@ from itertools import pairwise
 
 import pytest
 
-from airflow_trainjob import job_watch
-from airflow_trainjob.admission import Deadlines
 from airflow_trainjob.constants import JOB_KINDS
-from airflow_trainjob.job_watch import (
+from airflow_trainjob.domain.deadlines import Deadlines
+from airflow_trainjob.watching import job_watch
+from airflow_trainjob.watching.job_watch import (
     NEARER_LOOK_SLACK,
     WATCH_SECONDS,
     JobWatch,
@@ -21,7 +21,7 @@ from airflow_trainjob.job_watch import (
     Seen,
     outlasts_next_look,
 )
-from airflow_trainjob.log_stream import LOOK_INTERVAL, REOPEN_MAX, LeadLogFollower, reopen_delay
+from airflow_trainjob.watching.lead_log_follower import LOOK_INTERVAL, REOPEN_MAX, LeadLogFollower, reopen_delay
 from tests.support.fake_hook import FakeTrainingJobHook
 
 LOG = logging.getLogger("tests.job_watch")

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from airflow_trainjob.constants import JOB_KINDS, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
-from airflow_trainjob.lead_log import (
+from airflow_trainjob.domain.lead_log import (
     LIVE_READ_BYTES,
     LIVE_READS_PER_LOOK,
     LeadLogCopy,
@@ -210,7 +210,7 @@ def test_a_log_that_cannot_be_read_is_skipped_quietly_while_waiting_and_said_at_
 def test_the_secrets_of_the_manifest_are_located_by_place_and_read_back_from_the_job():
     """The trigger's kwargs carry where the task's masker finds secrets in the job, never the secrets: the trigger
     reads them from the job, and has the triggerer mask them in the lines it copies."""
-    from airflow_trainjob.lead_log import SECRET_MARK, secret_spans, secrets_at
+    from airflow_trainjob.domain.lead_log import SECRET_MARK, secret_spans, secrets_at
 
     secret, other = "hf_SECRETvalue0123456789", "pw-0987654321"
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from airflow_trainjob.constants import JOB_KINDS
-from airflow_trainjob.log_stream import LeadLogFollower
+from airflow_trainjob.watching.lead_log_follower import LeadLogFollower
 from tests.support.fake_hook import FakeTrainingJobHook
 
 LOG = logging.getLogger("tests.log_follower_looks")

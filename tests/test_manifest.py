@@ -9,9 +9,9 @@ import yaml
 from kubernetes.client import V1Container, V1PodSpec, V1PodTemplateSpec, V1ResourceRequirements
 
 from airflow_trainjob.constants import JOB_KINDS
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import ElasticPolicy, PyTorchJobFields, ReplicaSpec, RunPolicy, TrainingJobSpec
 from airflow_trainjob.models.kinds import kind_field_names
+from airflow_trainjob.models.manifest import build_manifest
 
 DATA = Path(__file__).parent / "data"
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from airflow_trainjob import names
+from airflow_trainjob.domain import names
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 

@@ -15,7 +15,8 @@ from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiExcepti
 from urllib3 import HTTPHeaderDict
 from urllib3.exceptions import MaxRetryError, ProtocolError, ReadTimeoutError
 
-from airflow_trainjob.api_errors import (
+from airflow_trainjob.hooks import retries
+from airflow_trainjob.hooks.api_errors import (
     RAISED_ERRORS,
     ApiCall,
     QuietApiException,
@@ -24,7 +25,6 @@ from airflow_trainjob.api_errors import (
     exception_for,
     one_line,
 )
-from airflow_trainjob.hooks import retries
 from tests.support import api_answers
 
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.secret-token-7f3a"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_trainjob.constants import LABEL_TRY_NUMBER
-from airflow_trainjob.ownership import (
+from airflow_trainjob.domain.ownership import (
     ANNOTATION_FOLLOWED_BY_TRY,
     TaskInstanceIdentity,
     carries_labels,

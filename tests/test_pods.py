@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from airflow_trainjob.constants import JOB_KINDS, CleanPodPolicy, PodPhase
-from airflow_trainjob.failures import ExitClass, container_ends, ends_from_events
-from airflow_trainjob.pods import (
+from airflow_trainjob.domain.failures import ExitClass, container_ends, ends_from_events
+from airflow_trainjob.domain.pods import (
     is_active,
     is_being_deleted,
     is_finished,

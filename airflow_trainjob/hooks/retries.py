@@ -1,6 +1,6 @@
 """Retrying Kubernetes API calls through transient failures, with tenacity: one policy for the sync hook
 (``kubernetes``, urllib3) and the async hook (``kubernetes_asyncio``, aiohttp), on the classification of
-:mod:`airflow_trainjob.api_errors` (:func:`~airflow_trainjob.api_errors.is_transient`; its names are importable from
+:mod:`airflow_trainjob.hooks.api_errors` (:func:`~airflow_trainjob.hooks.api_errors.is_transient`; its names are importable from
 here too).
 
 Retried: 429 (waiting as long as ``Retry-After`` says), 500, 502, 503, 504, and connection-level
@@ -22,7 +22,7 @@ from typing import ParamSpec, TypeVar
 
 import tenacity
 
-from airflow_trainjob.api_errors import (
+from airflow_trainjob.hooks.api_errors import (
     API_EXCEPTIONS,
     CONNECTION_ERRORS,
     TRANSIENT_STATUS_CODES,

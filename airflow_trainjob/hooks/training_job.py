@@ -3,10 +3,10 @@
 Built on the cncf.kubernetes provider's ``KubernetesHook``: the same ``kubernetes_default``
 connection, kubeconfig path or content, context and in-cluster options, nothing new. Every call
 retries transient failures (see :mod:`airflow_trainjob.hooks.retries`); an error answer that is left is
-described by :mod:`airflow_trainjob.api_errors` for the call that met it and raised as what it is, without the
+described by :mod:`airflow_trainjob.hooks.api_errors` for the call that met it and raised as what it is, without the
 response's headers or body: a refusal as this provider's exception (missing kind or namespace, invalid or
 denied by admission, quota, RBAC, credentials), anything else the caller decides on (404 of an object, 409,
-spent retries) as a :class:`~airflow_trainjob.api_errors.QuietApiException`.
+spent retries) as a :class:`~airflow_trainjob.hooks.api_errors.QuietApiException`.
 
 ``AsyncTrainingJobHook`` is the same hook for the triggerer: a subclass that builds the same requests
 (:mod:`airflow_trainjob.hooks.addressing`), with the same timeouts, retries and error classification, sent with
@@ -34,7 +34,6 @@ from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio.client import rest as async_rest
 from urllib3.util.retry import Retry
 
-from airflow_trainjob.api_errors import ApiCall, exception_for
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.hooks.addressing import (
     JobAddress,
@@ -43,6 +42,7 @@ from airflow_trainjob.hooks.addressing import (
     job_pod_selector,
     name_field_selector,
 )
+from airflow_trainjob.hooks.api_errors import ApiCall, exception_for
 from airflow_trainjob.hooks.retries import API_EXCEPTIONS, retry_transient
 
 #: Where Kubernetes mounts the namespace of the pod a process runs in.
@@ -359,7 +359,7 @@ class TrainingJobHook(KubernetesHook):
         tail_lines: int | None = None,
     ) -> bytes:
         """Part of a container's log, each line led by its time (``timestamps=true``), as the answer's bytes: what
-        :class:`~airflow_trainjob.lead_log.LeadLogCopy` asks for (its :class:`~airflow_trainjob.lead_log.LogRead`).
+        :class:`~airflow_trainjob.domain.lead_log.LeadLogCopy` asks for (its :class:`~airflow_trainjob.domain.lead_log.LogRead`).
 
         :param name: the pod's ``metadata.name``.
         :param namespace: the pod's namespace.
@@ -495,8 +495,8 @@ class AsyncTrainingJobHook(TrainingJobHook):
     a watch reads its events on the connected client instead of building one of its own (:func:`_watch_event`).
 
     Error answers: the one-shot calls (get, pods, log, events, deletes) retry transient failures and raise what is
-    left as the sync hook does (:func:`~airflow_trainjob.api_errors.exception_for`, ``from None``: a refusal as this
-    provider's exception, else a :class:`~airflow_trainjob.api_errors.QuietApiException` with the ``status``);
+    left as the sync hook does (:func:`~airflow_trainjob.hooks.api_errors.exception_for`, ``from None``: a refusal as this
+    provider's exception, else a :class:`~airflow_trainjob.hooks.api_errors.QuietApiException` with the ``status``);
     :meth:`list_jobs_async` and :meth:`watch_jobs` are not retried and raise the client's own ``ApiException`` and
     connection errors: a list-then-watch loop decides on 410 and outages itself.
     """
@@ -612,7 +612,7 @@ class AsyncTrainingJobHook(TrainingJobHook):
         self, kind: str, namespace: str, *, limit: int | None = None, continue_token: str | None = None
     ) -> str:
         """:meth:`list_jobs_async`'s page as the answer's JSON text, undecoded: a reader that keeps jobs as text
-        (:class:`~airflow_trainjob.triggers.job_cache.JobCache`) decodes it one item at a time. Not retried.
+        (:class:`~airflow_trainjob.watching.job_cache.JobCache`) decodes it one item at a time. Not retried.
 
         :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
         :param namespace: the namespace.

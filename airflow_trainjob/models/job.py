@@ -26,12 +26,12 @@ from kubernetes.client import ApiClient
 from pydantic import BaseModel
 
 from airflow_trainjob.constants import JOB_KINDS, REPLICA_TYPE_WORKER, JobKind
+from airflow_trainjob.domain.params import kind_problem
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.models.base import WriteModel
 from airflow_trainjob.models.common import ReplicaSpec, RunPolicy
 from airflow_trainjob.models.errors import validate_as
 from airflow_trainjob.models.kinds import DEPRECATED_FIELDS_MODELS, KIND_FIELDS_MODELS
-from airflow_trainjob.params import kind_problem
 
 #: ``replica_specs`` for :func:`parse_parts` when the caller has already reported them missing.
 MISSING: Any = object()

@@ -14,10 +14,10 @@ from typing import Any
 import yaml
 
 from airflow_trainjob.constants import API_VERSION, JOB_KINDS, LABEL_PREFIX, JobKind
+from airflow_trainjob.domain.params import kind_problem
 from airflow_trainjob.models.errors import raise_if
 from airflow_trainjob.models.job import MISSING, SpecPaths, TrainingJobSpec, parse_parts, to_plain
 from airflow_trainjob.models.kinds import kind_field_names
-from airflow_trainjob.params import kind_problem
 
 __all__ = ["WholeJob", "parse_whole_job"]
 

@@ -18,11 +18,11 @@ Synchronous (``execute`` -> Airflow's ``ResumableJobMixin.execute_resumable``):
    :meth:`TrainingJobRun.reconnect` (its phase, :data:`JOB_GONE`, or :data:`JOB_NOT_REUSED`); Airflow then
    reconnects (step 2), or, for a failed, gone or not reused job, submits (step 1) after all.
 2. ``poll_until_complete`` -> :meth:`TrainingJobRun.wait`: record on the job that this try follows it, follow its
-   pods (:class:`~airflow_trainjob.job_watch.PodFeed`) and the lead replica's log, wait by
-   :class:`~airflow_trainjob.job_watch.JobWatch` (the deadlines of
-   :mod:`~airflow_trainjob.admission`, API outages ridden out for :data:`API_OUTAGE_TOLERANCE`), stop the pods the
+   pods (:class:`~airflow_trainjob.watching.job_watch.PodFeed`) and the lead replica's log, wait by
+   :class:`~airflow_trainjob.watching.job_watch.JobWatch` (the deadlines of
+   :mod:`~airflow_trainjob.domain.deadlines`, API outages ridden out for :data:`API_OUTAGE_TOLERANCE`), stop the pods the
    user's ``cleanPodPolicy`` stops at the end, give the verdict (:mod:`~airflow_trainjob.verdict`,
-   :mod:`~airflow_trainjob.conditions`), clean up; returns the summary.
+   :mod:`~airflow_trainjob.domain.conditions`), clean up; returns the summary.
 3. ``get_job_result`` -> :meth:`TrainingJobRun.result`: the summary of step 2.
 
 Deferrable:
@@ -58,37 +58,18 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from airflow_trainjob import conditions
-from airflow_trainjob.admission import (
+from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_TRY_NUMBER
+from airflow_trainjob.domain import conditions
+from airflow_trainjob.domain.cleanup_hold import pods_left, pods_to_stop, release_patch, user_run_policy
+from airflow_trainjob.domain.deadlines import (
     QUEUE_TIMEOUT,
     Deadlines,
     QueueState,
     queue_line,
     queue_state,
 )
-from airflow_trainjob.api_errors import RAISED_ERRORS, one_line
-from airflow_trainjob.cleanup_hold import pods_left, pods_to_stop, release_patch, user_run_policy
-from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_TRY_NUMBER
-from airflow_trainjob.earlier_success import Reuse, StartOver, decide, reuse_lines
-from airflow_trainjob.exceptions import (
-    JobDeletedError,
-    JobNotOwnedError,
-    TrainingJobError,
-    TrainingJobStoppedError,
-    TrainingJobTimeoutError,
-)
-from airflow_trainjob.failures import container_ends, pending_failures, pending_reasons, quoted_tails
-from airflow_trainjob.hooks.retries import is_transient
-from airflow_trainjob.job_record import (
-    KILL_WRITE_SECONDS,
-    JobRecord,
-    JobRecorder,
-    TrySeries,
-    outcome_of,
-    spec_digest,
-)
-from airflow_trainjob.job_watch import JobWatch, PodFeed
-from airflow_trainjob.lead_log import (
+from airflow_trainjob.domain.failures import container_ends, pending_failures, pending_reasons, quoted_tails
+from airflow_trainjob.domain.lead_log import (
     LOG_NOT_THERE,
     SECRET_MARK,
     LeadLogCopy,
@@ -98,12 +79,31 @@ from airflow_trainjob.lead_log import (
     secret_spans,
     write_lines,
 )
-from airflow_trainjob.log_stream import LeadLogFollower
-from airflow_trainjob.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
-from airflow_trainjob.pods import is_active, owned_by, pods_to_clean, restart_counts
+from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
+from airflow_trainjob.domain.pods import is_active, owned_by, pods_to_clean, restart_counts
+from airflow_trainjob.earlier_success import Reuse, StartOver, decide, reuse_lines
+from airflow_trainjob.exceptions import (
+    JobDeletedError,
+    JobNotOwnedError,
+    TrainingJobError,
+    TrainingJobStoppedError,
+    TrainingJobTimeoutError,
+)
+from airflow_trainjob.hooks.api_errors import RAISED_ERRORS, one_line
+from airflow_trainjob.hooks.retries import is_transient
+from airflow_trainjob.job_record import (
+    KILL_WRITE_SECONDS,
+    JobRecord,
+    JobRecorder,
+    TrySeries,
+    outcome_of,
+    spec_digest,
+)
 from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED, TIMED_OUT
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 from airflow_trainjob.verdict import announced_end, failure_exception, job_ref, read_tails
+from airflow_trainjob.watching.job_watch import JobWatch, PodFeed
+from airflow_trainjob.watching.lead_log_follower import LeadLogFollower
 
 #: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
 ON_FINISH_OPTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
@@ -140,7 +140,7 @@ class RunSettings:
     :param startup_timeout: seconds from admission until ``Running``; None: no limit.
     :param queue_timeout: seconds the job may wait in its queue each time it enters it; None: no limit.
     :param get_logs: follow the lead replica's log (deferred: copied by the trigger while it waits, the rest at the
-        end, up to :data:`~airflow_trainjob.lead_log.LEAD_LOG_MAX_BYTES`).
+        end, up to :data:`~airflow_trainjob.domain.lead_log.LEAD_LOG_MAX_BYTES`).
     :param log_tail_lines: lines quoted from each failed replica's log, and from the lead's end when the deferred
         copy passed its size bound (count).
     :param on_finish: one of :data:`ON_FINISH_OPTIONS`.
@@ -191,7 +191,7 @@ def job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _marked_secrets(text: str) -> str:
-    """``text`` with each secret the task's masker knows replaced by :data:`~airflow_trainjob.lead_log.SECRET_MARK`
+    """``text`` with each secret the task's masker knows replaced by :data:`~airflow_trainjob.domain.lead_log.SECRET_MARK`
     (Airflow's ``redact``)."""
     from airflow.providers.common.compat.sdk import redact
 
@@ -222,13 +222,13 @@ class TrainingJobRun:
     :param log: the task's logger.
     :param watch: builds the watch of the synchronous wait: called as
         ``watch(hook, job, poll_interval=..., outage_tolerance=..., log=...)``, returns an object whose
-        ``follow(look_within)`` yields :class:`~airflow_trainjob.job_watch.Seen`; default :class:`JobWatch`.
+        ``follow(look_within)`` yields :class:`~airflow_trainjob.watching.job_watch.Seen`; default :class:`JobWatch`.
     :param follower: builds the lead replica's log follower: ``follower(hook, kind, name, namespace, log, pods=...)``
         (``pods``: a callable returning the pods as the wait last saw them), a thread with ``start``, ``finish``,
         ``stop`` and ``pods_changed``; default :class:`LeadLogFollower`.
     :param pod_feed: builds what follows the job's pods while the synchronous wait runs:
         ``pod_feed(hook, job, on_change=..., poll_interval=..., log=...)``, a thread with ``start``, ``stop``,
-        ``pods`` and ``look``; default :class:`~airflow_trainjob.job_watch.PodFeed` (a watch).
+        ``pods`` and ``look``; default :class:`~airflow_trainjob.watching.job_watch.PodFeed` (a watch).
     :param recorder: writes the try's record (:class:`~airflow_trainjob.job_record.JobRecorder`); None: none.
     """
 
@@ -590,7 +590,7 @@ class TrainingJobRun:
         return self.summary
 
     def _follow_to_end(self, ref: str, manifest: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
-        """Start following the job's pods (:class:`~airflow_trainjob.job_watch.PodFeed`) and, with ``get_logs``,
+        """Start following the job's pods (:class:`~airflow_trainjob.watching.job_watch.PodFeed`) and, with ``get_logs``,
         the lead replica's log, then wait by the job's watch (:meth:`_wait`); the caller stops both.
 
         :returns: the job's last state (see :meth:`_wait`)."""
@@ -933,7 +933,7 @@ class TrainingJobRun:
     ) -> None:
         """Copy into the task log what the trigger did not copy of the lead replica's log: from the event's cursor (else
         the one the trigger recorded on the job for this try, else from the start), up to the size bound of
-        :mod:`~airflow_trainjob.lead_log`, read now, before the cleanup removes the pod.
+        :mod:`~airflow_trainjob.domain.lead_log`, read now, before the cleanup removes the pod.
 
         :param job: the job, as last read.
         :param pods: its pods, as listed now (and those the event kept of a failed job).

@@ -17,16 +17,18 @@ import jinja2
 import yaml
 from airflow.providers.common.compat.sdk import BaseOperator, ResumableJobMixin, conf
 
-from airflow_trainjob.cleanup_hold import hold
 from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, LABEL_KUEUE_QUEUE_NAME
+from airflow_trainjob.domain.cleanup_hold import hold
+from airflow_trainjob.domain.names import generate_job_name, max_job_name_length
+from airflow_trainjob.domain.ownership import RESERVED_ANNOTATIONS, RESERVED_LABELS, TaskInstanceIdentity
+from airflow_trainjob.domain.params import conn_id_problem, count_problem, flag_problem, refuse, seconds_problem
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.job_record import JobRecorder, TrySeries, rendered_manifest
 from airflow_trainjob.links.training_job import TrainingJobLink
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models.job import TrainingJobSpec, to_plain
+from airflow_trainjob.models.manifest import build_manifest
 from airflow_trainjob.models.whole_job import WholeJob, parse_whole_job
-from airflow_trainjob.names import generate_job_name, max_job_name_length
 from airflow_trainjob.operators.run import (
     JOB_GONE,
     JOB_NOT_REUSED,
@@ -34,8 +36,6 @@ from airflow_trainjob.operators.run import (
     RunSettings,
     TrainingJobRun,
 )
-from airflow_trainjob.ownership import RESERVED_ANNOTATIONS, RESERVED_LABELS, TaskInstanceIdentity
-from airflow_trainjob.params import conn_id_problem, count_problem, flag_problem, refuse, seconds_problem
 
 
 class TrainingJobOperator(ResumableJobMixin, BaseOperator):
@@ -83,7 +83,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         must reach ``Running``; time spent queued (suspended) does not count. None: no limit.
     :param get_logs: follow the lead replica's log into the task log (deferred: the triggerer copies its new
         lines about once a minute while the task waits, the resumed task the rest, up to 8 MiB:
-        :data:`~airflow_trainjob.lead_log.LEAD_LOG_MAX_BYTES`).
+        :data:`~airflow_trainjob.domain.lead_log.LEAD_LOG_MAX_BYTES`).
     :param log_tail_lines: lines quoted from each failed replica's log on failure, and from the end of the
         lead replica's when a deferred task's copy of it passed 8 MiB (count; 0: none).
     :param on_finish: ``keep_job``, ``delete_job`` or ``delete_succeeded_job`` (default: keep a
@@ -119,10 +119,10 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         ``on_kill`` deleted the job.
     :raises KindNotServedError, NamespaceNotFoundError, JobRejectedError: the API refused the job (no
         CRD, no namespace, invalid or denied by admission); not retried. ``QuotaExceededError`` and
-        ``KubernetesAccessError`` (RBAC, credentials) are retried. See :mod:`airflow_trainjob.api_errors`.
+        ``KubernetesAccessError`` (RBAC, credentials) are retried. See :mod:`airflow_trainjob.hooks.api_errors`.
 
     ``cleanPodPolicy`` and ``ttlSecondsAfterFinished`` are held (sent as ``None`` and unset) and applied by
-    the task once it has read the logs and the verdict: see :mod:`airflow_trainjob.cleanup_hold`.
+    the task once it has read the logs and the verdict: see :mod:`airflow_trainjob.domain.cleanup_hold`.
     """
 
     #: task_state_store key of the job's identity ({name, namespace, uid}); renaming it breaks in-flight retries.

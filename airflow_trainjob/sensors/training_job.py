@@ -10,14 +10,21 @@ from typing import Any
 from airflow.providers.common.compat.sdk import BaseSensorOperator, conf
 from kubernetes.client.exceptions import ApiException
 
-from airflow_trainjob import conditions
-from airflow_trainjob.admission import Deadlines, look_again_in, queue_line
 from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, MAX_NAME_LENGTH
+from airflow_trainjob.domain import conditions
+from airflow_trainjob.domain.deadlines import Deadlines, look_again_in, queue_line
+from airflow_trainjob.domain.names import job_name_problem, namespace_problem
+from airflow_trainjob.domain.params import (
+    conn_id_problem,
+    count_problem,
+    flag_problem,
+    kind_problem,
+    refuse,
+    seconds_problem,
+)
 from airflow_trainjob.exceptions import InvalidJobSpecError, JobDeletedError, TrainingJobError, TrainingJobTimeoutError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.models.common import JobConditionType
-from airflow_trainjob.names import job_name_problem, namespace_problem
-from airflow_trainjob.params import conn_id_problem, count_problem, flag_problem, kind_problem, refuse, seconds_problem
 from airflow_trainjob.triggers.events import DELETED, FINISHED, TIMED_OUT
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 from airflow_trainjob.verdict import announced_end, failure_exception, job_ref
@@ -202,7 +209,7 @@ class TrainingJobSensor(BaseSensorOperator):
     def _get_next_poke_interval(self, started_at: Any, run_duration: Callable[[], float], poke_count: int) -> float:
         """Airflow's next poke interval (``poke_interval``, or its exponential backoff), never past the sensor's
         ``timeout``: the poke (poke mode) or the rescheduled try (reschedule mode) that fails it comes just after it,
-        not up to ``poke_interval`` later (:func:`~airflow_trainjob.admission.look_again_in`).
+        not up to ``poke_interval`` later (:func:`~airflow_trainjob.domain.deadlines.look_again_in`).
 
         :param started_at: when the sensor started (monotonic seconds in poke mode, a datetime in reschedule mode).
         :param run_duration: seconds the sensor has run so far, as Airflow counts them for its timeout.

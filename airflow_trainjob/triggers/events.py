@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_trainjob.constants import JOB_KINDS, LABEL_KUEUE_QUEUE_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
-from airflow_trainjob.failures import container_ends
-from airflow_trainjob.pods import pod_name, sidecar_markers
+from airflow_trainjob.domain.failures import container_ends
+from airflow_trainjob.domain.pods import pod_name, sidecar_markers
 
 # Event outcomes.
 FINISHED, DELETED, TIMED_OUT, ERROR = "finished", "deleted", "timeout", "error"
@@ -52,7 +52,7 @@ def event_payload(
         failed pods first, as many as the budget holds -- so that the verdict does not depend on the pods still
         existing at resume; else empty.
     :param lead_log: where the trigger's copy of the lead's log stands (``lead_log``: a
-        :meth:`~airflow_trainjob.lead_log.LogCursor.to_dict`, ``"complete": true`` when the trigger read it to its
+        :meth:`~airflow_trainjob.domain.lead_log.LogCursor.to_dict`, ``"complete": true`` when the trigger read it to its
         end before stopping the lead's pod), or None.
 
     Further keyword arguments are further keys of the payload: ``which`` for a timeout (``timeout``,

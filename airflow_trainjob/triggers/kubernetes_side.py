@@ -4,7 +4,7 @@ Airflow's triggerer imports a trigger's module on its event loop (``TriggerRunne
 what this provider's hook stands on takes about a second to import (the ``kubernetes`` client package, which
 ``kubernetes.client.exceptions`` alone pulls in whole; ``kubernetes_asyncio``; the cncf.kubernetes hooks): that
 import was the ``Triggerer's async thread was blocked for 1.8 seconds`` users saw at the first trigger of a
-triggerer. So :mod:`~airflow_trainjob.triggers.training_job` and :mod:`~airflow_trainjob.triggers.stream_source`
+triggerer. So :mod:`~airflow_trainjob.triggers.training_job` and :mod:`~airflow_trainjob.watching.stream_source`
 import only light modules, and reach the Kubernetes side as attributes of this module (``kubernetes_side.JobStream``)
 once the trigger's entry points have awaited :func:`load`. It runs the import in a thread: module code is Python
 bytecode, so the thread hands the GIL back every few milliseconds (``sys.getswitchinterval()``) and the loop keeps
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_trainjob.triggers import heap
 
 if TYPE_CHECKING:
-    from airflow_trainjob.api_errors import (
+    from airflow_trainjob.hooks.api_errors import (
         RAISED_ERRORS,
         TRANSIENT_ERRORS,
         TRANSIENT_STATUS_CODES,
@@ -37,10 +37,10 @@ if TYPE_CHECKING:
         one_line,
     )
     from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
-    from airflow_trainjob.triggers.job_stream import JobStream, live_stream, registered, stream_hook
+    from airflow_trainjob.watching.job_stream import JobStream, live_stream, registered, stream_hook
 
 #: The trigger's shared stream (it imports the hook, the clients and the API's errors too).
-JOB_STREAM = "airflow_trainjob.triggers.job_stream"
+JOB_STREAM = "airflow_trainjob.watching.job_stream"
 #: What the triggers use of the Kubernetes side: name -> the module that defines it (:func:`load` imports them all).
 DEFINED_IN = {
     "JobStream": JOB_STREAM,
@@ -48,12 +48,12 @@ DEFINED_IN = {
     "registered": JOB_STREAM,
     "stream_hook": JOB_STREAM,
     "AsyncTrainingJobHook": "airflow_trainjob.hooks.training_job",
-    "ApiCall": "airflow_trainjob.api_errors",
-    "QuietApiException": "airflow_trainjob.api_errors",
-    "RAISED_ERRORS": "airflow_trainjob.api_errors",
-    "one_line": "airflow_trainjob.api_errors",
-    "TRANSIENT_ERRORS": "airflow_trainjob.api_errors",
-    "TRANSIENT_STATUS_CODES": "airflow_trainjob.api_errors",
+    "ApiCall": "airflow_trainjob.hooks.api_errors",
+    "QuietApiException": "airflow_trainjob.hooks.api_errors",
+    "RAISED_ERRORS": "airflow_trainjob.hooks.api_errors",
+    "one_line": "airflow_trainjob.hooks.api_errors",
+    "TRANSIENT_ERRORS": "airflow_trainjob.hooks.api_errors",
+    "TRANSIENT_STATUS_CODES": "airflow_trainjob.hooks.api_errors",
 }
 
 __all__ = [  # noqa: RUF022 (as DEFINED_IN lists them)

@@ -2,16 +2,16 @@
 
 Every trigger on the same connection, namespace and kind joins one shared stream (Airflow 3.3's
 ``BaseEventTrigger.shared_stream_key`` / ``open_shared_stream`` / ``filter_shared_stream``): one
-:class:`~airflow_trainjob.triggers.job_stream.JobStream` lists and watches that kind's jobs, and each trigger
+:class:`~airflow_trainjob.watching.job_stream.JobStream` lists and watches that kind's jobs, and each trigger
 reads its own job from the stream's cache when the stream says the job changed. The API server sees one
 LIST and one WATCH per namespace and kind, not one per job; how the stream reconnects, re-lists on 410 and
-falls back to polling is described in :mod:`~airflow_trainjob.triggers.job_stream`.
+falls back to polling is described in :mod:`~airflow_trainjob.watching.job_stream`.
 
 Deadlines count from ``started_at`` (epoch seconds in the kwargs) and from the job's own queue transitions (see
-:mod:`airflow_trainjob.admission`), so a triggerer restart neither resets nor falsely trips them; they are judged
+:mod:`airflow_trainjob.domain.deadlines`), so a triggerer restart neither resets nor falsely trips them; they are judged
 only on a cache that is in sync with the server. What the status means
-is decided by :mod:`airflow_trainjob.conditions`, as on the synchronous path; whether a job is still this task's
-by :mod:`airflow_trainjob.ownership`. Every request goes through the stream's
+is decided by :mod:`airflow_trainjob.domain.conditions`, as on the synchronous path; whether a job is still this task's
+by :mod:`airflow_trainjob.domain.ownership`. Every request goes through the stream's
 :class:`~airflow_trainjob.hooks.training_job.AsyncTrainingJobHook`: the trigger builds no client.
 
 The triggerer imports this module on its event loop, so it imports only light modules: the stream, the hook and the
@@ -31,16 +31,15 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
-from airflow_trainjob import conditions
-from airflow_trainjob.admission import Deadlines, queue_line
-from airflow_trainjob.cleanup_hold import pods_to_stop, user_run_policy
 from airflow_trainjob.constants import (
     CONDITION_SUCCEEDED,
     JOB_KINDS,
     JobConditionType,
 )
-from airflow_trainjob.hooks.addressing import JobAddress
-from airflow_trainjob.lead_log import (
+from airflow_trainjob.domain import conditions
+from airflow_trainjob.domain.cleanup_hold import pods_to_stop, user_run_policy
+from airflow_trainjob.domain.deadlines import Deadlines, queue_line
+from airflow_trainjob.domain.lead_log import (
     ANNOTATION_LEAD_LOG_CURSOR,
     LIVE_READ_BYTES,
     LOG_NOT_THERE,
@@ -53,16 +52,17 @@ from airflow_trainjob.lead_log import (
     secrets_at,
     write_lines,
 )
-from airflow_trainjob.ownership import why_not_followed
-from airflow_trainjob.pods import lead_pod, owned_by, pod_name
+from airflow_trainjob.domain.ownership import why_not_followed
+from airflow_trainjob.domain.pods import lead_pod, owned_by, pod_name
+from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.triggers import kubernetes_side, log_pacing
 from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED, TIMED_OUT, event_payload
-from airflow_trainjob.triggers.stream_source import WATCH_SECONDS, StreamSource
+from airflow_trainjob.watching.stream_source import WATCH_SECONDS, StreamSource
 
 if TYPE_CHECKING:
-    from airflow_trainjob.api_errors import ApiCall
+    from airflow_trainjob.hooks.api_errors import ApiCall
     from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
-    from airflow_trainjob.triggers.job_stream import JobChanges, JobStream
+    from airflow_trainjob.watching.job_stream import JobChanges, JobStream
 
 #: Seconds ``on_kill`` keeps back of Airflow's ``[triggerer] on_kill_timeout`` (30 s by default) when it records the
 #: try's end, after the deletion: the triggerer's first call to Airflow's API starts its in-process API server, which
@@ -112,7 +112,7 @@ class TrainingJobTrigger(BaseEventTrigger):
     :param follow_lead_log: copy the lead replica's log into the task log while waiting (see below); None: as an
         earlier version of the trigger did, when ``log_tail_lines`` is not 0.
     :param secret_spans: where the task's secrets masker found secrets in the job it sent
-        (:func:`~airflow_trainjob.lead_log.secret_spans`: places, not values); the trigger has the triggerer mask
+        (:func:`~airflow_trainjob.domain.lead_log.secret_spans`: places, not values); the trigger has the triggerer mask
         them before it copies any line, as the task's own log would.
 
     While it waits, it logs :func:`conditions.progress_line` each time the job's phase or replica counts change (Airflow shows
@@ -120,8 +120,8 @@ class TrainingJobTrigger(BaseEventTrigger):
     the lead replica's new lines (``[Master-0] ...``) while the job runs, a look every
     :func:`~airflow_trainjob.triggers.log_pacing.LogReadBudget.look_interval` seconds (60 s, longer when many jobs
     share the triggerer's budget: :mod:`~airflow_trainjob.triggers.log_pacing`), each look short requests and no
-    stream; :class:`~airflow_trainjob.lead_log.LeadLogCopy` decides what is new. The copy's cursor is recorded on
-    the job (annotation :data:`~airflow_trainjob.lead_log.ANNOTATION_LEAD_LOG_CURSOR`, at the first lines and then
+    stream; :class:`~airflow_trainjob.domain.lead_log.LeadLogCopy` decides what is new. The copy's cursor is recorded on
+    the job (annotation :data:`~airflow_trainjob.domain.lead_log.ANNOTATION_LEAD_LOG_CURSOR`, at the first lines and then
     every :data:`CURSOR_RECORD_SECONDS`, and when the trigger is cancelled), so the trigger run again after a
     triggerer restart goes on from there; the resumed task copies the rest.
 
@@ -399,7 +399,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         self, stream: JobStream, job: dict[str, Any], pods: list[dict[str, Any]]
     ) -> dict[str, Any] | None:
         """Stop the pods the user's ``cleanPodPolicy`` has stopped at the terminal transition (the controller was
-        sent ``None``: see :mod:`~airflow_trainjob.cleanup_hold`), now rather than when the task resumes; first
+        sent ``None``: see :mod:`~airflow_trainjob.domain.cleanup_hold`), now rather than when the task resumes; first
         copy the rest of the lead replica's log into the task log if its pod is among them (it is gone at resume).
 
         :returns: the copy's cursor (``"complete": true``) when the lead's log was read to its end, or None. Best
@@ -554,7 +554,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         self, stream: JobStream, job: dict[str, Any], pods: list[dict[str, Any]]
     ) -> dict[str, Any] | None:
         """The job has ended and the lead's pod is about to be stopped: copy the rest of its log now (up to the size
-        bound, in reads of :data:`~airflow_trainjob.lead_log.LIVE_READ_BYTES`, so that the loop runs between them).
+        bound, in reads of :data:`~airflow_trainjob.domain.lead_log.LIVE_READ_BYTES`, so that the loop runs between them).
 
         :returns: the cursor (``complete``), or None when the log could not be read (the resumed task says so)."""
         await self._mask_secrets(job)
@@ -704,7 +704,7 @@ class TrainingJobTrigger(BaseEventTrigger):
     async def on_kill(self) -> None:
         """The user killed the deferred task (Airflow runs this in the triggerer: marked failed or success, or
         cleared): delete the job, if it is still the one this task's try follows
-        (:func:`~airflow_trainjob.ownership.why_not_followed`: its uid, its owner labels, the try that follows it);
+        (:func:`~airflow_trainjob.domain.ownership.why_not_followed`: its uid, its owner labels, the try that follows it);
         then record the try's end as this trigger read the job (:meth:`_record_end`). The pods are read before the
         job, and the end recorded after the deletion: nothing widens the window between reading the job and deleting
         it, in which a later try may take it over.

@@ -15,7 +15,7 @@ Every ``/api`` route needs a user and the auth manager's leave (:mod:`.access`).
 request: a task instance's jobs are the ones its record names (:mod:`.store`), checked against the cluster's object
 (same uid, the task instance's ownership labels), and a pod must be one of that job's pods; the jobs page reads the
 namespaces of ``[trainjob] ui_connections``. Answers carry no token or kubeconfig content, and an API error is its
-one line (:func:`airflow_trainjob.api_errors.one_line`).
+one line (:func:`airflow_trainjob.hooks.api_errors.one_line`).
 """
 
 from __future__ import annotations
@@ -31,17 +31,17 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from airflow_trainjob import pods
-from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.constants import JOB_KINDS, PodPhase
+from airflow_trainjob.domain import pods
+from airflow_trainjob.domain.ownership import TaskInstanceIdentity
+from airflow_trainjob.hooks.api_errors import one_line
 from airflow_trainjob.links.training_job import job_url
-from airflow_trainjob.ownership import TaskInstanceIdentity
-from airflow_trainjob.triggers.job_stream import JobStream
 from airflow_trainjob.ui import settings, views
 from airflow_trainjob.ui.access import GetUserDep, readable_dag_ids, requires_task_instance_read
 from airflow_trainjob.ui.cache import UiCache, ui_source
 from airflow_trainjob.ui.store import RecordUnavailableError, load_tries, load_try_states
 from airflow_trainjob.ui.urls import URL_PREFIX
+from airflow_trainjob.watching.job_stream import JobStream
 
 #: The pages' files.
 STATIC_DIR = Path(__file__).parent / "static"

@@ -3,7 +3,7 @@
 Many open tabs must not multiply the load on the Kubernetes API, so nothing a page asks for goes to the cluster
 by itself:
 
-- Jobs come from ONE shared :class:`~airflow_trainjob.triggers.job_stream.JobStream` per (connection, namespace,
+- Jobs come from ONE shared :class:`~airflow_trainjob.watching.job_stream.JobStream` per (connection, namespace,
   kind) -- the triggerer's list-then-watch loop, run here too (:class:`StreamRegistry`): a stream starts on the first
   page that needs it and stops after :data:`STREAM_IDLE_SECONDS` without a reader.
 - A job's pods and events, and a pod's log tail, are read on demand through a :class:`Coalescer`: one request per key
@@ -34,13 +34,13 @@ from typing import Any, Generic, TypeVar
 
 from kubernetes_asyncio import client as async_client
 
-from airflow_trainjob import pods
-from airflow_trainjob.api_errors import kind_not_served_message
 from airflow_trainjob.constants import GROUP, JOB_KINDS, VERSION
+from airflow_trainjob.domain import pods
+from airflow_trainjob.hooks.api_errors import kind_not_served_message
 from airflow_trainjob.hooks.retries import API_EXCEPTIONS, no_retries
 from airflow_trainjob.hooks.training_job import REQUEST_TIMEOUT, AsyncTrainingJobHook
-from airflow_trainjob.triggers.job_stream import JobStream, StreamSource
 from airflow_trainjob.ui import settings
+from airflow_trainjob.watching.job_stream import JobStream, StreamSource
 
 log = logging.getLogger(__name__)
 

@@ -5,10 +5,10 @@ cluster or recorded by the task (``final`` of :mod:`airflow_trainjob.job_record`
 ``last_seen`` while it ran, or the end its trigger recorded when Airflow killed it), and Airflow's state of each try;
 the same functions serve all of them. Which sight of a job a try shows, and whether the try is still under way, is
 decided here (:func:`chosen_sight`, :func:`try_has_ended`); which replicas failed, by the task's own judgement
-(:func:`failure_marks`). What a job's conditions mean is decided by :mod:`airflow_trainjob.conditions` (the phase and
-its deciding condition) and :mod:`airflow_trainjob.admission` (whether it waits in a queue); which replica a pod is,
-how its containers ended and which pod leads, by :mod:`airflow_trainjob.pods`; what an exit means, by
-:mod:`airflow_trainjob.failures`. All times are the API's RFC 3339 strings (UTC), durations seconds (float).
+(:func:`failure_marks`). What a job's conditions mean is decided by :mod:`airflow_trainjob.domain.conditions` (the phase and
+its deciding condition) and :mod:`airflow_trainjob.domain.deadlines` (whether it waits in a queue); which replica a pod is,
+how its containers ended and which pod leads, by :mod:`airflow_trainjob.domain.pods`; what an exit means, by
+:mod:`airflow_trainjob.domain.failures`. All times are the API's RFC 3339 strings (UTC), durations seconds (float).
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from urllib.parse import quote
 
 import yaml
 
-from airflow_trainjob import conditions, failures, pods
-from airflow_trainjob.admission import queue_state
 from airflow_trainjob.constants import (
     ANNOTATION_DAG_ID,
     ANNOTATION_MAP_INDEX,
@@ -38,8 +36,10 @@ from airflow_trainjob.constants import (
     JobKind,
     PodPhase,
 )
-from airflow_trainjob.failures import ExitClass
-from airflow_trainjob.ownership import TaskInstanceIdentity
+from airflow_trainjob.domain import conditions, failures, pods
+from airflow_trainjob.domain.deadlines import queue_state
+from airflow_trainjob.domain.failures import ExitClass
+from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.verdict import failure_ends
 
 #: Seconds between two polls of a page while its job can still change.

@@ -13,14 +13,14 @@ import yaml
 from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 
 import airflow_trainjob.triggers
-from airflow_trainjob.api_errors import QuietApiException
 from airflow_trainjob.exceptions import KubernetesAccessError
 from airflow_trainjob.hooks import retries
+from airflow_trainjob.hooks.api_errors import QuietApiException
 from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook, TrainingJobHook
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import TrainingJobSpec
-from airflow_trainjob.triggers.job_stream import JobStream, StreamSource, stream_hook
+from airflow_trainjob.models.manifest import build_manifest
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
+from airflow_trainjob.watching.job_stream import JobStream, StreamSource, stream_hook
 from tests.support.jobs import pytorch_specs
 
 SECRET = "not-a-real-token-async-5e2d"
@@ -187,14 +187,14 @@ def test_bad_token_is_a_clear_401_without_the_token(local_cluster, monkeypatch, 
 
 
 def test_timestamped_log_reads_keep_the_rules_the_lead_log_copy_relies_on(kubernetes_default_conn, namespace):
-    """What :class:`~airflow_trainjob.lead_log.LeadLogCopy` assumes of ``pods/log``, read through both hooks via the
+    """What :class:`~airflow_trainjob.domain.lead_log.LeadLogCopy` assumes of ``pods/log``, read through both hooks via the
     real apiserver and kubelet: each line led by its RFC 3339 time; ``sinceTime`` keeps whole seconds and returns the
     lines at or after it; ``limitBytes`` cuts the answer (within a line); ``tailLines``; a ``previous`` run that does
     not exist and an unknown pod are 400 and 404, the statuses of ``LOG_NOT_THERE``. And the async patch (the cursor's
     record) merges an annotation, with a uid precondition."""
     import time
 
-    from airflow_trainjob.lead_log import LOG_NOT_THERE, since_time, timestamp_ns
+    from airflow_trainjob.domain.lead_log import LOG_NOT_THERE, since_time, timestamp_ns
     from tests.support.jobs import create
 
     code = (

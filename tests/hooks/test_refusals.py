@@ -21,7 +21,6 @@ import yaml
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException, TaskDeferred
 from kubernetes.client.exceptions import ApiException
 
-from airflow_trainjob.api_errors import kind_not_served_message
 from airflow_trainjob.constants import GROUP, LABEL_JOB_NAME, VERSION
 from airflow_trainjob.exceptions import (
     JobRejectedError,
@@ -31,6 +30,7 @@ from airflow_trainjob.exceptions import (
     QuotaExceededError,
     TrainingJobError,
 )
+from airflow_trainjob.hooks.api_errors import kind_not_served_message
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from airflow_trainjob.triggers.training_job import ERROR

@@ -10,8 +10,8 @@ from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.exceptions import KubernetesAccessError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import TrainingJobSpec
+from airflow_trainjob.models.manifest import build_manifest
 from tests.support.jobs import pytorch_specs
 
 SECRET = "not-a-real-token-8c1f"

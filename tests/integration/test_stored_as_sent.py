@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from airflow_trainjob import constants as c
-from airflow_trainjob.cleanup_hold import ANNOTATION_HELD_RUN_POLICY, hold, release_patch
-from airflow_trainjob.manifest import build_manifest
+from airflow_trainjob.domain.cleanup_hold import ANNOTATION_HELD_RUN_POLICY, hold, release_patch
 from airflow_trainjob.models.job import TrainingJobSpec
+from airflow_trainjob.models.manifest import build_manifest
 
 DATA = Path(__file__).parents[1] / "data"
 

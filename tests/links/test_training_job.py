@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.links.training_job import TAB_ROUTE, TrainingJobLink, task_instance_tab_url
-from airflow_trainjob.ownership import TaskInstanceIdentity
 
 MANIFEST = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "train-job", "namespace": "ml"}}
 

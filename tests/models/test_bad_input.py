@@ -7,8 +7,8 @@ import copy
 import pytest
 
 from airflow_trainjob.exceptions import InvalidJobSpecError
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import TrainingJobSpec
+from airflow_trainjob.models.manifest import build_manifest
 from tests.support.report import record
 
 CONTAINER = {"name": "pytorch", "image": "python:3.11", "command": ["python", "-c", "print(1)"]}

@@ -26,8 +26,8 @@ from kubeflow.training import (
 from kubernetes.client import V1Container, V1ObjectMeta, V1PodSpec, V1PodTemplateSpec, V1ResourceRequirements
 
 from airflow_trainjob.exceptions import InvalidJobSpecError
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import TrainingJobSpec, parse_whole_job
+from airflow_trainjob.models.manifest import build_manifest
 
 
 def sdk_template(name="pytorch", image="python:3.11-slim"):

@@ -17,8 +17,8 @@ import yaml
 
 from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.exceptions import InvalidJobSpecError
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import parse_whole_job
+from airflow_trainjob.models.manifest import build_manifest
 
 UPSTREAM = Path(__file__).parent.parent / "data" / "upstream"
 FILES = sorted(UPSTREAM.glob("*.yaml"))

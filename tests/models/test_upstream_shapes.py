@@ -6,8 +6,8 @@ import pytest
 
 from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.exceptions import InvalidJobSpecError
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import ManagedBy, ReplicaSpec, RunPolicy, TrainingJobSpec
+from airflow_trainjob.models.manifest import build_manifest
 
 
 def template(container="pytorch", **extra):

@@ -8,10 +8,10 @@ import json
 import pytest
 import yaml
 
-from airflow_trainjob.cleanup_hold import ANNOTATION_HELD_RUN_POLICY, hold
+from airflow_trainjob.domain.cleanup_hold import ANNOTATION_HELD_RUN_POLICY, hold
 from airflow_trainjob.exceptions import InvalidJobSpecError
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import RunPolicy, TrainingJobSpec, WholeJob, parse_whole_job
+from airflow_trainjob.models.manifest import build_manifest
 
 
 def container(name="pytorch"):

@@ -23,7 +23,7 @@ import pytest
 
 from airflow_trainjob.constants import GROUP, VERSION
 from airflow_trainjob.exceptions import TrainingJobTimeoutError
-from airflow_trainjob.job_watch import JobWatch
+from airflow_trainjob.watching.job_watch import JobWatch
 from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.deferred import MODES, defer, first_event, operator_for
 from tests.support.jobs import SLEEP, jobs, pytorch_specs, true_types

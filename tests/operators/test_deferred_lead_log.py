@@ -17,9 +17,9 @@ import uuid
 
 import pytest
 
-from airflow_trainjob import lead_log
 from airflow_trainjob.constants import LABEL_JOB_NAME
-from airflow_trainjob.lead_log import ANNOTATION_LEAD_LOG_CURSOR, cursor_on_job
+from airflow_trainjob.domain import lead_log
+from airflow_trainjob.domain.lead_log import ANNOTATION_LEAD_LOG_CURSOR, cursor_on_job
 from airflow_trainjob.triggers import log_pacing
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 from tests.support.deferred import defer, first_event, operator_for, rebuild

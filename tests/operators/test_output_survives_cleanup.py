@@ -2,7 +2,7 @@
 log in both modes, the running pods of a failed job stop promptly, and the pods end as the user's policy says.
 
 The local controller deletes pods at the terminal transition as upstream does; the provider holds the policy
-(sends ``None``) and applies it itself: see airflow_trainjob/cleanup_hold.py.
+(sends ``None``) and applies it itself: see airflow_trainjob/domain/cleanup_hold.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """TrainingJobRun and the operator's entry points over an in-memory hook: every branch of a try, no cluster.
 
-The synchronous wait runs the real :class:`~airflow_trainjob.job_watch.JobWatch` on the fake hook, whose watch is
+The synchronous wait runs the real :class:`~airflow_trainjob.watching.job_watch.JobWatch` on the fake hook, whose watch is
 refused (403), so it reads the job every ``poll_interval`` (1 ms here) and each scripted ``get_job`` step is one
 look; a few cases drive the wait with a scripted watch instead (what only a watch can see). The deadlines and
 the outage tolerance are cut to milliseconds.
@@ -16,8 +16,9 @@ import pytest
 from airflow.providers.common.compat.sdk import AirflowFailException, TaskDeferred
 from kubernetes.client.exceptions import ApiException
 
-from airflow_trainjob.cleanup_hold import ANNOTATION_HELD_RUN_POLICY, hold
 from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME, LABEL_TRY_NUMBER
+from airflow_trainjob.domain.cleanup_hold import ANNOTATION_HELD_RUN_POLICY, hold
+from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity
 from airflow_trainjob.exceptions import (
     InvalidJobSpecError,
     JobDeletedError,
@@ -27,14 +28,13 @@ from airflow_trainjob.exceptions import (
     TrainingJobStoppedError,
     TrainingJobTimeoutError,
 )
-from airflow_trainjob.job_watch import Seen
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models.job import TrainingJobSpec
+from airflow_trainjob.models.manifest import build_manifest
 from airflow_trainjob.operators import run as run_module
 from airflow_trainjob.operators.run import JOB_GONE, JOB_NOT_REUSED, RunSettings, TrainingJobRun, job_summary
 from airflow_trainjob.operators.training_job import TrainingJobOperator
-from airflow_trainjob.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity
 from airflow_trainjob.triggers.training_job import DELETED, ERROR, FINISHED, TIMED_OUT, TrainingJobTrigger
+from airflow_trainjob.watching.job_watch import Seen
 from tests.support.fake_hook import (
     FakeTaskInstance,
     FakeTaskStateStore,
@@ -725,7 +725,7 @@ def test_operator_bad_input_is_refused_before_any_call(hook):
 
 
 def test_operator_and_sensor_word_their_shared_checks_alike(hook):
-    """The checks both tasks make come from airflow_trainjob.params: the same field, the same words."""
+    """The checks both tasks make come from airflow_trainjob.domain.params: the same field, the same words."""
     from airflow_trainjob.sensors.training_job import TrainingJobSensor
 
     sensor = TrainingJobSensor(

@@ -5,9 +5,9 @@ starts a nearer deadline moves the next look. No cluster."""
 
 from __future__ import annotations
 
-from airflow_trainjob.admission import QUEUE_LINE_SECONDS
 from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME
-from airflow_trainjob.job_watch import Seen
+from airflow_trainjob.domain.deadlines import QUEUE_LINE_SECONDS
+from airflow_trainjob.watching.job_watch import Seen
 from tests.operators.test_run_unit import RUNNING, SUCCEEDED, make_run
 from tests.support.fake_hook import FakeTrainingJobHook, job_status
 

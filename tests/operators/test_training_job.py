@@ -9,8 +9,8 @@ import pytest
 import yaml
 from airflow.providers.common.compat.sdk import AirflowFailException
 
-from airflow_trainjob.cleanup_hold import ANNOTATION_HELD_RUN_POLICY
 from airflow_trainjob.constants import GROUP, LABEL_JOB_NAME, LABEL_TRY_NUMBER, VERSION
+from airflow_trainjob.domain.cleanup_hold import ANNOTATION_HELD_RUN_POLICY
 from airflow_trainjob.exceptions import (
     InvalidJobSpecError,
     JobDeletedError,

@@ -22,6 +22,7 @@ from airflow_trainjob.constants import (
     LABEL_REPLICA_TYPE,
     VERSION,
 )
+from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.exceptions import (
     JobDeletedError,
     JobNotOwnedError,
@@ -29,10 +30,9 @@ from airflow_trainjob.exceptions import (
     TrainingJobStoppedError,
 )
 from airflow_trainjob.hooks.training_job import TrainingJobHook
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import TrainingJobSpec
+from airflow_trainjob.models.manifest import build_manifest
 from airflow_trainjob.operators.training_job import TrainingJobOperator
-from airflow_trainjob.ownership import TaskInstanceIdentity
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from airflow_trainjob.triggers.training_job import DELETED, ERROR, FINISHED, TrainingJobTrigger
 from airflow_trainjob_local.testing.waiting import wait_for
@@ -51,7 +51,7 @@ from tests.support.least_privilege import (
 from tests.support.report import record
 
 #: Every (API group, resource, verb) the provider's calls make, and why (the audit of hooks/,
-#: operators/, sensors/, triggers/, links/, log_stream.py, verdict.py). The Role must be exactly this.
+#: operators/, sensors/, triggers/, links/, watching/lead_log_follower.py, verdict.py). The Role must be exactly this.
 NEEDED = {
     **{("kubeflow.org", kind.plural, "create"): "start the job" for kind in JOB_KINDS.values()},
     **{("kubeflow.org", kind.plural, "get"): "follow it, attach, ownership checks" for kind in JOB_KINDS.values()},

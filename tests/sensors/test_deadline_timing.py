@@ -14,8 +14,8 @@ from airflow.sdk.exceptions import AirflowRescheduleException
 
 from airflow_trainjob.constants import GROUP, VERSION
 from airflow_trainjob.exceptions import TrainingJobTimeoutError
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import TrainingJobSpec
+from airflow_trainjob.models.manifest import build_manifest
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.deferred import first_event

@@ -66,7 +66,7 @@ async def in_triggerer(manager, trigger_id: int, trigger) -> dict:
 
 async def synced_stream(trigger):
     """The running stream of ``trigger``'s source, once it has listed its jobs (a trigger of it must be waiting)."""
-    from airflow_trainjob.triggers.job_stream import live_stream
+    from airflow_trainjob.watching.job_stream import live_stream
 
     source = trigger.shared_stream_key()
     while (stream := live_stream(source)) is None or not stream.synced:

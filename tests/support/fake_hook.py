@@ -12,8 +12,8 @@ deletion takes its pods with it (garbage collection). Tests script the rest:
 - ``calls`` records each call as ``(method, args...)``.
 
 The hook's watch clients (``custom_object_client``, ``core_v1_client``) refuse every watch with 403, so a real
-:class:`~airflow_trainjob.job_watch.JobWatch` on this hook reads the job with ``get_job`` every ``poll_interval``,
-and a real :class:`~airflow_trainjob.job_watch.PodFeed` lists the pods once, then every ``POD_LOOK_SECONDS``.
+:class:`~airflow_trainjob.watching.job_watch.JobWatch` on this hook reads the job with ``get_job`` every ``poll_interval``,
+and a real :class:`~airflow_trainjob.watching.job_watch.PodFeed` lists the pods once, then every ``POD_LOOK_SECONDS``.
 """
 
 from __future__ import annotations

@@ -38,8 +38,7 @@ def shorten_backoff(monkeypatch, scale: float = BACKOFF_SCALE) -> None:
     """
     import tenacity
 
-    from airflow_trainjob import job_watch
-    from airflow_trainjob.triggers import job_stream
+    from airflow_trainjob.watching import job_stream, job_watch
 
     exponential = tenacity.wait.wait_exponential.__call__
     monkeypatch.setattr(
@@ -127,7 +126,7 @@ class JobCreations:
     def jobs_of(self, run_id: str) -> int:
         """Distinct jobs seen that carry this task instance's run_id label."""
         from airflow_trainjob.constants import LABEL_RUN_ID
-        from airflow_trainjob.names import sanitize_label_value
+        from airflow_trainjob.domain.names import sanitize_label_value
 
         value = sanitize_label_value(run_id)
         return sum(1 for labels in self.seen.values() if labels.get(LABEL_RUN_ID) == value)

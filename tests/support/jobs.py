@@ -85,8 +85,8 @@ def true_types(job: dict) -> list[str]:
 def create(custom_objects, namespace: str, name: str, code: str, specs: dict | None = None, **spec) -> dict:
     """Create a PyTorchJob ``name`` (one Master running ``code``, or ``specs``) directly, as someone other than the
     provider."""
-    from airflow_trainjob.manifest import build_manifest
     from airflow_trainjob.models import TrainingJobSpec
+    from airflow_trainjob.models.manifest import build_manifest
 
     replica_specs = specs or pytorch_specs(code, workers=0, **spec)
     manifest = build_manifest(spec=TrainingJobSpec.parse("PyTorchJob", replica_specs), name=name, namespace=namespace)

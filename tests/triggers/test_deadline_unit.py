@@ -1,6 +1,6 @@
 """When the trigger looks again with no change of its job (``_seconds_to_deadline``), pure: just past the nearest
 deadline as it stands after the last state judged, from the same decision as the synchronous wait's
-(:meth:`~airflow_trainjob.admission.Deadlines.next_look`). No cluster: the trigger's fire times against the
+(:meth:`~airflow_trainjob.domain.deadlines.Deadlines.next_look`). No cluster: the trigger's fire times against the
 apiserver are in ``tests/operators/test_deadline_timing.py``."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from airflow_trainjob.admission import LOOK_MARGIN
-from airflow_trainjob.triggers.stream_source import WATCH_SECONDS
+from airflow_trainjob.domain.deadlines import LOOK_MARGIN
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
+from airflow_trainjob.watching.stream_source import WATCH_SECONDS
 
 
 def job(suspend: bool, *true: str) -> dict:

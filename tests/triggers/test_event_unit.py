@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-from airflow_trainjob import conditions
 from airflow_trainjob.constants import (
     LABEL_JOB_NAME,
     LABEL_KUEUE_QUEUE_NAME,
@@ -14,6 +13,7 @@ from airflow_trainjob.constants import (
     LABEL_REPLICA_TYPE,
     PYTORCH_JOB,
 )
+from airflow_trainjob.domain import conditions
 from airflow_trainjob.triggers.events import EVENT_BUDGET, FINISHED, TIMED_OUT, event_payload
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from airflow_trainjob.triggers.job_cache import JobCache, list_items
+from airflow_trainjob.watching.job_cache import JobCache, list_items
 
 
 def _job(name: str, **status: object) -> dict:

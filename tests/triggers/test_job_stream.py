@@ -13,10 +13,10 @@ import pytest
 from airflow.triggers.shared_stream import SharedStreamManager
 
 from airflow_trainjob.constants import GROUP, VERSION
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models.job import TrainingJobSpec
-from airflow_trainjob.triggers.job_stream import StreamSource
+from airflow_trainjob.models.manifest import build_manifest
 from airflow_trainjob.triggers.training_job import DELETED, FINISHED, TIMED_OUT, TrainingJobTrigger
+from airflow_trainjob.watching.job_stream import StreamSource
 from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.deferred import in_triggerer, synced_stream
 from tests.support.jobs import EXIT_1, OK, SLEEP, create, pytorch_specs

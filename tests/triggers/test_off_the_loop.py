@@ -18,7 +18,7 @@ from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 
 from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook, _watch_event
-from airflow_trainjob.triggers.job_stream import READERS_PER_TURN, JobStream, StreamSource
+from airflow_trainjob.watching.job_stream import READERS_PER_TURN, JobStream, StreamSource
 from tests.support.jobs import SLEEP, create
 
 # --- no cluster: a watch line as kubernetes_asyncio's Watch gives it -------------------------------------------------
@@ -84,9 +84,9 @@ HEAVY_MODULES = [
     "kubernetes_asyncio",
     "airflow.providers.cncf.kubernetes",
     "airflow.providers.cncf.kubernetes.hooks.kubernetes",
-    "airflow_trainjob.api_errors",
+    "airflow_trainjob.hooks.api_errors",
     "airflow_trainjob.hooks.training_job",
-    "airflow_trainjob.triggers.job_stream",
+    "airflow_trainjob.watching.job_stream",
 ]
 
 #: A fresh process: what the triggerer has imported, then what it does on its event loop with a trigger (import the

@@ -36,10 +36,10 @@ from airflow_trainjob.constants import (
     GROUP,
     VERSION,
 )
+from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.job_record import RECORD_KEY, trim_event, trim_job, trim_pod
-from airflow_trainjob.manifest import build_manifest
 from airflow_trainjob.models import TrainingJobSpec
-from airflow_trainjob.ownership import TaskInstanceIdentity
+from airflow_trainjob.models.manifest import build_manifest
 from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.deployment import AirflowDeployment
 from tests.support.fault_proxy import Fault, FaultProxy

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from airflow_trainjob.api_errors import one_line
+from airflow_trainjob.hooks.api_errors import one_line
 from airflow_trainjob.ui.cache import UI_READ_TIMEOUT_SECONDS, Coalescer, StreamRegistry, UiCache, ui_source
 from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.fault_proxy import Fault, FaultProxy

@@ -22,7 +22,7 @@ from urllib.parse import quote
 import pytest
 
 from airflow_trainjob.constants import LABEL_TASK_ID
-from airflow_trainjob.names import sanitize_label_value
+from airflow_trainjob.domain.names import sanitize_label_value
 from tests.support.deployment import AirflowDeployment
 from tests.support.faults import JobCreations
 from tests.support.report import record

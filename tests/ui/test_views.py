@@ -21,8 +21,8 @@ from airflow_trainjob.constants import (
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
 )
+from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.job_record import trim_event, trim_job, trim_pod
-from airflow_trainjob.ownership import TaskInstanceIdentity
 from airflow_trainjob.ui import settings, store, views
 
 NOW = datetime(2026, 12, 2, 5, 10, 0, tzinfo=timezone.utc)
@@ -669,7 +669,8 @@ def test_record_value_as_it_is_or_through_the_configured_backend(monkeypatch):
 
 # --- the tab agrees with the task's error and with Airflow's state of the try (issue 24, item 4) ------------------
 
-from airflow_trainjob import failures, verdict  # noqa: E402
+from airflow_trainjob import verdict  # noqa: E402
+from airflow_trainjob.domain import failures  # noqa: E402
 
 BOTH_FAILED = [
     condition("Created", "True", "2026-12-02T05:00:01Z"),

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from airflow_trainjob import conditions
 from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME, ConditionStatus, JobConditionType
+from airflow_trainjob.domain import conditions
 
 TIMEOUT, STARTUP_TIMEOUT, QUEUE_TIMEOUT = "timeout", "startup_timeout", "queue_timeout"
 #: Seconds between two "still waiting in its queue" lines.

@@ -24,7 +24,7 @@ from airflow_trainjob.constants import (
     LABEL_TASK_ID,
     LABEL_TRY_NUMBER,
 )
-from airflow_trainjob.names import sanitize_label_value
+from airflow_trainjob.domain.names import sanitize_label_value
 
 #: The try that follows the job now, when it is not the one that created it (a retry attached or reconnected to it).
 ANNOTATION_FOLLOWED_BY_TRY = f"{LABEL_PREFIX}/followed-by-try"

@@ -2,8 +2,8 @@
 
 :class:`JobStream` lists the jobs of one kind in one namespace, then watches them from the list's
 resourceVersion and keeps the latest object of each job in memory, the way a client-go informer does (as
-compact JSON text: :class:`~airflow_trainjob.triggers.job_cache.JobCache`, so the garbage collector never walks it).
-The triggerer runs one stream per :class:`~airflow_trainjob.triggers.stream_source.StreamSource` (Airflow 3.3's
+compact JSON text: :class:`~airflow_trainjob.watching.job_cache.JobCache`, so the garbage collector never walks it).
+The triggerer runs one stream per :class:`~airflow_trainjob.watching.stream_source.StreamSource` (Airflow 3.3's
 shared streams; the key and :data:`WATCH_SECONDS` live in that light module, and are importable from here too) and
 hands every :class:`~airflow_trainjob.triggers.training_job.TrainingJobTrigger` of that source the same
 :class:`JobChanges` events; each trigger reads its own job from the cache. The API server therefore sees
@@ -35,11 +35,17 @@ from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_trainjob.api_errors import API_EXCEPTIONS, TRANSIENT_ERRORS, TRANSIENT_STATUS_CODES, ApiCall, one_line
+from airflow_trainjob.hooks.api_errors import (
+    API_EXCEPTIONS,
+    TRANSIENT_ERRORS,
+    TRANSIENT_STATUS_CODES,
+    ApiCall,
+    one_line,
+)
 from airflow_trainjob.hooks.retries import doubling
 from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
-from airflow_trainjob.triggers.job_cache import JobCache
-from airflow_trainjob.triggers.stream_source import TRIGGER_PURPOSE, WATCH_SECONDS, StreamSource
+from airflow_trainjob.watching.job_cache import JobCache
+from airflow_trainjob.watching.stream_source import TRIGGER_PURPOSE, WATCH_SECONDS, StreamSource
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +119,7 @@ class JobStream:
         api-server's UI streams say theirs).
 
     Readers use :attr:`jobs` (name -> job as an API JSON dict, ``metadata.managedFields`` dropped: a
-    :class:`~airflow_trainjob.triggers.job_cache.JobCache`, which keeps them as text),
+    :class:`~airflow_trainjob.watching.job_cache.JobCache`, which keeps them as text),
     :attr:`synced` (``jobs`` reflects a successful list, and nothing has failed since), :attr:`error`
     (why the API refuses this stream, or None), and :attr:`hook` with :attr:`connected` (the stream's hook, whose
     client is open while the stream runs: other reads on the same connection). Readers woken by a change that
@@ -347,7 +353,7 @@ class JobStream:
 
 class _Refused(Exception):
     """The API refused the stream's list or watch in a way retrying the same client will not fix (its one line,
-    from :func:`~airflow_trainjob.api_errors.one_line`)."""
+    from :func:`~airflow_trainjob.hooks.api_errors.one_line`)."""
 
 
 def _backoff(failures: int) -> float:

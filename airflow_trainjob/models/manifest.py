@@ -6,15 +6,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_trainjob.constants import API_VERSION
-from airflow_trainjob.models.errors import raise_if
-from airflow_trainjob.models.job import TrainingJobSpec
-from airflow_trainjob.names import (
+from airflow_trainjob.domain.names import (
     job_name_problem,
     label_key_problem,
     label_value_problem,
     max_job_name_length,
     namespace_problem,
 )
+from airflow_trainjob.models.errors import raise_if
+from airflow_trainjob.models.job import TrainingJobSpec
 
 
 def build_manifest(

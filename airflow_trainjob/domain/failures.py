@@ -16,7 +16,7 @@ recreates it. A sidecar (an init container with ``restartPolicy: Always``) is al
 the kubelet stopping it once the main containers have ended — is no failure.
 
 How each container run ended is read here, as :class:`ContainerEnd`: from the pods' statuses
-(:func:`container_ends`, over :mod:`airflow_trainjob.pods`' shapes) and, once ``cleanPodPolicy`` has deleted the
+(:func:`container_ends`, over :mod:`airflow_trainjob.domain.pods`' shapes) and, once ``cleanPodPolicy`` has deleted the
 pods, from the training operator's ``ExitedWithCode`` events (:func:`ends_from_events`). Why a pod is still
 ``Pending`` (:func:`pending_reasons`) quotes its containers' last exits with their class, and
 :func:`pending_failures` names the runs whose logs explain it.
@@ -34,7 +34,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_trainjob import conditions
 from airflow_trainjob.constants import (
     JOB_KINDS,
     REASON_EVICTED,
@@ -46,7 +45,8 @@ from airflow_trainjob.constants import (
     RestartPolicy,
     ValueEnum,
 )
-from airflow_trainjob.pods import (
+from airflow_trainjob.domain import conditions
+from airflow_trainjob.domain.pods import (
     Pod,
     container_statuses,
     init_status,
@@ -386,7 +386,7 @@ _CONTAINER_CONDITIONS = frozenset({"Initialized", "ContainersReady", "Ready"})
 
 def pending_reasons(pods: Iterable[Pod], kind: JobKind) -> list[str]:
     """Why pods are not running yet, one line per ``Pending`` pod: where its init containers stand
-    (:func:`~airflow_trainjob.pods.init_status`), its unschedulable conditions, and its containers — init ones
+    (:func:`~airflow_trainjob.domain.pods.init_status`), its unschedulable conditions, and its containers — init ones
     included, named as such — that wait for a reason, or the init container that runs, with their last exit and its
     class (``Master-0 (j-master-0) Pending: Init:CrashLoopBackOff; initContainer fetch-data CrashLoopBackOff:
     back-off 20s ...; last exit code 2 (Permanent), Error``).

@@ -3,7 +3,7 @@
 Each function returns the problem with a parameter as rendered (``"<field>: <what is wrong>, got ..."``, naming
 what is allowed) or None; the task collects them and refuses them all at once with :func:`refuse`, before any
 API call. Checks of one task only (``on_finish``, ``target_conditions``, ...) stay in its module; names, namespaces
-and labels are checked by :mod:`airflow_trainjob.names`.
+and labels are checked by :mod:`airflow_trainjob.domain.names`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Pure (no I/O): the trigger (asynchronously, while the task waits, and before it 
 resumed task (synchronously, at the end) both drive one :class:`LeadLogCopy` — they look at the lead pod, read what
 it asks (:class:`LogRead`: one short ``pods/log`` GET with ``timestamps=true``, ``sinceTime`` and ``limitBytes``,
 never a follow stream), and write what it returns into the task log. The synchronous wait follows the log on one
-stream instead (:mod:`~airflow_trainjob.log_stream`).
+stream instead (:mod:`~airflow_trainjob.watching.lead_log_follower`).
 
 Where the copy stands is a :class:`LogCursor` (carried in the trigger's event, and kept on the job while the trigger
 waits so that a restarted triggerer goes on from there): the container run being read (pod uid, container,
@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from airflow_trainjob.constants import LABEL_PREFIX, JobKind
-from airflow_trainjob.pods import lead_pod, log_container, phase_of, pod_name, replica_of
+from airflow_trainjob.domain.pods import lead_pod, log_container, phase_of, pod_name, replica_of
 
 #: Bytes of the lead replica's log text (its lines, without timestamps) a deferred task's log takes, 8 MiB; past it,
 #: the copy stops and only the log's last ``log_tail_lines`` lines are added at the end.

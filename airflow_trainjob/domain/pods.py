@@ -8,7 +8,7 @@ before the main containers) as much as its main containers (``status.containerSt
 container with ``restartPolicy: Always`` (Kubernetes 1.28+): it runs beside the main containers.
 
 What a container's end means (its exit class, a failure or not, why a pending pod waits) is
-:mod:`airflow_trainjob.failures`', which reads these shapes; this module imports nothing of it.
+:mod:`airflow_trainjob.domain.failures`', which reads these shapes; this module imports nothing of it.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def sidecar_names(pod: Pod) -> frozenset[str]:
 
 def sidecar_markers(pod: Pod) -> list[dict[str, str]]:
     """``[{"name": ..., "restartPolicy": "Always"}]`` for each sidecar of the pod: all a pod summary needs to keep of
-    its ``spec.initContainers`` for :func:`airflow_trainjob.failures.container_ends` to tell a sidecar's stop from a
+    its ``spec.initContainers`` for :func:`airflow_trainjob.domain.failures.container_ends` to tell a sidecar's stop from a
     failure.
 
     :param pod: the pod, an API JSON dict.

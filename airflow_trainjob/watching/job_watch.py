@@ -25,7 +25,7 @@ collection is read every ``poll_interval`` seconds instead, with a watch tried a
 ``outage_tolerance`` seconds before the last error is raised.
 
 A watch of the job lasts until the caller's next look (``look_within``: its nearest deadline, see
-:meth:`~airflow_trainjob.admission.Deadlines.next_look`), asked again after each state the watch delivers: when a
+:meth:`~airflow_trainjob.domain.deadlines.Deadlines.next_look`), asked again after each state the watch delivers: when a
 change brings that look nearer than the watch's end (a job suspended into its queue starts ``queue_timeout``;
 admitted again, ``startup_timeout``), the watch is ended and re-opened from its last resourceVersion for as long as
 the new look allows (:func:`outlasts_next_look`), so no deadline waits for a watch begun before it started. That
@@ -57,8 +57,8 @@ from kubernetes import watch as kube_watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from airflow_trainjob.api_errors import ApiCall, exception_for, one_line
 from airflow_trainjob.hooks.addressing import JobAddress, job_pod_selector, name_field_selector
+from airflow_trainjob.hooks.api_errors import ApiCall, exception_for, one_line
 from airflow_trainjob.hooks.retries import doubling, is_transient
 from airflow_trainjob.hooks.training_job import watch_timeout
 
@@ -570,7 +570,7 @@ def outlasts_next_look(watch_left: float, look_in: float | None) -> bool:
 
     :param watch_left: seconds until the server ends the watch in flight (its ``timeoutSeconds``).
     :param look_in: seconds until the caller's next look (``look_within()``,
-        :meth:`~airflow_trainjob.admission.Deadlines.next_look`); None: only changes call for one.
+        :meth:`~airflow_trainjob.domain.deadlines.Deadlines.next_look`); None: only changes call for one.
     """
     return look_in is not None and look_in < watch_left - NEARER_LOOK_SLACK
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_trainjob.constants import LABEL_PREFIX, CleanPodPolicy
-from airflow_trainjob.pods import Pod, is_active, is_being_deleted, pods_to_clean
+from airflow_trainjob.domain.pods import Pod, is_active, is_being_deleted, pods_to_clean
 
 #: The user's ``cleanPodPolicy`` and ``ttlSecondsAfterFinished`` while the provider holds them, as JSON.
 ANNOTATION_HELD_RUN_POLICY = f"{LABEL_PREFIX}/held-run-policy"
@@ -129,7 +129,7 @@ class PodsLeft:
 
 def pods_left(pods: Iterable[Pod], clean_pod_policy: str, *, job_deleted: bool) -> PodsLeft:
     """What is left, in the job's pods as listed now, of the pods the end of the task removes: those the user's
-    ``cleanPodPolicy`` removes (:func:`~airflow_trainjob.pods.pods_to_clean`), and when the job is deleted
+    ``cleanPodPolicy`` removes (:func:`~airflow_trainjob.domain.pods.pods_to_clean`), and when the job is deleted
     (``on_finish``, or a job still running) every pod still Pending or Running too (its finished pods go with it by
     garbage collection: none of them runs); and every pod being deleted, until it is gone.
 

@@ -26,10 +26,10 @@ from typing import Any, NamedTuple
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from airflow_trainjob.api_errors import one_line
 from airflow_trainjob.constants import JobKind, PodPhase
+from airflow_trainjob.domain.pods import is_finished, lead_pod, log_container, phase_of, pod_name, replica_of
+from airflow_trainjob.hooks.api_errors import one_line
 from airflow_trainjob.hooks.retries import doubling
-from airflow_trainjob.pods import is_finished, lead_pod, log_container, phase_of, pod_name, replica_of
 
 #: Seconds between looks for the lead pod without a pod watch (``pods`` None); the first wait before a stream that
 #: ended (or failed) while its container still runs is opened again.
@@ -52,7 +52,7 @@ class LeadLogFollower(threading.Thread):
     :param namespace: the job's namespace.
     :param log: the task's logger, which gets the lines.
     :param pods: returns the job's pods as last seen (API JSON dicts; None: not known yet), e.g.
-        :meth:`~airflow_trainjob.job_watch.PodFeed.pods`; the follower looks again when :meth:`pods_changed` is
+        :meth:`~airflow_trainjob.watching.job_watch.PodFeed.pods`; the follower looks again when :meth:`pods_changed` is
         called. None: the follower LISTs the pods itself every :data:`LOOK_INTERVAL` seconds.
     """
 

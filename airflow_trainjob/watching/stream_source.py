@@ -2,8 +2,8 @@
 timing the triggers plan by.
 
 Light on purpose: the triggerer computes a trigger's key on its event loop, right after importing the trigger's
-module there; the stream itself (:mod:`~airflow_trainjob.triggers.job_stream`) makes a source's hook
-(:func:`~airflow_trainjob.triggers.job_stream.stream_hook`), reached through
+module there; the stream itself (:mod:`~airflow_trainjob.watching.job_stream`) makes a source's hook
+(:func:`~airflow_trainjob.watching.job_stream.stream_hook`), reached through
 :mod:`~airflow_trainjob.triggers.kubernetes_side`, loaded in a worker thread.
 """
 

@@ -147,7 +147,7 @@ def is_running(status: Any) -> bool:
 def is_suspended(status: Any) -> bool:
     """The operator reports the job suspended (``Suspended`` decides the phase): it has no pods and waits for
     ``runPolicy.suspend`` to turn false. Whether a job is *queued* also depends on its spec: see
-    :func:`airflow_trainjob.admission.queue_state`.
+    :func:`airflow_trainjob.domain.deadlines.queue_state`.
 
     :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
     """
