@@ -9,7 +9,7 @@ Routes (paths below the mount):
 - ``GET /api/jobs?phase=&dag_id=``: every job Airflow launched in the configured connections' namespaces.
 
 A try's view also reads Airflow's state of the try (:func:`~.store.load_try_states`): a try that has ended is
-shown as the task last saw it, never as live (:func:`~.views.try_view`).
+shown as the task last saw it, never as live (:func:`~.try_view.try_view`).
 
 Every ``/api`` route needs a user and the auth manager's leave (:mod:`.access`). No namespace or name comes from a
 request: a task instance's jobs are the ones its record names (:mod:`.store`), checked against the cluster's object
@@ -37,7 +37,7 @@ from airflow_trainjob.constants import JOB_KINDS, PodPhase
 from airflow_trainjob.links.training_job import job_url
 from airflow_trainjob.ownership import TaskInstanceIdentity
 from airflow_trainjob.triggers.job_stream import JobStream
-from airflow_trainjob.ui import settings, views
+from airflow_trainjob.ui import settings, try_view, views
 from airflow_trainjob.ui.access import GetUserDep, readable_dag_ids, requires_task_instance_read
 from airflow_trainjob.ui.cache import UiCache, ui_source
 from airflow_trainjob.ui.store import RecordUnavailableError, load_tries, load_try_states
@@ -168,8 +168,8 @@ async def _try_view(
         found_events = await _read(lambda: cache.job_events(stream, t.name, uid, names), t.errors)
         t.unreadable = t.unreadable or found_pods is None or found_events is None
     gone = t.gone_job()
-    # views.try_view picks what to show: the job live, what the try recorded, or the stream's last sight of it.
-    return views.try_view(
+    # try_view.try_view picks what to show: the job live, what the try recorded, or the stream's last sight of it.
+    return try_view.try_view(
         t.record,
         live=t.job,
         live_pods=found_pods or [],
@@ -309,7 +309,7 @@ def create_app(cache: UiCache | None = None) -> FastAPI:
         if t.job is not None and t.stream is not None and kind is not None:
             stream, uid = t.stream, (t.job.get("metadata") or {}).get("uid")
             live_pods = await _read(lambda: cache.job_pods(stream, t.name, uid), t.errors) or []
-        _, recorded_pods, _ = views.recorded_parts(record)
+        _, recorded_pods, _ = try_view.recorded_parts(record)
         chosen = pod
         if chosen is None and kind is not None:
             # The lead as the tab's table has it: of the pods there, and, once the job has finished, of those the try
