@@ -194,14 +194,11 @@ def try_view(
     :param end_record_wait: seconds after Airflow ended the try during which its record of the end may still come.
 
     The answer says which sight of the job it shows (:func:`chosen_sight`: ``source``, ``seen_by``, ``seen_at``),
-    whether the try has ended (``try_ended``, with Airflow's ``airflow_state`` and ``airflow_ended_at``) and the
-    header's ``badge``: the job's phase, but for an ended try whose job did not finish, the try's outcome
-    (:data:`OUTCOME_BADGES`, else :data:`ENDED`). An ended try is not polled (``refresh_seconds`` None), except for
-    ``end_record_wait`` seconds after Airflow ended it while its record of the end may still come.
+    whether the try has ended (``try_ended``, with Airflow's ``airflow_state`` and ``airflow_ended_at``), the header's
+    :func:`badge`, and whether the page polls (``refresh_seconds``; an ended try only while its end record may come).
     """
-    states = airflow or {}
-    mine = states.get(int(record.get("try_number") or 0)) or {}
-    ended = _has_ended(record, states)
+    mine = (airflow or {}).get(int(record.get("try_number") or 0)) or {}
+    ended = _has_ended(record, airflow or {})
     sight = chosen_sight(record, live=live, live_pods=live_pods, live_events=live_events, gone=gone, ended=ended)
     shown = _Shown.of(record, sight, ended=ended, exists=live is not None)
     polled = _still_changing(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
@@ -364,47 +364,73 @@ def replicas(
     failures_of, cause = failure_marks(job, every, job_events)
     rows = []
     for pod in _sorted_pods(every, kind):
-        replica_type, index = pods.replica_of(pod, kind)
         gone = any(pod is r for r in removed)
-        last = failures.replica_end(pod, kind)
-        status = pod.get("status") or {}
-        stopped = (job_gone or gone) and pods.is_active(pod)
-        name = pods.pod_name(pod)
-        rows.append(
-            {
-                "replica_type": replica_type,
-                "index": index,
-                "pod": name,
-                "container": pods.log_container(pod, kind) or None,
-                "phase": STOPPED_WITH_JOB if stopped else pods.phase_of(pod),
-                "restarts": restarts.get(name, 0),
-                "exit_code": last.exit_code if last else None,
-                "reason": (last.reason if last else None)
-                or status.get("reason")
-                or (("removed with its job" if job_gone else "removed since") if stopped else None),
-                "exit_class": last.exit_class.value if last else None,
-                "node": (pod.get("spec") or {}).get("nodeName") or None,
-                "created_at": stamp(_meta(pod).get("creationTimestamp")),
-                "age_seconds": _seconds(parse_time(_meta(pod).get("creationTimestamp")), parse_time(ended_at))
-                if job_gone or gone
-                else None,
-                "lead": pod is lead,
-                "gone": gone,
-                **_failure_columns(failures_of.get(name), cause),
-            }
-        )
+        row = _pod_row(pod, kind, gone=gone, job_gone=job_gone, ended_at=ended_at, restarts=restarts, lead=lead)
+        rows.append({**row, **_failure_columns(failures_of.get(row["pod"]), cause)})
     covered = {(r["replica_type"], r["index"]) for r in rows}
-    job_name = str(_meta(job).get("name") or "")
-    for row in gone_replicas(job_events, job_name, kind) if job_events and job_name else []:
+    for row in _event_rows(job_events, job, kind):
         if (row["replica_type"], row["index"]) not in covered:
             rows.append({**row, **_failure_columns(failures_of.get(str(row["pod"])), cause)})
-    order = {t: i for i, t in enumerate(kind.lead_order)}
-    rows.sort(key=lambda r: (order.get(str(r["replica_type"]), len(order)), str(r["replica_type"]), _index(r)))
+    rows.sort(key=_table_order(kind))
     if lead is None:  # no pod stands for the lead replica: its row from the events leads (as pods.lead_pod picks)
-        first = next((r for t in kind.lead_order for r in rows if (r["replica_type"], r["index"]) == (t, 0)), None)
-        if first is not None:
-            first["lead"] = True
+        _mark_lead_row(rows, kind)
     return rows
+
+
+def _pod_row(
+    pod: Mapping[str, Any],
+    kind: JobKind,
+    *,
+    gone: bool,
+    job_gone: bool,
+    ended_at: Any,
+    restarts: Mapping[str, int],
+    lead: Mapping[str, Any] | None,
+) -> Json:
+    """A pod's row of :func:`replicas`, but the failure columns: ``gone``, it was recorded and is removed since;
+    ``job_gone``, its job no longer exists (either way a pod recorded active shows :data:`STOPPED_WITH_JOB`, and its
+    age is counted to ``ended_at``, when the try recorded it)."""
+    replica_type, index = pods.replica_of(pod, kind)
+    last = failures.replica_end(pod, kind)
+    stopped = (job_gone or gone) and pods.is_active(pod)
+    name = pods.pod_name(pod)
+    created = _meta(pod).get("creationTimestamp")
+    removed_as = ("removed with its job" if job_gone else "removed since") if stopped else None
+    return {
+        "replica_type": replica_type,
+        "index": index,
+        "pod": name,
+        "container": pods.log_container(pod, kind) or None,
+        "phase": STOPPED_WITH_JOB if stopped else pods.phase_of(pod),
+        "restarts": restarts.get(name, 0),
+        "exit_code": last.exit_code if last else None,
+        "reason": (last.reason if last else None) or (pod.get("status") or {}).get("reason") or removed_as,
+        "exit_class": last.exit_class.value if last else None,
+        "node": (pod.get("spec") or {}).get("nodeName") or None,
+        "created_at": stamp(created),
+        "age_seconds": _seconds(parse_time(created), parse_time(ended_at)) if job_gone or gone else None,
+        "lead": pod is lead,
+        "gone": gone,
+    }
+
+
+def _event_rows(job_events: Sequence[Mapping[str, Any]], job: Mapping[str, Any] | None, kind: JobKind) -> list[Json]:
+    """The rows of :func:`gone_replicas` (from the ``ExitedWithCode`` events) when there are events and a job name."""
+    job_name = str(_meta(job).get("name") or "")
+    return gone_replicas(job_events, job_name, kind) if job_events and job_name else []
+
+
+def _mark_lead_row(rows: list[Json], kind: JobKind) -> None:
+    """Mark the row of the first lead replica type's index 0 as the lead, if the table has one."""
+    first = next((r for t in kind.lead_order for r in rows if (r["replica_type"], r["index"]) == (t, 0)), None)
+    if first is not None:
+        first["lead"] = True
+
+
+def _table_order(kind: JobKind) -> Callable[[Mapping[str, Any]], tuple[int, str, tuple[int, str]]]:
+    """The replicas table's sort key: lead replica types first (``kind.lead_order``), then by type and index."""
+    order = {t: i for i, t in enumerate(kind.lead_order)}
+    return lambda r: (order.get(str(r["replica_type"]), len(order)), str(r["replica_type"]), _index(r))
 
 
 def _index(row: Mapping[str, Any]) -> tuple[int, str]:
