@@ -580,7 +580,7 @@ def test_last_failure_reason_of_a_running_job_is_its_last_restart():
 
 def test_a_source_whose_kinds_cannot_be_read_names_the_connections_namespace():
     """The page's warning names the namespace the connection resolved to, not null."""
-    from airflow_trainjob.ui import app
+    from airflow_trainjob.ui import routes
 
     class Cache:
         async def namespace_of(self, conn_id):
@@ -589,15 +589,15 @@ def test_a_source_whose_kinds_cannot_be_read_names_the_connections_namespace():
         async def served_kinds(self, conn_id):
             raise ConnectionRefusedError("Cannot connect to host 127.0.0.1:33443")
 
-    entry, found = asyncio.run(app._read_source(Cache(), settings.UiSource("kubernetes_default", None)))
+    entry, found = asyncio.run(routes._read_source(Cache(), settings.UiSource("kubernetes_default", None)))
     assert (entry["connection"], entry["namespace"], found) == ("kubernetes_default", "default", {})
     assert "Cannot connect to host 127.0.0.1:33443" in entry["error"]
 
 
 def test_log_lines_lose_their_terminal_codes():
-    from airflow_trainjob.ui import app
+    from airflow_trainjob.ui import routes
 
-    assert app._log_lines("\x1b[1;32mepoch 1\x1b[0m\nloss 0.25") == ["epoch 1", "loss 0.25"]
+    assert routes._log_lines("\x1b[1;32mepoch 1\x1b[0m\nloss 0.25") == ["epoch 1", "loss 0.25"]
 
 
 def test_jobs_page_counts_before_filters_newest_first():
