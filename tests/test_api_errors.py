@@ -185,6 +185,14 @@ CONFLICT = status(
     {"name": "train-1", "group": "kubeflow.org", "kind": "pytorchjobs"},
 )
 UNAVAILABLE = status(503, "ServiceUnavailable", "the server is currently unable to handle the request")
+UNDECODABLE = status(
+    400,
+    "BadRequest",
+    'PyTorchJob in version "v1" cannot be handled as a PyTorchJob: json: cannot unmarshal string into Go struct '
+    "field ReplicaSpec.spec.pytorchReplicaSpecs.replicas of type int32",
+)
+EXPIRED = status(410, "Expired", "too old resource version: 1200 (1350)")
+WATCH = ApiCall.for_job("watch", "PyTorchJob", "team-a", purpose="watch the training jobs")
 
 #: (id, call, code, phrase, body, refusal, exception class, words the message must have)
 CASES = [
@@ -400,6 +408,29 @@ CASES = [
         QuietApiException,
         ["500 Internal Server Error to get PyTorchJob team-a/train-1"],
     ),
+    (
+        "bad-request",
+        CREATE,
+        400,
+        "Bad Request",
+        UNDECODABLE,
+        Refusal.BAD_REQUEST,
+        JobRejectedError,
+        [
+            "the API server refused to create PyTorchJob team-a/train-1 as a bad request (400 BadRequest): "
+            'PyTorchJob in version "v1" cannot be handled as a PyTorchJob'
+        ],
+    ),
+    (
+        "expired",
+        WATCH,
+        410,
+        "Gone",
+        EXPIRED,
+        Refusal.OTHER,
+        QuietApiException,
+        ["410 Expired to watch pytorchjobs.kubeflow.org in namespace team-a: too old resource version: 1200 (1350)"],
+    ),
 ]
 NOT_RETRIED = {KindNotServedError, NamespaceNotFoundError, JobRejectedError}
 
@@ -427,6 +458,20 @@ def test_each_answer_is_one_line_of_its_class(answer, call, code, phrase, body, 
         assert isinstance(raised, TrainingJobError) and not isinstance(raised, AirflowFailException)
     assert raised.status == code
     assert_nothing_leaks(raised)
+
+
+def test_every_rule_is_the_first_to_apply_to_some_answer():
+    """No rule of describe's table is shadowed by an earlier one: each is the one that reads some answer of CASES."""
+    first = {
+        next(
+            i
+            for i, rule in enumerate(api_errors._RULES)
+            if rule.finds(api_errors._Answer.read(ApiException(http_resp=Response(code, phrase, body)), call, None))
+        )
+        for _, call, code, phrase, body, *_ in CASES
+    }
+    assert first == set(range(len(api_errors._RULES)))
+    assert api_errors._RULES[-1].finds(api_errors._Answer.read(ApiException(status=0), None, None))  # takes any
 
 
 def test_the_raw_exception_is_what_leaks(answer):

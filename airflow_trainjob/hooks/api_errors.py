@@ -12,7 +12,8 @@ the apiserver's own one-line message when nothing better can be said), flattened
 The exceptions are meant to be raised ``from None``: Airflow's task log prints ``str()`` of every exception
 in a ``__cause__`` chain, and ``str()`` of an ``ApiException`` is its headers and body.
 
-The cases, and what each is raised as (:func:`exception_for`):
+The cases (the rules of :data:`_RULES`, which tries a webhook's denial first, whatever its code), and what each is
+raised as (:func:`exception_for`):
 
 - ``KIND_NOT_SERVED``: 404 without a Status naming an object (the apiserver's plain ``404 page not found``) on a
   resource of a non-core group: its CustomResourceDefinition is missing. :class:`KindNotServedError`, not retried.
@@ -40,6 +41,7 @@ import asyncio
 import enum
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -247,7 +249,8 @@ def kind_not_served_message(resource_ref: str) -> str:
 
 
 def describe(error: BaseException, call: ApiCall | None = None, conn_id: str | None = None) -> ApiError:
-    """Read an error answer of the Kubernetes API (either client's ``ApiException``) for ``call``.
+    """Read an error answer of the Kubernetes API (either client's ``ApiException``) for ``call``: the first rule of
+    :data:`_RULES` that finds what it looks for in the answer says what it is and words its line.
 
     :param error: the exception; one that is not an ``ApiException`` is described by its type and first line
         (``OTHER``, or ``TRANSIENT`` for connection errors and timeouts).
@@ -260,73 +263,10 @@ def describe(error: BaseException, call: ApiCall | None = None, conn_id: str | N
         return known  # raised by exception_for, which read it for its own call
     if not is_api_exception(error):
         return _not_answered(error, call)
-    status_code = getattr(error, "status", None)
-    status = read_status(error)
-    details: dict[str, Any] = status["details"] if isinstance(status.get("details"), dict) else {}
-    reason = str(status.get("reason") or getattr(error, "reason", None) or "")
-    said = " ".join(str(status.get("message") or "").split())  # whole, for parsing; server_says: capped, to quote
-    server_says = _line(said)
-    causes = tuple(
-        (str(c.get("field") or ""), str(c.get("message") or c.get("reason") or ""))
-        for c in details.get("causes") or []
-        if isinstance(c, dict)
-    )
-    answered = f"{status_code} {reason}".strip()
-    doing = f"{call.verb} {call.target}" if call else "serve the request"
-    to = f"{answered} to {doing}"
-
-    def made(refusal: Refusal, message: str) -> ApiError:
-        retryable = refusal not in NOT_RETRIED
-        return ApiError(refusal, status_code, reason, _line(message), retryable, causes)
-
-    denial = _WEBHOOK_DENIAL.search(said) if status_code not in TRANSIENT_STATUS_CODES else None
-    if denial is not None:  # whatever code the webhook chose (400 by default, 403, 422 with causes, ...)
-        said = _quote(denial.group("message") or "")
-        fields = _causes_text(causes)
-        why = "; ".join(part for part in (said if not fields or said not in fields else "", fields) if part)
-        to_do = f" to {doing}" if call else ""
-        return made(
-            Refusal.DENIED,
-            f'admission webhook "{denial.group("webhook")}" denied the request{to_do} '
-            f"({answered}): {why or 'without explanation'}",
-        )
-    if status_code == 404:
-        if details.get("kind") == "namespaces" and (call is None or call.resource != "namespaces"):
-            name = details.get("name") or (call.namespace if call else "?")
-            return made(
-                Refusal.NAMESPACE_MISSING,
-                f'namespace "{name}" does not exist ({to}): create it, or set the task\'s namespace '
-                f"(or the connection's namespace extra) to an existing one",
-            )
-        if call is not None and call.group and not details.get("name"):
-            return made(Refusal.KIND_NOT_SERVED, f"{kind_not_served_message(call.resource_ref)} ({to})")
-        if call is None:
-            return made(Refusal.NOT_FOUND, f"{answered}: {server_says or 'no such object or path'}")
-        return made(Refusal.NOT_FOUND, f"{call.target} does not exist ({answered})")
-    if status_code in (400, 422):
-        why = _causes_text(causes) or server_says or "no reason given"
-        invalid = status_code == 422
-        return made(
-            Refusal.INVALID if invalid else Refusal.BAD_REQUEST,
-            f"the API server refused to {doing} as {'invalid' if invalid else 'a bad request'} ({answered}): {why}",
-        )
-    if status_code == 403:
-        return made(*_forbidden(said, call, doing, answered, conn_id))
-    if status_code == 401:
-        via = f" of connection {conn_id!r}" if conn_id else ""
-        return made(
-            Refusal.UNAUTHORIZED,
-            f"{to}: the API server did not accept the credentials{via} (an expired or rotated token, or the "
-            f"wrong kubeconfig, context or user); a new try reads them again",
-        )
-    refusal = (
-        Refusal.CONFLICT
-        if status_code == 409
-        else Refusal.TRANSIENT
-        if status_code in TRANSIENT_STATUS_CODES
-        else Refusal.OTHER
-    )
-    return made(refusal, to + (f": {server_says}" if server_says else ""))
+    answer = _Answer.read(error, call, conn_id)
+    rule, found = next((rule, found) for rule in _RULES if (found := rule.finds(answer)))
+    message = _line(rule.says(answer, found))
+    return ApiError(rule.refusal, answer.code, answer.reason, message, rule.refusal not in NOT_RETRIED, answer.causes)
 
 
 def one_line(error: BaseException, call: ApiCall | None = None, conn_id: str | None = None) -> str:
@@ -384,6 +324,198 @@ _RAISED_AS: dict[Refusal, type[Exception]] = {
 RAISED_ERRORS: tuple[type[Exception], ...] = (QuietApiException, *dict.fromkeys(_RAISED_AS.values()))
 
 
+# --- the rules of describe ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """An error answer as :func:`describe`'s rules read it: its code, its Status' fields, and the request."""
+
+    code: int | None
+    reason: str  # the Status' reason, else the HTTP reason phrase
+    said: str  # the Status' whole message, on one line (for parsing; :attr:`server_says` is capped, to quote)
+    details: dict[str, Any]
+    causes: tuple[tuple[str, str], ...]
+    call: ApiCall | None
+    conn_id: str | None
+
+    @classmethod
+    def read(cls, error: BaseException, call: ApiCall | None, conn_id: str | None) -> _Answer:
+        status = read_status(error)
+        details = status["details"] if isinstance(status.get("details"), dict) else {}
+        reason = str(status.get("reason") or getattr(error, "reason", None) or "")
+        said = " ".join(str(status.get("message") or "").split())
+        return cls(getattr(error, "status", None), reason, said, details, _causes(details), call, conn_id)
+
+    @property
+    def server_says(self) -> str:
+        return _line(self.said)
+
+    @property
+    def answered(self) -> str:
+        return f"{self.code} {self.reason}".strip()
+
+    @property
+    def doing(self) -> str:
+        return f"{self.call.verb} {self.call.target}" if self.call else "serve the request"
+
+    @property
+    def to(self) -> str:
+        return f"{self.answered} to {self.doing}"
+
+    @property
+    def via(self) -> str:
+        return f" through connection {self.conn_id!r}" if self.conn_id else ""
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """One case of :func:`describe`: ``finds`` what makes it apply (a regular expression's match, or True; falsy: it
+    does not), ``says`` the line of the answer and what was found, and ``refusal`` says what it is (and so whether
+    it is retried: :data:`NOT_RETRIED`, and as what it is raised: :data:`_RAISED_AS`)."""
+
+    refusal: Refusal
+    finds: Callable[[_Answer], Any]
+    says: Callable[[_Answer, Any], str]
+
+
+def _webhook_denial(a: _Answer) -> re.Match[str] | None:
+    """Whatever code the webhook chose (400 by default, 403, 422 with causes, ...); a 429 or 5xx is no denial."""
+    return _WEBHOOK_DENIAL.search(a.said) if a.code not in TRANSIENT_STATUS_CODES else None
+
+
+def _denied(a: _Answer, denial: re.Match[str]) -> str:
+    said = _quote(denial.group("message") or "")
+    fields = _causes_text(a.causes)
+    why = "; ".join(part for part in (said if not fields or said not in fields else "", fields) if part)
+    to_do = f" to {a.doing}" if a.call else ""
+    return (
+        f'admission webhook "{denial.group("webhook")}" denied the request{to_do} '
+        f"({a.answered}): {why or 'without explanation'}"
+    )
+
+
+def _names_missing_namespace(a: _Answer) -> bool:
+    """A 404 whose Status names a namespace, to a request that was not about namespaces."""
+    return (
+        a.code == 404 and a.details.get("kind") == "namespaces" and (a.call is None or a.call.resource != "namespaces")
+    )
+
+
+def _namespace_missing(a: _Answer, _: object) -> str:
+    name = a.details.get("name") or (a.call.namespace if a.call else "?")
+    return (
+        f'namespace "{name}" does not exist ({a.to}): create it, or set the task\'s namespace '
+        f"(or the connection's namespace extra) to an existing one"
+    )
+
+
+def _unserved_kind(a: _Answer) -> ApiCall | None:
+    """A plain 404 (no Status names an object) to a request for a non-core group's resource: the kind is not served
+    (the request)."""
+    unserved = a.code == 404 and a.call is not None and a.call.group and not a.details.get("name")
+    return a.call if unserved else None
+
+
+def _kind_not_served(a: _Answer, call: ApiCall) -> str:
+    return f"{kind_not_served_message(call.resource_ref)} ({a.to})"
+
+
+def _object_missing(a: _Answer, _: object) -> str:
+    if a.call is None:
+        return f"{a.answered}: {a.server_says or 'no such object or path'}"
+    return f"{a.call.target} does not exist ({a.answered})"
+
+
+def _refused_as(wording: str) -> Callable[[_Answer, object], str]:
+    """A 400's or 422's line: ``wording`` is how the server took the request (``invalid``, ``a bad request``)."""
+
+    def says(a: _Answer, _: object) -> str:
+        why = _causes_text(a.causes) or a.server_says or "no reason given"
+        return f"the API server refused to {a.doing} as {wording} ({a.answered}): {why}"
+
+    return says
+
+
+def _quota_exceeded(a: _Answer, exceeded: re.Match[str]) -> str:
+    requested, used, limited = (_quantities(exceeded.group(g)) for g in ("requested", "used", "limited"))
+    usage = "; ".join(
+        f"{resource}: requested {amount}, used {used.get(resource, '?')}, limited to {limited.get(resource, '?')}"
+        for resource, amount in requested.items()
+    ) or _quote(a.said)
+    where = f" in namespace {a.call.namespace}" if a.call and a.call.namespace else ""
+    return (
+        f'ResourceQuota "{exceeded.group("quota").strip()}"{where} has no room to {a.doing} '
+        f"({a.answered}, exceeded quota): {usage}; a later try may fit once usage drops or the "
+        f"quota is raised"
+    )
+
+
+def _quota_unknown(a: _Answer, unknown: re.Match[str]) -> str:
+    resources = f" ({unknown.group('resources').strip()})" if unknown.group("resources") else ""
+    return (
+        f'ResourceQuota "{unknown.group("quota").strip()}"{resources} has no computed usage yet, '
+        f"so the API server refuses to {a.doing} ({a.answered}, status unknown for quota): is "
+        f"kube-controller-manager's resourcequota controller running?"
+    )
+
+
+def _rbac_forbids(a: _Answer, rbac: re.Match[str]) -> str:
+    group = rbac.group("group") if rbac.group("group") is not None else (a.call.group if a.call else "")
+    resource, verb = rbac.group("resource"), rbac.group("verb")
+    scope = f'in namespace "{rbac.group("namespace")}"' if rbac.group("namespace") else "at the cluster scope"
+    qualified = f"{resource}.{group}" if group else resource
+    in_group = f'API group "{group}"' if group else "the core API group"
+    why = f", needed to {a.call.purpose}" if a.call and a.call.purpose else ""
+    return (
+        f'RBAC does not allow user "{rbac.group("user")}" to {verb} {qualified} {scope} '
+        f'({a.to}{a.via}{why}): bind it to a Role that allows verb "{verb}" on resource '
+        f'"{resource}" in {in_group}'
+    )
+
+
+def _unauthorized(a: _Answer, _: object) -> str:
+    via = f" of connection {a.conn_id!r}" if a.conn_id else ""
+    return (
+        f"{a.to}: the API server did not accept the credentials{via} (an expired or rotated token, or the "
+        f"wrong kubeconfig, context or user); a new try reads them again"
+    )
+
+
+def _answered(a: _Answer, _: object) -> str:
+    """The request and the answer's code, with the server's own line, if any."""
+    return a.to + (f": {a.server_says}" if a.server_says else "")
+
+
+def _with_code(*codes: int) -> Callable[[_Answer], bool]:
+    return lambda a: a.code in codes
+
+
+def _forbidden_and(pattern: re.Pattern[str]) -> Callable[[_Answer], re.Match[str] | None]:
+    """A 403 whose message matches ``pattern`` (the match)."""
+    return lambda a: pattern.search(a.said) if a.code == 403 else None
+
+
+#: The cases of :func:`describe`, in the order they are tried (the module's docstring lists them); the last one
+#: takes any answer.
+_RULES: tuple[_Rule, ...] = (
+    _Rule(Refusal.DENIED, _webhook_denial, _denied),
+    _Rule(Refusal.NAMESPACE_MISSING, _names_missing_namespace, _namespace_missing),
+    _Rule(Refusal.KIND_NOT_SERVED, _unserved_kind, _kind_not_served),
+    _Rule(Refusal.NOT_FOUND, _with_code(404), _object_missing),
+    _Rule(Refusal.INVALID, _with_code(422), _refused_as("invalid")),
+    _Rule(Refusal.BAD_REQUEST, _with_code(400), _refused_as("a bad request")),
+    _Rule(Refusal.QUOTA, _forbidden_and(_QUOTA_EXCEEDED), _quota_exceeded),
+    _Rule(Refusal.QUOTA, _forbidden_and(_QUOTA_UNKNOWN), _quota_unknown),
+    _Rule(Refusal.FORBIDDEN, _forbidden_and(_RBAC), _rbac_forbids),
+    _Rule(Refusal.FORBIDDEN, _with_code(403), lambda a, _: f"{a.to}{a.via}: {_quote(a.said) or 'no reason given'}"),
+    _Rule(Refusal.UNAUTHORIZED, _with_code(401), _unauthorized),
+    _Rule(Refusal.CONFLICT, _with_code(409), _answered),
+    _Rule(Refusal.TRANSIENT, _with_code(*TRANSIENT_STATUS_CODES), _answered),
+    _Rule(Refusal.OTHER, lambda a: True, _answered),
+)
+
+
 # --- the pieces -----------------------------------------------------------------------------------
 
 
@@ -398,54 +530,19 @@ def _not_answered(error: BaseException, call: ApiCall | None) -> ApiError:
     return ApiError(Refusal.TRANSIENT if transient else Refusal.OTHER, None, type(error).__name__, _line(what), True)
 
 
-def _forbidden(said: str, call: ApiCall | None, doing: str, answered: str, conn_id: str | None) -> tuple[Refusal, str]:
-    """A 403: a quota (exceeded, or not computed yet), RBAC, or another refusal (e.g. a namespace being deleted).
-
-    :param said: the Status' whole message, on one line."""
-    to = f"{answered} to {doing}"
-    namespace = call.namespace if call else None
-    exceeded = _QUOTA_EXCEEDED.search(said)
-    if exceeded:
-        requested, used, limited = (_quantities(exceeded.group(g)) for g in ("requested", "used", "limited"))
-        usage = "; ".join(
-            f"{resource}: requested {amount}, used {used.get(resource, '?')}, limited to {limited.get(resource, '?')}"
-            for resource, amount in requested.items()
-        ) or _quote(said)
-        where = f" in namespace {namespace}" if namespace else ""
-        return Refusal.QUOTA, (
-            f'ResourceQuota "{exceeded.group("quota").strip()}"{where} has no room to {doing} '
-            f"({answered}, exceeded quota): {usage}; a later try may fit once usage drops or the "
-            f"quota is raised"
-        )
-    unknown = _QUOTA_UNKNOWN.search(said)
-    if unknown:
-        resources = f" ({unknown.group('resources').strip()})" if unknown.group("resources") else ""
-        return Refusal.QUOTA, (
-            f'ResourceQuota "{unknown.group("quota").strip()}"{resources} has no computed usage yet, '
-            f"so the API server refuses to {doing} ({answered}, status unknown for quota): is "
-            f"kube-controller-manager's resourcequota controller running?"
-        )
-    via = f" through connection {conn_id!r}" if conn_id else ""
-    why = f", needed to {call.purpose}" if call and call.purpose else ""
-    rbac = _RBAC.search(said)
-    if rbac:
-        group = rbac.group("group") if rbac.group("group") is not None else (call.group if call else "")
-        resource, verb = rbac.group("resource"), rbac.group("verb")
-        scope = f'in namespace "{rbac.group("namespace")}"' if rbac.group("namespace") else "at the cluster scope"
-        qualified = f"{resource}.{group}" if group else resource
-        in_group = f'API group "{group}"' if group else "the core API group"
-        return Refusal.FORBIDDEN, (
-            f'RBAC does not allow user "{rbac.group("user")}" to {verb} {qualified} {scope} '
-            f'({to}{via}{why}): bind it to a Role that allows verb "{verb}" on resource '
-            f'"{resource}" in {in_group}'
-        )
-    return Refusal.FORBIDDEN, f"{to}{via}: {_quote(said) or 'no reason given'}"
-
-
 def _quantities(text: str) -> dict[str, str]:
     """``count/pytorchjobs.kubeflow.org=1,pods=2`` as a dict (the quota admission plugin's pretty-print)."""
     pairs = (item.split("=", 1) for item in text.split(",") if "=" in item)
     return {k.strip(): v.strip() for k, v in pairs}
+
+
+def _causes(details: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """``(field, message)`` of each of a Status' ``details.causes`` (the reason when a cause has no message)."""
+    return tuple(
+        (str(c.get("field") or ""), str(c.get("message") or c.get("reason") or ""))
+        for c in details.get("causes") or []
+        if isinstance(c, dict)
+    )
 
 
 def _causes_text(causes: tuple[tuple[str, str], ...]) -> str:

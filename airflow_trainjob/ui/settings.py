@@ -15,7 +15,7 @@ from airflow.providers.common.compat.sdk import conf
 
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.links.training_job import url_template
-from airflow_trainjob.ui.views import END_RECORD_WAIT_SECONDS
+from airflow_trainjob.ui.try_view import END_RECORD_WAIT_SECONDS
 
 CONFIG_SECTION = "trainjob"
 UI_CONNECTIONS_KEY = "ui_connections"
@@ -79,7 +79,7 @@ def end_record_wait_seconds() -> float:
     """Seconds after Airflow ended a try during which the Training job tab polls for the try's record of its end: the
     deferred try's trigger writes it in ``on_kill``, which the triggerer gives ``[triggerer] on_kill_timeout``
     seconds, so as long as that and :data:`KILL_NOTICE_SECONDS`, and never less than
-    :data:`~airflow_trainjob.ui.views.END_RECORD_WAIT_SECONDS`.
+    :data:`~airflow_trainjob.ui.try_view.END_RECORD_WAIT_SECONDS`.
 
     Reads the api-server's configuration: a triggerer configured otherwise is not seen.
     """

@@ -4,19 +4,18 @@ Nothing here reads the cluster or the database: :mod:`airflow_trainjob.ui.app` h
 cluster or recorded by the task (``final`` of :mod:`airflow_trainjob.job_record` at the end of its try, its
 ``last_seen`` while it ran, or the end its trigger recorded when Airflow killed it), and Airflow's state of each try;
 the same functions serve all of them. Which sight of a job a try shows, and whether the try is still under way, is
-decided here (:func:`chosen_sight`, :func:`try_has_ended`); which replicas failed, by the task's own judgement
-(:func:`failure_marks`). What a job's conditions mean is decided by :mod:`airflow_trainjob.domain.conditions` (the phase and
-its deciding condition) and :mod:`airflow_trainjob.domain.deadlines` (whether it waits in a queue); which replica a pod is,
-how its containers ended and which pod leads, by :mod:`airflow_trainjob.domain.pods`; what an exit means, by
-:mod:`airflow_trainjob.domain.failures`. All times are the API's RFC 3339 strings (UTC), durations seconds (float).
+decided by :mod:`airflow_trainjob.ui.try_view`, which assembles a try's answer from these; which replicas failed, by
+the task's own judgement (:func:`failure_marks`). What a job's conditions mean is decided by
+:mod:`airflow_trainjob.domain.conditions` (the phase and its deciding condition) and :mod:`airflow_trainjob.domain.deadlines`
+(whether it waits in a queue); which replica a pod is, how its containers ended and which pod leads, by
+:mod:`airflow_trainjob.domain.pods`; what an exit means, by :mod:`airflow_trainjob.domain.failures`. All times are the API's RFC 3339 strings (UTC), durations seconds (float).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
@@ -348,47 +347,73 @@ def replicas(
     failures_of, cause = failure_marks(job, every, job_events)
     rows = []
     for pod in _sorted_pods(every, kind):
-        replica_type, index = pods.replica_of(pod, kind)
         gone = any(pod is r for r in removed)
-        last = failures.replica_end(pod, kind)
-        status = pod.get("status") or {}
-        stopped = (job_gone or gone) and pods.is_active(pod)
-        name = pods.pod_name(pod)
-        rows.append(
-            {
-                "replica_type": replica_type,
-                "index": index,
-                "pod": name,
-                "container": pods.log_container(pod, kind) or None,
-                "phase": STOPPED_WITH_JOB if stopped else pods.phase_of(pod),
-                "restarts": restarts.get(name, 0),
-                "exit_code": last.exit_code if last else None,
-                "reason": (last.reason if last else None)
-                or status.get("reason")
-                or (("removed with its job" if job_gone else "removed since") if stopped else None),
-                "exit_class": last.exit_class.value if last else None,
-                "node": (pod.get("spec") or {}).get("nodeName") or None,
-                "created_at": stamp(_meta(pod).get("creationTimestamp")),
-                "age_seconds": _seconds(parse_time(_meta(pod).get("creationTimestamp")), parse_time(ended_at))
-                if job_gone or gone
-                else None,
-                "lead": pod is lead,
-                "gone": gone,
-                **_failure_columns(failures_of.get(name), cause),
-            }
-        )
+        row = _pod_row(pod, kind, gone=gone, job_gone=job_gone, ended_at=ended_at, restarts=restarts, lead=lead)
+        rows.append({**row, **_failure_columns(failures_of.get(row["pod"]), cause)})
     covered = {(r["replica_type"], r["index"]) for r in rows}
-    job_name = str(_meta(job).get("name") or "")
-    for row in gone_replicas(job_events, job_name, kind) if job_events and job_name else []:
+    for row in _event_rows(job_events, job, kind):
         if (row["replica_type"], row["index"]) not in covered:
             rows.append({**row, **_failure_columns(failures_of.get(str(row["pod"])), cause)})
-    order = {t: i for i, t in enumerate(kind.lead_order)}
-    rows.sort(key=lambda r: (order.get(str(r["replica_type"]), len(order)), str(r["replica_type"]), _index(r)))
+    rows.sort(key=_table_order(kind))
     if lead is None:  # no pod stands for the lead replica: its row from the events leads (as pods.lead_pod picks)
-        first = next((r for t in kind.lead_order for r in rows if (r["replica_type"], r["index"]) == (t, 0)), None)
-        if first is not None:
-            first["lead"] = True
+        _mark_lead_row(rows, kind)
     return rows
+
+
+def _pod_row(
+    pod: Mapping[str, Any],
+    kind: JobKind,
+    *,
+    gone: bool,
+    job_gone: bool,
+    ended_at: Any,
+    restarts: Mapping[str, int],
+    lead: Mapping[str, Any] | None,
+) -> Json:
+    """A pod's row of :func:`replicas`, but the failure columns: ``gone``, it was recorded and is removed since;
+    ``job_gone``, its job no longer exists (either way a pod recorded active shows :data:`STOPPED_WITH_JOB`, and its
+    age is counted to ``ended_at``, when the try recorded it)."""
+    replica_type, index = pods.replica_of(pod, kind)
+    last = failures.replica_end(pod, kind)
+    stopped = (job_gone or gone) and pods.is_active(pod)
+    name = pods.pod_name(pod)
+    created = _meta(pod).get("creationTimestamp")
+    removed_as = ("removed with its job" if job_gone else "removed since") if stopped else None
+    return {
+        "replica_type": replica_type,
+        "index": index,
+        "pod": name,
+        "container": pods.log_container(pod, kind) or None,
+        "phase": STOPPED_WITH_JOB if stopped else pods.phase_of(pod),
+        "restarts": restarts.get(name, 0),
+        "exit_code": last.exit_code if last else None,
+        "reason": (last.reason if last else None) or (pod.get("status") or {}).get("reason") or removed_as,
+        "exit_class": last.exit_class.value if last else None,
+        "node": (pod.get("spec") or {}).get("nodeName") or None,
+        "created_at": stamp(created),
+        "age_seconds": _seconds(parse_time(created), parse_time(ended_at)) if job_gone or gone else None,
+        "lead": pod is lead,
+        "gone": gone,
+    }
+
+
+def _event_rows(job_events: Sequence[Mapping[str, Any]], job: Mapping[str, Any] | None, kind: JobKind) -> list[Json]:
+    """The rows of :func:`gone_replicas` (from the ``ExitedWithCode`` events) when there are events and a job name."""
+    job_name = str(_meta(job).get("name") or "")
+    return gone_replicas(job_events, job_name, kind) if job_events and job_name else []
+
+
+def _mark_lead_row(rows: list[Json], kind: JobKind) -> None:
+    """Mark the row of the first lead replica type's index 0 as the lead, if the table has one."""
+    first = next((r for t in kind.lead_order for r in rows if (r["replica_type"], r["index"]) == (t, 0)), None)
+    if first is not None:
+        first["lead"] = True
+
+
+def _table_order(kind: JobKind) -> Callable[[Mapping[str, Any]], tuple[int, str, tuple[int, str]]]:
+    """The replicas table's sort key: lead replica types first (``kind.lead_order``), then by type and index."""
+    order = {t: i for i, t in enumerate(kind.lead_order)}
+    return lambda r: (order.get(str(r["replica_type"]), len(order)), str(r["replica_type"]), _index(r))
 
 
 def _index(row: Mapping[str, Any]) -> tuple[int, str]:
@@ -589,268 +614,6 @@ def events(found: Iterable[Mapping[str, Any]], limit: int = EVENTS_SHOWN) -> lis
         }
         for e in newest
     ]
-
-
-# --- one try of a task ------------------------------------------------------------------------------
-
-#: Airflow states of a try still under way: on a worker, waiting in the triggerer, or scheduled and queued (a deferred
-#: try resumes on a worker through these, as the same try). Any other state of the try (``success``, ``failed``,
-#: ``up_for_retry``, ``upstream_failed``, ``removed``, a try ``task_instance_history`` keeps...) is an ended one.
-TRY_UNDER_WAY = frozenset({"running", "deferred", "scheduled", "queued", "up_for_reschedule", None})
-#: Seconds after Airflow ended a try during which the page polls for the try's record of its end (``on_kill`` writes
-#: it after Airflow has marked the task instance), at the least: a deferred try's record may come as long as the
-#: triggerer gives ``on_kill`` (:func:`~airflow_trainjob.ui.settings.end_record_wait_seconds`).
-END_RECORD_WAIT_SECONDS = 60
-#: Who saw the state of the job a try shows: the cluster now, the task (its record: at its end, or while it ran), the
-#: deferred task's trigger (when Airflow killed the task), this page's watch (before the job was deleted).
-SEEN_BY_CLUSTER, SEEN_BY_TASK, SEEN_BY_TRIGGER, SEEN_BY_PAGE = "cluster", "task", "trigger", "page"
-#: The header's badge of an ended try whose job did not finish (the job's phase would read as if it still ran), by
-#: the try's recorded outcome (:class:`~airflow_trainjob.job_record.FinalState`); :data:`ENDED` when none is recorded.
-OUTCOME_BADGES = {
-    "succeeded": "Succeeded",
-    "failed": "Failed",
-    "timed_out": "Timed out",
-    "stopped": "Stopped",
-    "deleted": "Deleted",
-}
-ENDED = "Ended"
-
-
-def try_has_ended(try_number: int, states: Mapping[int, Mapping[str, Any]]) -> bool | None:
-    """Whether Airflow says the try has ended: ``task_instance_history`` keeps it, a later try exists, or the task
-    instance's state is not one of :data:`TRY_UNDER_WAY`; None when Airflow has no word on it (no row).
-
-    :param try_number: the try.
-    :param states: Airflow's state of each try (:func:`airflow_trainjob.ui.store.load_try_states`).
-    """
-    if any(n > try_number for n in states):
-        return True
-    mine = states.get(try_number)
-    if mine is None:
-        return None
-    return not mine.get("current") or mine.get("state") not in TRY_UNDER_WAY
-
-
-@dataclass(frozen=True)
-class Sight:
-    """The state of a try's job that its view shows, and where it comes from.
-
-    :param job: the job (API JSON, or trimmed as recorded), or None when nothing is known of it.
-    :param pods: its pods then.
-    :param events: the events about it then.
-    :param seen_by: one of the ``SEEN_BY_*`` values, or None.
-    :param seen_at: when it was seen (RFC 3339), for a recorded sight; None for the cluster's now.
-    """
-
-    job: Mapping[str, Any] | None
-    pods: Sequence[Mapping[str, Any]]
-    events: Sequence[Mapping[str, Any]]
-    seen_by: str | None
-    seen_at: str | None
-
-
-def chosen_sight(
-    record: Mapping[str, Any],
-    *,
-    live: Mapping[str, Any] | None,
-    live_pods: Sequence[Mapping[str, Any]] = (),
-    live_events: Sequence[Mapping[str, Any]] = (),
-    gone: Mapping[str, Any] | None = None,
-    ended: bool,
-) -> Sight:
-    """Which state of the job a try's view shows. A try under way: the job live, else the last state seen before it
-    was deleted. An ended try shows the last state the task or its trigger saw, never a live one the try no longer
-    follows: the job live when it has finished (its pods, and their logs, may still be read), else what the try
-    recorded at its end (the task's record, or the trigger's), else what the task last saw while it ran, else the
-    job as the cluster has it now (or had it when deleted).
-
-    :param record: the try's record (JSON: ``final``, ``last_seen``).
-    :param live: the job in the cluster now (this try's uid), or None.
-    :param live_pods: its pods now.
-    :param live_events: the events about it now.
-    :param gone: the job's last state before it was deleted, as the page's watch saw it, or None.
-    :param ended: the try has ended (:func:`try_has_ended`, or the record says so).
-    """
-    final = record.get("final") or {}
-    last = record.get("last_seen") or {}
-    if live is not None and (not ended or is_finished(job_phase(live))):
-        return Sight(live, live_pods, live_events, SEEN_BY_CLUSTER, None)
-    if final.get("job"):
-        by = SEEN_BY_TRIGGER if final.get("recorded_by") == SEEN_BY_TRIGGER else SEEN_BY_TASK
-        return Sight(
-            final["job"], list(final.get("pods") or []), list(final.get("events") or []), by, final.get("ended_at")
-        )
-    last_sight = (
-        Sight(last["job"], list(last.get("pods") or []), [], SEEN_BY_TASK, last.get("seen_at"))
-        if last.get("job")
-        else None
-    )
-    if ended and last_sight is not None:
-        return last_sight
-    if live is not None:
-        return Sight(live, live_pods, live_events, SEEN_BY_CLUSTER, None)
-    if gone is not None:
-        return Sight(gone, [], [], SEEN_BY_PAGE, None)
-    return last_sight or Sight(None, [], [], None, None)
-
-
-def _recorded_pods(record: Mapping[str, Any]) -> list[Any]:
-    """The pods the try recorded: at its end, else as it last saw them."""
-    final, last = record.get("final") or {}, record.get("last_seen") or {}
-    return list(final.get("pods") or last.get("pods") or [])
-
-
-def _recorded_at(record: Mapping[str, Any]) -> str | None:
-    """When the try recorded its pods: its end, else its last sight."""
-    final, last = record.get("final") or {}, record.get("last_seen") or {}
-    return final.get("ended_at") or last.get("seen_at") or None
-
-
-def _seconds_ago(value: Any, now: datetime | None) -> float | None:
-    when = parse_time(value)
-    return None if when is None or now is None else (now - when).total_seconds()
-
-
-def try_view(
-    record: Mapping[str, Any],
-    *,
-    live: Mapping[str, Any] | None,
-    live_pods: Sequence[Mapping[str, Any]] = (),
-    live_events: Sequence[Mapping[str, Any]] = (),
-    gone: Mapping[str, Any] | None = None,
-    now: datetime | None,
-    airflow: Mapping[int, Mapping[str, Any]] | None = None,
-    link: str | None = None,
-    error: str | None = None,
-    may_appear: bool = False,
-    unreadable_since: str | None = None,
-    pods_read: bool = True,
-    end_record_wait: float = END_RECORD_WAIT_SECONDS,
-) -> Json:
-    """One entry of ``tries`` in ``GET /trainjob/api/task-instance``.
-
-    :param record: the try's record (:mod:`airflow_trainjob.job_record` JSON: ``try_number``,
-        ``kubernetes_conn_id``, ``kind``, ``namespace``, ``name``, ``uid``, ``created_at``, ``attached``,
-        ``manifest_yaml``, ``final``, ``last_seen``).
-    :param live: the job in the cluster now, when it exists and is this try's; None otherwise.
-    :param live_pods: its pods (read now).
-    :param live_events: events about it and its pods (any order; filtered by :func:`about_job`).
-    :param gone: the job's last state before it was deleted, as the page's watch saw it, or None.
-    :param now: the time now (running durations; how long ago Airflow ended the try); None: unknown.
-    :param airflow: Airflow's state of each try of the task instance (:func:`~airflow_trainjob.ui.store.load_try_states`);
-        None or {}: no word (the record alone says whether the try ended).
-    :param link: the job's Kubeflow dashboard URL, when one is configured.
-    :param error: why the cluster could not be read (one line), if it could not.
-    :param may_appear: the job may still appear or change (the latest try, which has not recorded its end): keep
-        polling even though it is not in the cluster, while the try has not ended.
-    :param unreadable_since: since when the cluster cannot be read (RFC 3339; None: it was read just now): the page
-        shows the last state seen, says since when, and polls until the cluster answers again (while the try runs).
-    :param pods_read: the job's pods were read (False: the read failed, and ``live_pods`` says nothing).
-    :param end_record_wait: seconds after Airflow ended the try during which its record of the end may still come.
-
-    The answer says which sight of the job it shows (:func:`chosen_sight`: ``source``, ``seen_by``, ``seen_at``),
-    whether the try has ended (``try_ended``, with Airflow's ``airflow_state`` and ``airflow_ended_at``) and the
-    header's ``badge``: the job's phase, but for an ended try whose job did not finish, the try's outcome
-    (:data:`OUTCOME_BADGES`, else :data:`ENDED`). An ended try is not polled (``refresh_seconds`` None), except for
-    ``end_record_wait`` seconds after Airflow ended it while its record of the end may still come.
-    """
-    kind = _kind_of(record.get("kind"))
-    final = record.get("final") or None
-    try_number = int(record.get("try_number") or 0)
-    states = airflow or {}
-    said = try_has_ended(try_number, states)
-    ended = said if said is not None else final is not None
-    mine = states.get(try_number) or {}
-    sight = chosen_sight(record, live=live, live_pods=live_pods, live_events=live_events, gone=gone, ended=ended)
-    job = sight.job
-    exists = live is not None
-    on_cluster = sight.seen_by == SEEN_BY_CLUSTER
-    phase = job_phase(job)
-    finished = is_finished(phase)
-    condition = conditions.deciding_condition(_status(job)) or {}
-    # A running job's duration runs to now while the try watches it live, else to when it was last seen.
-    start, completion, duration = times(job, phase, now if on_cluster and not ended else parse_time(sight.seen_at))
-    relevant = about_job(sight.events, job, sight.pods)
-    meta = _meta(job)
-    if ended:
-        ago = _seconds_ago(mine.get("end_date"), now)
-        still_changing = final is None and ago is not None and ago < end_record_wait
-    else:
-        still_changing = (exists and not finished) or (not exists and may_appear) or bool(unreadable_since)
-    # A recorded job has no spec: the desired replica counts (and the restart policies) come from the manifest sent.
-    specced = with_sent_spec(job, record.get("manifest_yaml"))
-    desired = (kind.desired_replicas(specced) if kind else {}) or None
-    # A finished job that is still there without pods: cleanPodPolicy (or the controller) removed them.
-    pods_gone = on_cluster and exists and finished and pods_read and not sight.pods
-    # What the try recorded of pods removed since, and the exits the events report of replicas no pod stands for:
-    # once the job has finished (a running job's missing pod is one being made again).
-    present = {pods.pod_name(p) for p in sight.pods}
-    removed = [p for p in _recorded_pods(record) if pods.pod_name(p) not in present] if on_cluster and finished else []
-    rows = replicas(
-        sight.pods,
-        kind,
-        job_gone=not exists,
-        ended_at=sight.seen_at or _recorded_at(record),
-        recorded=removed,
-        job_events=relevant if finished else (),
-        job=specced,
-    )
-    counts = replica_counts(specced, kind, rows)
-    shown_status = _counted_with(_status(job), rows) if conditions.is_terminal(_status(job)) else _status(job)
-    outcome = (final or {}).get("outcome")
-    return {
-        "try_number": record.get("try_number"),
-        "kubernetes_conn_id": record.get("kubernetes_conn_id"),
-        "kind": record.get("kind"),
-        "namespace": record.get("namespace"),
-        "name": record.get("name"),
-        "uid": meta.get("uid") or record.get("uid"),
-        "created_at": stamp(record.get("created_at")),
-        "attached": bool(record.get("attached")),
-        # This try returned the success of that try's job instead of training again (Airflow ran it after the success).
-        "reused_from_try": record.get("reused_from_try"),
-        "exists": exists,
-        "source": "live" if sight.seen_by in (SEEN_BY_CLUSTER, SEEN_BY_PAGE) else "recorded",
-        "seen_by": sight.seen_by,
-        "seen_at": stamp(sight.seen_at),
-        "phase": phase,
-        "badge": phase if not ended or finished else OUTCOME_BADGES.get(str(outcome), ENDED),
-        "reason": condition.get("reason") or None,
-        "message": condition.get("message") or None,
-        "summary": conditions.summary(shown_status, desired) if job is not None else None,
-        "start_time": start,
-        "completion_time": completion,
-        "duration_seconds": duration,
-        "timeline": timeline(job),
-        "restarts": restart_marks([*sight.pods, *removed], relevant, str(record.get("name") or ""), kind),
-        "replica_counts": counts,
-        "replicas": rows,
-        "pods_gone": pods_gone,
-        "events": events(relevant),
-        "link": link,
-        "manifest_yaml": record.get("manifest_yaml") or None,
-        "outcome": outcome,
-        "outcome_message": (final or {}).get("message"),
-        "ended_at": stamp((final or {}).get("ended_at")),
-        "try_ended": ended,
-        "airflow_state": mine.get("state"),
-        "airflow_ended_at": stamp(mine.get("end_date")),
-        "error": error,
-        "cluster_unreadable_since": None if ended else stamp(unreadable_since),
-        "refresh_seconds": REFRESH_SECONDS if still_changing else None,
-    }
-
-
-def recorded_parts(record: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[Any], list[Any]]:
-    """``(job, pods, events)`` the try recorded at its end (``final``), else as it last saw them while it ran
-    (``last_seen``, no events), or ``(None, [], [])``.
-
-    :param record: the try's record (JSON).
-    """
-    final, last = record.get("final") or {}, record.get("last_seen") or {}
-    if final.get("job") or not last.get("job"):
-        return final.get("job") or None, list(final.get("pods") or []), list(final.get("events") or [])
-    return last["job"], list(last.get("pods") or []), []
 
 
 # --- the jobs page ----------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from airflow_trainjob.constants import (
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.job_record import trim_event, trim_job, trim_pod
 from airflow_trainjob.ui import settings, store, views
+from airflow_trainjob.ui.try_view import try_has_ended, try_view
 
 NOW = datetime(2026, 12, 2, 5, 10, 0, tzinfo=timezone.utc)
 IDENTITY = TaskInstanceIdentity("retrain_digits", "train", "manual__2026-12-02T05:00:00+00:00", -1, 2)
@@ -267,7 +268,7 @@ def test_a_terminal_jobs_replica_counts_say_only_what_finished():
         "Master": (None, "1 failed"),
         "Worker": (None, "none finished"),
     }
-    view = views.try_view(record(), live=made, now=NOW)
+    view = try_view(record(), live=made, now=NOW)
     assert view["summary"].endswith(" — Master 1 failed, Worker none finished")  # the same decision, once
     assert view["replica_counts"] == counts
 
@@ -382,7 +383,7 @@ def record(**final: Any) -> dict:
 
 def test_a_running_live_try_refreshes_and_shows_everything():
     made = job(RUNNING, startTime="2026-12-02T05:01:30Z", replicaStatuses={"Master": {"active": 1}})
-    view = views.try_view(
+    view = try_view(
         record(),
         live=made,
         live_pods=[pod("Master", 0)],
@@ -412,14 +413,14 @@ def test_a_try_that_returned_an_earlier_success_says_so():
     and created no job; the tab says so instead of "Created by try 2"."""
     succeeded = [*RUNNING[:1], condition("Succeeded", "True", "2026-12-02T05:09:00Z", "PyTorchJobSucceeded", "done")]
     reused = {**record(outcome="succeeded", ended_at="2026-12-02T05:10:00Z"), "attached": True, "reused_from_try": 1}
-    view = views.try_view(reused, live=None, now=None)
+    view = try_view(reused, live=None, now=None)
     assert (view["reused_from_try"], view["attached"], view["outcome"]) == (1, True, "succeeded")
-    plain = views.try_view(record(), live=job(succeeded), now=NOW)
+    plain = try_view(record(), live=job(succeeded), now=NOW)
     assert plain["reused_from_try"] is None
 
 
 def test_a_finished_live_try_stops_refreshing():
-    view = views.try_view(record(), live=job(FAILED), now=NOW)
+    view = try_view(record(), live=job(FAILED), now=NOW)
     assert (view["phase"], view["refresh_seconds"]) == ("Failed", None)
 
 
@@ -431,7 +432,7 @@ def test_the_recorded_copy_says_what_the_live_job_said():
         event("Scheduled", "assigned", "2026-12-02T05:01:00Z"),
         event("Killing", "oom", "2026-12-02T05:03:00Z", name="train-1-worker-1"),
     ]
-    live = views.try_view(record(), live=made, live_pods=found, live_events=seen, now=NOW)
+    live = try_view(record(), live=made, live_pods=found, live_events=seen, now=NOW)
     kept = record(
         ended_at="2026-12-02T05:05:10Z",
         outcome="failed",
@@ -440,7 +441,7 @@ def test_the_recorded_copy_says_what_the_live_job_said():
         pods=[trim_pod(p) for p in found],
         events=[trim_event(e) for e in seen],
     )
-    recorded = views.try_view(kept, live=None, now=None)
+    recorded = try_view(kept, live=None, now=None)
     for key in ("phase", "reason", "message", "timeline", "restarts", "events", "start_time", "duration_seconds"):
         assert recorded[key] == live[key], key
     # No spec: no containers; a pod still running when the try recorded it went with the job since.
@@ -469,7 +470,7 @@ def test_a_finished_job_whose_pods_are_gone_shows_what_the_events_know():
         exited("train-1-worker-0", 1, "2026-12-02T05:04:00Z"),
         exited("train-1-master-0", 1, "2026-12-02T05:04:30Z"),
     ]
-    view = views.try_view(record(), live=job(FAILED), live_events=seen, now=NOW)
+    view = try_view(record(), live=job(FAILED), live_events=seen, now=NOW)
     assert view["pods_gone"] is True
     rows = [(r["replica_type"], r["index"], r["phase"], r["restarts"], r["exit_code"], r["exit_class"], r["gone"])
             for r in view["replicas"]]  # fmt: skip
@@ -479,8 +480,8 @@ def test_a_finished_job_whose_pods_are_gone_shows_what_the_events_know():
     ]
     assert [(m["replica"], m["exit_code"]) for m in view["restarts"]] == [("Worker-0", 137)]
     # a running job with no pods has none yet; a read that failed says nothing of them
-    assert views.try_view(record(), live=job(RUNNING), now=NOW)["pods_gone"] is False
-    unread = views.try_view(record(), live=job(FAILED), now=NOW, pods_read=False)
+    assert try_view(record(), live=job(RUNNING), now=NOW)["pods_gone"] is False
+    unread = try_view(record(), live=job(FAILED), now=NOW, pods_read=False)
     assert unread["pods_gone"] is False
 
 
@@ -488,11 +489,9 @@ def test_while_the_cluster_cannot_be_read_the_try_says_since_when_and_keeps_poll
     """A finished job would stop polling; while its cluster cannot be read the page polls on (it recovers by itself)
     and says since when."""
     args = dict(live=job(FAILED), now=NOW)
-    down = views.try_view(
-        record(), **args, error="ClientConnectorError: ...", unreadable_since="2026-12-02T05:09:00+00:00"
-    )
+    down = try_view(record(), **args, error="ClientConnectorError: ...", unreadable_since="2026-12-02T05:09:00+00:00")
     assert (down["cluster_unreadable_since"], down["refresh_seconds"]) == ("2026-12-02T05:09:00Z", 5)
-    fine = views.try_view(record(), **args)
+    fine = try_view(record(), **args)
     assert (fine["cluster_unreadable_since"], fine["refresh_seconds"]) == (None, None)
 
 
@@ -504,9 +503,9 @@ def test_terminal_codes_are_stripped_from_log_text():
 
 def test_a_try_whose_job_is_not_seen_yet_keeps_polling_and_an_ended_one_does_not():
     args = dict(live=None, now=None)
-    waiting = views.try_view(record(), **args, may_appear=True)
+    waiting = try_view(record(), **args, may_appear=True)
     assert (waiting["phase"], waiting["refresh_seconds"]) == ("Unknown", 5)
-    assert views.try_view(record(), **args, may_appear=False)["refresh_seconds"] is None
+    assert try_view(record(), **args, may_appear=False)["refresh_seconds"] is None
 
 
 # --- the jobs page ----------------------------------------------------------------------------------
@@ -581,7 +580,7 @@ def test_last_failure_reason_of_a_running_job_is_its_last_restart():
 
 def test_a_source_whose_kinds_cannot_be_read_names_the_connections_namespace():
     """The page's warning names the namespace the connection resolved to, not null."""
-    from airflow_trainjob.ui import app
+    from airflow_trainjob.ui import routes
 
     class Cache:
         async def namespace_of(self, conn_id):
@@ -590,15 +589,15 @@ def test_a_source_whose_kinds_cannot_be_read_names_the_connections_namespace():
         async def served_kinds(self, conn_id):
             raise ConnectionRefusedError("Cannot connect to host 127.0.0.1:33443")
 
-    entry, found = asyncio.run(app._read_source(Cache(), settings.UiSource("kubernetes_default", None)))
+    entry, found = asyncio.run(routes._read_source(Cache(), settings.UiSource("kubernetes_default", None)))
     assert (entry["connection"], entry["namespace"], found) == ("kubernetes_default", "default", {})
     assert "Cannot connect to host 127.0.0.1:33443" in entry["error"]
 
 
 def test_log_lines_lose_their_terminal_codes():
-    from airflow_trainjob.ui import app
+    from airflow_trainjob.ui import routes
 
-    assert app._log_lines("\x1b[1;32mepoch 1\x1b[0m\nloss 0.25") == ["epoch 1", "loss 0.25"]
+    assert routes._log_lines("\x1b[1;32mepoch 1\x1b[0m\nloss 0.25") == ["epoch 1", "loss 0.25"]
 
 
 def test_jobs_page_counts_before_filters_newest_first():
@@ -694,7 +693,7 @@ def test_every_replica_the_task_saw_fail_is_in_the_table_as_its_error_ranks_them
         job=trim_job(made),
         pods=[trim_pod(master), trim_pod(worker)],
     )
-    view = views.try_view(kept, live=made, live_pods=[worker], now=NOW)
+    view = try_view(kept, live=made, live_pods=[worker], now=NOW)
     rows = [(r["replica_type"], r["index"], r["phase"], r["exit_code"], r["gone"], r["failed"], r["first_failure"])
             for r in view["replicas"]]  # fmt: skip
     assert rows == [
@@ -724,7 +723,7 @@ def test_a_replica_that_failed_before_it_was_stopped_shows_the_failure_that_coun
     )
     made = job(BOTH_FAILED, workers=0, replicaStatuses={"Master": {}})
     made["spec"]["pytorchReplicaSpecs"]["Master"]["restartPolicy"] = "OnFailure"
-    view = views.try_view(record(), live=made, live_pods=[master], now=NOW)
+    view = try_view(record(), live=made, live_pods=[master], now=NOW)
     (row,) = view["replicas"]
     assert (row["exit_code"], row["failed"], row["first_failure"]) == (143, True, True)
     assert row["failure"] == {"exit_code": 1, "reason": "Error", "exit_class": "Permanent"}
@@ -755,7 +754,7 @@ def states(**tries: tuple[str | None, bool, str | None]) -> dict[int, dict[str, 
     ],
 )
 def test_whether_a_try_has_ended_is_airflows_word(airflow, ended):
-    assert views.try_has_ended(2, airflow) is ended
+    assert try_has_ended(2, airflow) is ended
 
 
 GONE_RUNNING = job(RUNNING, replicaStatuses={"Master": {"active": 1}, "Worker": {"active": 2}})
@@ -773,7 +772,7 @@ def test_a_deferred_try_marked_failed_shows_what_its_trigger_saw_and_is_not_live
         pods=[trim_pod(pod("Master", 0)), trim_pod(pod("Worker", 0)), trim_pod(pod("Worker", 1))],
         recorded_by="trigger",
     )
-    view = views.try_view(by_trigger, live=None, now=NOW, airflow=MARKED_FAILED, may_appear=True)
+    view = try_view(by_trigger, live=None, now=NOW, airflow=MARKED_FAILED, may_appear=True)
     assert (view["try_ended"], view["airflow_state"], view["refresh_seconds"]) == (True, "failed", None)
     assert (view["phase"], view["badge"], view["seen_by"], view["seen_at"]) == (
         "Running",
@@ -783,21 +782,19 @@ def test_a_deferred_try_marked_failed_shows_what_its_trigger_saw_and_is_not_live
     )
     assert {r["phase"] for r in view["replicas"]} == {"Stopped"}  # removed with the job
     # Before this change the same try, with nothing but its start recorded, read "Unknown" and polled on as live.
-    started_only = views.try_view(record(), live=None, now=NOW, airflow=MARKED_FAILED, may_appear=True)
+    started_only = try_view(record(), live=None, now=NOW, airflow=MARKED_FAILED, may_appear=True)
     assert (started_only["badge"], started_only["refresh_seconds"], started_only["try_ended"]) == ("Ended", None, True)
 
 
 def test_an_ended_try_never_wears_its_jobs_last_live_phase():
     """The page's own watch saw the job Running before it was deleted; the try has ended (cleared): the badge says
     the try ended, the phase is the last seen, nothing polls."""
-    view = views.try_view(record(), live=None, gone=GONE_RUNNING, now=NOW, airflow=states(
+    view = try_view(record(), live=None, gone=GONE_RUNNING, now=NOW, airflow=states(
         t2=("failed", False, "2026-12-02T05:09:00+00:00"), t3=("running", True, None)))  # fmt: skip
     assert (view["phase"], view["badge"], view["seen_by"], view["exists"]) == ("Running", "Ended", "page", False)
     assert view["refresh_seconds"] is None and view["cluster_unreadable_since"] is None
     # under way, the same sight is the job's phase and keeps polling
-    running = views.try_view(
-        record(), live=None, gone=GONE_RUNNING, now=NOW, airflow=states(t2=("running", True, None))
-    )
+    running = try_view(record(), live=None, gone=GONE_RUNNING, now=NOW, airflow=states(t2=("running", True, None)))
     assert (running["badge"], running["try_ended"]) == ("Running", False)
 
 
@@ -812,7 +809,7 @@ def test_a_cleared_synchronous_try_shows_what_it_saw_last():
         },
     }
     cleared = states(t2=("failed", False, "2026-12-02T05:09:00+00:00"), t3=("running", True, None))
-    view = views.try_view(seen, live=None, gone=job(FAILED), now=NOW, airflow=cleared)
+    view = try_view(seen, live=None, gone=job(FAILED), now=NOW, airflow=cleared)
     assert (view["phase"], view["badge"], view["seen_by"], view["seen_at"], view["source"]) == (
         "Running",
         "Ended",
@@ -832,7 +829,7 @@ def test_an_ended_try_whose_job_still_runs_shows_its_own_last_sight():
     is said to exist, and nothing polls."""
     live = job(RUNNING, replicaStatuses={"Master": {"active": 1}, "Worker": {"active": 2}})
     kept = record(ended_at="2026-12-02T05:09:01Z", outcome="stopped", job=trim_job(job(RUNNING)), pods=[])
-    view = views.try_view(kept, live=live, now=NOW, airflow=MARKED_FAILED)
+    view = try_view(kept, live=live, now=NOW, airflow=MARKED_FAILED)
     assert (view["exists"], view["source"], view["seen_by"], view["badge"], view["refresh_seconds"]) == (
         True,
         "recorded",
@@ -841,34 +838,32 @@ def test_an_ended_try_whose_job_still_runs_shows_its_own_last_sight():
         None,
     )
     # with nothing recorded but its start, the job as it is now, still not live
-    now_only = views.try_view(record(), live=live, now=NOW, airflow=MARKED_FAILED)
+    now_only = try_view(record(), live=live, now=NOW, airflow=MARKED_FAILED)
     assert (now_only["seen_by"], now_only["badge"], now_only["refresh_seconds"]) == ("cluster", "Ended", None)
     # a finished job still there is shown live (its pods' logs can be read), and is not polled either
-    finished = views.try_view(kept, live=job(FAILED), now=NOW, airflow=MARKED_FAILED)
+    finished = try_view(kept, live=job(FAILED), now=NOW, airflow=MARKED_FAILED)
     assert (finished["seen_by"], finished["badge"], finished["refresh_seconds"]) == ("cluster", "Failed", None)
 
 
 def test_an_ended_try_polls_a_minute_for_its_record_of_its_end():
     """``on_kill`` writes the end after Airflow has marked the task: the tab looks again for a minute, then stops."""
     just_now = states(t2=("failed", True, "2026-12-02T05:09:30+00:00"))  # 30 s before NOW
-    assert views.try_view(record(), live=None, now=NOW, airflow=just_now)["refresh_seconds"] == 5
+    assert try_view(record(), live=None, now=NOW, airflow=just_now)["refresh_seconds"] == 5
     long_ago = states(t2=("failed", True, "2026-12-02T05:08:00+00:00"))
-    assert views.try_view(record(), live=None, now=NOW, airflow=long_ago)["refresh_seconds"] is None
+    assert try_view(record(), live=None, now=NOW, airflow=long_ago)["refresh_seconds"] is None
     ended = record(ended_at="2026-12-02T05:09:31Z", outcome="stopped", job=trim_job(job(RUNNING)))
-    assert views.try_view(ended, live=None, now=NOW, airflow=just_now)["refresh_seconds"] is None
+    assert try_view(ended, live=None, now=NOW, airflow=just_now)["refresh_seconds"] is None
 
 
 def test_an_ended_try_polls_for_its_record_as_long_as_the_killer_may_write_it():
     """A deferred try's trigger writes its end within the triggerer's ``on_kill_timeout``: with 120 s of it, the tab
     still looks 90 s after the kill, and stops once that time has passed."""
     ninety_ago = states(t2=("failed", True, "2026-12-02T05:08:30+00:00"))
-    assert views.try_view(record(), live=None, now=NOW, airflow=ninety_ago)["refresh_seconds"] is None  # default
-    waits = views.try_view(record(), live=None, now=NOW, airflow=ninety_ago, end_record_wait=135)
+    assert try_view(record(), live=None, now=NOW, airflow=ninety_ago)["refresh_seconds"] is None  # default
+    waits = try_view(record(), live=None, now=NOW, airflow=ninety_ago, end_record_wait=135)
     assert waits["refresh_seconds"] == 5 and waits["badge"] == "Ended"
     long_ago = states(t2=("failed", True, "2026-12-02T05:07:40+00:00"))  # 140 s
-    assert (
-        views.try_view(record(), live=None, now=NOW, airflow=long_ago, end_record_wait=135)["refresh_seconds"] is None
-    )
+    assert try_view(record(), live=None, now=NOW, airflow=long_ago, end_record_wait=135)["refresh_seconds"] is None
 
 
 @pytest.mark.parametrize(("on_kill_timeout", "expected"), [("30", 60.0), ("120", 135.0), (None, 60.0)])
@@ -881,7 +876,7 @@ def test_the_tab_waits_for_an_end_record_as_long_as_the_triggerer_gives_on_kill(
 
 
 def test_a_try_under_way_is_live_as_before():
-    view = views.try_view(record(), live=GONE_RUNNING, now=NOW, airflow=states(t2=("running", True, None)))
+    view = try_view(record(), live=GONE_RUNNING, now=NOW, airflow=states(t2=("running", True, None)))
     assert (view["seen_by"], view["badge"], view["try_ended"], view["refresh_seconds"]) == (
         "cluster",
         "Running",
