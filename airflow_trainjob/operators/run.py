@@ -101,6 +101,7 @@ from airflow_trainjob.log_stream import LeadLogFollower
 from airflow_trainjob.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
 from airflow_trainjob.params import RunSettings
 from airflow_trainjob.pods import is_active, owned_by, pods_to_clean, restart_counts
+from airflow_trainjob.triggers.args import TriggerArgs
 from airflow_trainjob.triggers.training_job import (
     DELETED,
     ERROR,
@@ -784,25 +785,17 @@ class TrainingJobRun:
 
     def trigger(self) -> TrainingJobTrigger:
         """The trigger that waits for this run's job, with the deadlines counted from now (see :mod:`admission`)."""
-        meta = self._taken()["metadata"]
         settings = self.settings
-        return TrainingJobTrigger(
+        args = TriggerArgs.for_run(
+            settings,
             kind=self.kind,
-            name=meta["name"],
-            namespace=meta["namespace"],
-            uid=meta.get("uid"),
-            kubernetes_conn_id=settings.kubernetes_conn_id,
-            started_at=time.time(),
-            timeout=settings.timeout,
-            startup_timeout=settings.startup_timeout,
-            queue_timeout=settings.queue_timeout,
-            poll_interval=settings.poll_interval,
+            metadata=self._taken()["metadata"],
             owner_labels=self.identity.instance_labels(),
             try_number=self.identity.try_number,
-            log_tail_lines=settings.log_tail_lines,
-            follow_lead_log=settings.get_logs,
+            started_at=time.time(),
             secret_spans=secret_spans(self.manifest, _marked_secrets) if settings.get_logs else None,
         )
+        return TrainingJobTrigger(**args.kwargs())
 
     def complete(self, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after the trigger fired: the same verdict, messages and cleanup as :meth:`wait`.

@@ -17,6 +17,7 @@ from airflow_trainjob.exceptions import InvalidJobSpecError, JobDeletedError, Tr
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.names import namespace_problem
 from airflow_trainjob.params import DEFAULTS, SENSOR, problems, refuse, values_of
+from airflow_trainjob.triggers.args import TriggerArgs
 from airflow_trainjob.triggers.training_job import DELETED, FINISHED, TIMED_OUT, TrainingJobTrigger
 from airflow_trainjob.verdict import announced_end, failure_exception, job_ref
 
@@ -89,20 +90,8 @@ class TrainingJobSensor(BaseSensorOperator):
         self._check()
         if not self.deferrable:
             return super().execute(context)
-        self.defer(
-            trigger=TrainingJobTrigger(
-                kind=self.kind,
-                name=self.job_name,
-                namespace=self._resolved_namespace(),
-                kubernetes_conn_id=self.kubernetes_conn_id,
-                target_conditions=self.target_conditions,
-                started_at=time.time(),
-                timeout=self.timeout or None,
-                poll_interval=self.poke_interval,
-                wait_for_creation=True,
-            ),
-            method_name="execute_complete",
-        )
+        args = TriggerArgs.for_sensor(self, namespace=self._resolved_namespace(), started_at=time.time())
+        self.defer(trigger=TrainingJobTrigger(**args.kwargs()), method_name="execute_complete")
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> None:
         """Resume after the trigger fired: succeed, or fail as :meth:`poke` would.
