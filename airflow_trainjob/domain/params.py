@@ -1,17 +1,38 @@
-"""The parameter checks the operator and the sensor share: one wording per check.
+"""The parameters of the operator and the sensor: one table of their checks, and the settings of a try.
 
-Each function returns the problem with a parameter as rendered (``"<field>: <what is wrong>, got ..."``, naming
-what is allowed) or None; the task collects them and refuses them all at once with :func:`refuse`, before any
-API call. Checks of one task only (``on_finish``, ``target_conditions``, ...) stay in its module; names, namespaces
-and labels are checked by :mod:`airflow_trainjob.domain.names`.
+:data:`PARAMS` holds one row per parameter check: the parameter, the function that words its problem
+(``"<field>: <what is wrong>, got ..."``, naming what is allowed), and the tasks (:data:`OPERATOR`,
+:data:`SENSOR`) that take it; :data:`CROSS_RULES` the rules over several parameters. :func:`problems` reads both,
+in the order the task reports them, and the task refuses them all at once with :func:`refuse`, before any API call.
+Names, namespaces and labels are worded by :mod:`airflow_trainjob.domain.names`.
+
+:class:`RunSettings` is the part of the operator's parameters that governs a try; its defaults (:data:`DEFAULTS`) are
+the operator's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
-from airflow_trainjob.constants import JOB_KINDS
+from airflow_trainjob.constants import (
+    CONDITION_FAILED,
+    JOB_KINDS,
+    LABEL_KUEUE_QUEUE_NAME,
+    MAX_NAME_LENGTH,
+    JobConditionType,
+)
+from airflow_trainjob.domain.names import job_name_problem, namespace_problem
+from airflow_trainjob.domain.ownership import RESERVED_ANNOTATIONS, RESERVED_LABELS
 from airflow_trainjob.exceptions import InvalidJobSpecError
+
+#: The tasks whose parameters the table checks (a row's ``faces``).
+OPERATOR, SENSOR = "operator", "sensor"
+#: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
+ON_FINISH_OPTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
+#: Condition types a sensor may wait for (``Failed`` always fails it instead).
+TARGET_CONDITIONS = tuple(c.value for c in JobConditionType if c.value != CONDITION_FAILED)
 
 
 def kind_problem(kind: object, field: str = "kind") -> str | None:
@@ -26,15 +47,16 @@ def kind_problem(kind: object, field: str = "kind") -> str | None:
     return f"{field}: {shown}; allowed: {', '.join(JOB_KINDS)}"
 
 
-def conn_id_problem(conn_id: object) -> str | None:
-    """``kubernetes_conn_id`` is neither None nor a non-empty string (whether it names a connection is
+def conn_id_problem(field: str, conn_id: object) -> str | None:
+    """``conn_id`` is neither None nor a non-empty string (whether it names a connection is
     :meth:`TrainingJobHook.require_connection`'s to say).
 
-    :param conn_id: the ``kubernetes_conn_id`` as given.
+    :param field: the parameter's name, leading the problem (``kubernetes_conn_id``).
+    :param conn_id: its value as given.
     """
     if conn_id is None or (isinstance(conn_id, str) and conn_id):
         return None
-    return f"kubernetes_conn_id: must be the id of a kubernetes connection (a non-empty string), got {conn_id!r}"
+    return f"{field}: must be the id of a kubernetes connection (a non-empty string), got {conn_id!r}"
 
 
 def flag_problem(field: str, value: object) -> str | None:
@@ -84,3 +106,298 @@ def refuse(problems: list[str], hook: Any) -> None:
     if problems:
         raise InvalidJobSpecError(problems)
     hook.require_connection()
+
+
+# ---- the checks of one task's parameters (field, value) -> problem: the rows' ``check`` ----------------------------
+
+
+def _kind(field: str, kind: object) -> str | None:
+    return kind_problem(kind, field)
+
+
+def _required_seconds(field: str, value: object) -> str | None:
+    # Airflow refuses a sensor's negative values when the DAG is parsed; zero would poll without pause or time out
+    # at once.
+    return seconds_problem(field, value, optional=False)
+
+
+def _job_name(field: str, name: object) -> str | None:
+    issue = job_name_problem(name, MAX_NAME_LENGTH)
+    return f"{field}: {issue}" if issue else None
+
+
+def _namespace_name(field: str, namespace: object) -> str | None:
+    """The sensor's namespace, as the operator's: unset or rendered empty -> the connection's."""
+    issue = namespace_problem(namespace) if namespace not in (None, "") else None
+    return f"{field}: {issue} (or None for the connection's namespace)" if issue else None
+
+
+def _namespace_type(field: str, namespace: object) -> str | None:
+    """The operator's namespace: a string is checked as ``metadata.namespace`` when the manifest is built."""
+    if isinstance(namespace, (str, type(None))):
+        return None
+    return (
+        f"{field}: must be a DNS-1123 label (a string), or None for the connection's "
+        f"namespace; got {type(namespace).__name__}"
+    )
+
+
+def _target_conditions(field: str, targets: object) -> str | None:
+    if not isinstance(targets, tuple) or not targets:  # the sensor keeps a list as a tuple, a string as it is
+        allowed = ", ".join(TARGET_CONDITIONS)
+        return f"{field}: must be a non-empty list of condition types ({allowed}), got {targets!r}"
+    unknown = [t for t in targets if t not in TARGET_CONDITIONS]
+    if not unknown:
+        return None
+    why = "; Failed always fails the sensor" if CONDITION_FAILED in unknown else ""
+    return f"{field}: {', '.join(map(repr, unknown))} not allowed; allowed: {', '.join(TARGET_CONDITIONS)}{why}"
+
+
+def _on_finish(field: str, on_finish: object) -> str | None:
+    if isinstance(on_finish, str) and on_finish in ON_FINISH_OPTIONS:
+        return None
+    return f"{field}: {on_finish!r} is not one of {', '.join(ON_FINISH_OPTIONS)}"
+
+
+def _reserved(field: str, given: object, reserved: tuple[str, ...]) -> str | None:
+    taken = sorted(set(given) & set(reserved)) if isinstance(given, Mapping) else []
+    return f"{field}: {', '.join(taken)} are set by this provider to identify the task instance" if taken else None
+
+
+def _labels(field: str, labels: object) -> str | None:
+    if labels is not None and not isinstance(labels, Mapping):
+        return f"{field}: must be a mapping of strings to strings, got {type(labels).__name__}"
+    return _reserved(field, labels, RESERVED_LABELS)
+
+
+def _annotations(field: str, annotations: object) -> str | None:
+    return _reserved(field, annotations, RESERVED_ANNOTATIONS)  # anything but a mapping: refused by build_manifest
+
+
+def _job_template_file(field: str, path: object) -> str | None:
+    if path is None or isinstance(path, str):
+        return None
+    return f"{field}: must be a path (a string), got {type(path).__name__}"
+
+
+def _queue_name(field: str, queue: object) -> str | None:
+    if queue is None or (isinstance(queue, str) and queue):
+        return None
+    return f"{field}: must be the name of a Kueue LocalQueue (a non-empty string), or None; got {queue!r}"
+
+
+# ---- the rules over several parameters: values -> problems, the rules' ``check`` ------------------------------------
+
+
+def _reattach_or_durable(values: Mapping[str, Any]) -> list[str]:
+    if values.get("reattach_on_restart") is False and values.get("durable") is True:
+        return [
+            "reattach_on_restart: False conflicts with durable=True, which makes a retry reconnect to "
+            "the running job it stored; allowed: reattach_on_restart=True, or durable=False with it"
+        ]
+    return []
+
+
+def _whole_or_parts(values: Mapping[str, Any]) -> list[str]:
+    """The job given in parts or whole, not both (``job``: the parameter as given, None when read from the file)."""
+    found = []
+    whole = [f for f in ("job", "job_template_file") if values.get(f) is not None]
+    parts = [f for f in ("replica_specs", "run_policy", "kind_fields") if values.get(f) is not None]
+    if len(whole) > 1:
+        found.append("job, job_template_file: give one whole job, not both")
+    if whole and parts:
+        found.append(
+            f"{', '.join(parts)}: not allowed with {whole[0]}, which holds the whole job (its "
+            f"spec.<kind>ReplicaSpecs, spec.runPolicy and the kind's fields); give one or the other"
+        )
+    if not whole and values.get("replica_specs") is None:
+        found.append("replica_specs: required (or a whole job in job or job_template_file)")
+    if not whole and values.get("kind") is None:
+        found.append("kind: required with replica_specs (a whole job carries its own)")
+    return found
+
+
+def _queue_named_once(values: Mapping[str, Any]) -> list[str]:
+    labels, queue = values.get("labels"), values.get("queue_name")
+    if not (isinstance(labels, Mapping) and queue and LABEL_KUEUE_QUEUE_NAME in labels):
+        return []
+    if labels[LABEL_KUEUE_QUEUE_NAME] == queue:
+        return []
+    return [
+        f"labels: {LABEL_KUEUE_QUEUE_NAME}={labels[LABEL_KUEUE_QUEUE_NAME]!r} conflicts with "
+        f"queue_name={queue!r}; set the queue in one of them"
+    ]
+
+
+# ---- the table --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Param:
+    """One check of one parameter: a row of :data:`PARAMS`.
+
+    :param name: the parameter: the task's keyword argument, and its attribute as rendered.
+    :param check: ``(name, value) -> problem or None``; the problem leads with the name and says what is allowed.
+    :param faces: the tasks that check it so (:data:`OPERATOR`, :data:`SENSOR`).
+    """
+
+    name: str
+    check: Callable[[str, Any], str | None]
+    faces: frozenset[str]
+
+    def problem(self, values: Mapping[str, Any]) -> str | None:
+        """The parameter's problem, or None (also when ``values`` lacks it: ``durable`` before Airflow 3.3).
+
+        :param values: parameter name -> value, as the task holds them after rendering.
+        """
+        return self.check(self.name, values[self.name]) if self.name in values else None
+
+
+@dataclass(frozen=True)
+class CrossRule:
+    """A rule over several parameters: a row of :data:`CROSS_RULES`.
+
+    :param reads: the parameters it reads.
+    :param check: parameter name -> value, to its problems (each leads with the field it names).
+    :param faces: the tasks that check it (:data:`OPERATOR`, :data:`SENSOR`).
+    :param after: the :data:`PARAMS` row (by name) after whose problem the rule's are reported.
+    """
+
+    reads: tuple[str, ...]
+    check: Callable[[Mapping[str, Any]], list[str]]
+    faces: frozenset[str]
+    after: str
+
+
+_OPERATOR, _SENSOR, _BOTH = frozenset({OPERATOR}), frozenset({SENSOR}), frozenset({OPERATOR, SENSOR})
+
+#: Every parameter check, in the order a task reports its problems (rows of the other task skipped). A parameter
+#: both tasks check alike is one row; ``namespace`` and ``timeout`` are checked differently, and ``log_tail_lines``
+#: reported at another place, by each task: a row each.
+PARAMS: tuple[Param, ...] = (
+    Param("kind", _kind, _SENSOR),  # the operator's is checked with its spec
+    Param("job_name", _job_name, _SENSOR),  # the operator's is checked with its manifest
+    Param("namespace", _namespace_name, _SENSOR),
+    Param("target_conditions", _target_conditions, _SENSOR),
+    Param("log_tail_lines", count_problem, _SENSOR),
+    Param("namespace", _namespace_type, _OPERATOR),
+    Param("kubernetes_conn_id", conn_id_problem, _BOTH),
+    Param("get_logs", flag_problem, _OPERATOR),
+    Param("reattach_on_restart", flag_problem, _OPERATOR),
+    Param("deferrable", flag_problem, _BOTH),
+    Param("durable", flag_problem, _OPERATOR),
+    Param("on_finish", _on_finish, _OPERATOR),
+    Param("poll_interval", seconds_problem, _OPERATOR),
+    Param("poke_interval", _required_seconds, _SENSOR),
+    Param("timeout", seconds_problem, _OPERATOR),
+    Param("timeout", _required_seconds, _SENSOR),
+    Param("startup_timeout", seconds_problem, _OPERATOR),
+    Param("queue_timeout", seconds_problem, _OPERATOR),
+    Param("log_tail_lines", count_problem, _OPERATOR),
+    Param("labels", _labels, _OPERATOR),
+    Param("annotations", _annotations, _OPERATOR),
+    Param("job_template_file", _job_template_file, _OPERATOR),
+    Param("queue_name", _queue_name, _OPERATOR),
+)
+
+#: The rules over several parameters, each reported after the :data:`PARAMS` row it names.
+CROSS_RULES: tuple[CrossRule, ...] = (
+    CrossRule(("reattach_on_restart", "durable"), _reattach_or_durable, _OPERATOR, after="durable"),
+    CrossRule(
+        ("job", "job_template_file", "replica_specs", "run_policy", "kind_fields", "kind"),
+        _whole_or_parts,
+        _OPERATOR,
+        after="annotations",
+    ),
+    CrossRule(("labels", "queue_name"), _queue_named_once, _OPERATOR, after="queue_name"),
+)
+
+
+def read_by(face: str) -> tuple[str, ...]:
+    """The parameters ``face``'s checks read, each once.
+
+    :param face: :data:`OPERATOR` or :data:`SENSOR`.
+    """
+    names = [p.name for p in PARAMS if face in p.faces]
+    names += [name for rule in CROSS_RULES if face in rule.faces for name in rule.reads]
+    return tuple(dict.fromkeys(names))
+
+
+def values_of(task: object, face: str) -> dict[str, Any]:
+    """The values ``face``'s checks read, from the task's attributes (one it lacks is left out).
+
+    :param task: the operator or the sensor, rendered.
+    :param face: :data:`OPERATOR` or :data:`SENSOR`.
+    """
+    return {name: getattr(task, name) for name in read_by(face) if hasattr(task, name)}
+
+
+def problems(values: Mapping[str, Any], face: str) -> list[str]:
+    """Every problem of ``face``'s parameters, one line each, in the order of :data:`PARAMS` (a rule's after its
+    row); empty when they are valid.
+
+    :param values: parameter name -> value, as rendered (:func:`values_of`).
+    :param face: :data:`OPERATOR` or :data:`SENSOR`.
+    """
+    found: list[str] = []
+    for param in PARAMS:
+        if face not in param.faces:
+            continue
+        problem = param.problem(values)
+        if problem is not None:
+            found.append(problem)
+        for rule in CROSS_RULES:
+            if rule.after == param.name and face in rule.faces:
+                found += rule.check(values)
+    return found
+
+
+# ---- the try's settings -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The operator's parameters that govern a try (checked by the operator before the run uses them); its
+    defaults are the operator's (:data:`DEFAULTS`).
+
+    :param kubernetes_conn_id: the connection the trigger resolves as the hook does.
+    :param poll_interval: seconds between reads when watching the job keeps failing.
+    :param timeout: seconds the whole job may take from this try's create or attach; None: no limit.
+    :param startup_timeout: seconds from admission until ``Running``; None: no limit.
+    :param queue_timeout: seconds the job may wait in its queue each time it enters it; None: no limit.
+    :param get_logs: follow the lead replica's log (deferred: copied by the trigger while it waits, the rest at the
+        end, up to :data:`~airflow_trainjob.domain.lead_log.LEAD_LOG_MAX_BYTES`).
+    :param log_tail_lines: lines quoted from each failed replica's log, and from the lead's end when the deferred
+        copy passed its size bound (count).
+    :param on_finish: one of :data:`ON_FINISH_OPTIONS`.
+    :param reattach_on_restart: follow a running job of an earlier try instead of replacing it.
+    """
+
+    kubernetes_conn_id: str | None = "kubernetes_default"
+    poll_interval: float = 10.0
+    timeout: float | None = None
+    startup_timeout: float | None = 600.0
+    queue_timeout: float | None = None
+    get_logs: bool = True
+    log_tail_lines: int = 50
+    on_finish: str = "delete_succeeded_job"
+    reattach_on_restart: bool = True
+
+    @classmethod
+    def of(cls, task: object) -> RunSettings:
+        """The settings ``task`` holds, by their names (the operator's attributes as rendered).
+
+        :param task: the operator (anything with an attribute per field).
+        """
+        return cls(**{f.name: getattr(task, f.name) for f in fields(cls)})
+
+    def limit(self, which: str) -> float | None:
+        """The seconds of deadline ``which``, or None (no limit, or no such deadline).
+
+        :param which: ``timeout``, ``startup_timeout`` or ``queue_timeout``.
+        """
+        return getattr(self, which, None)
+
+
+#: The operator's defaults for the settings of a try.
+DEFAULTS = RunSettings()

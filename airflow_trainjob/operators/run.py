@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -80,6 +80,7 @@ from airflow_trainjob.domain.lead_log import (
     write_lines,
 )
 from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
+from airflow_trainjob.domain.params import RunSettings
 from airflow_trainjob.domain.pods import is_active, owned_by, pods_to_clean, restart_counts
 from airflow_trainjob.earlier_success import Reuse, StartOver, decide, reuse_lines
 from airflow_trainjob.exceptions import (
@@ -99,14 +100,13 @@ from airflow_trainjob.job_record import (
     outcome_of,
     spec_digest,
 )
+from airflow_trainjob.triggers.args import TriggerArgs
 from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED, TIMED_OUT
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 from airflow_trainjob.verdict import announced_end, failure_exception, job_ref, read_tails
 from airflow_trainjob.watching.job_watch import JobWatch, PodFeed
 from airflow_trainjob.watching.lead_log_follower import LeadLogFollower
 
-#: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
-ON_FINISH_OPTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
 #: Status of a stored job that no longer exists as this task instance's (deleted or replaced).
 JOB_GONE = "Gone"
 #: Status of a stored job that succeeded under an earlier try whose success is not this try's result (see
@@ -128,41 +128,6 @@ API_OUTAGE_TOLERANCE = 300.0
 PODS_GONE_SECONDS = 60.0
 #: Seconds between the end of the task's LISTs of the pods it waits for: the first, doubled up to the last.
 PODS_GONE_POLL_SECONDS = (0.2, 1.0)
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """The operator's parameters that govern a try (checked by the operator before the run uses them).
-
-    :param kubernetes_conn_id: the connection the trigger resolves as the hook does.
-    :param poll_interval: seconds between reads when watching the job keeps failing.
-    :param timeout: seconds the whole job may take from this try's create or attach; None: no limit.
-    :param startup_timeout: seconds from admission until ``Running``; None: no limit.
-    :param queue_timeout: seconds the job may wait in its queue each time it enters it; None: no limit.
-    :param get_logs: follow the lead replica's log (deferred: copied by the trigger while it waits, the rest at the
-        end, up to :data:`~airflow_trainjob.domain.lead_log.LEAD_LOG_MAX_BYTES`).
-    :param log_tail_lines: lines quoted from each failed replica's log, and from the lead's end when the deferred
-        copy passed its size bound (count).
-    :param on_finish: one of :data:`ON_FINISH_OPTIONS`.
-    :param reattach_on_restart: follow a running job of an earlier try instead of replacing it.
-    """
-
-    kubernetes_conn_id: str | None = "kubernetes_default"
-    poll_interval: float = 10.0
-    timeout: float | None = None
-    startup_timeout: float | None = 600.0
-    queue_timeout: float | None = None
-    get_logs: bool = True
-    log_tail_lines: int = 50
-    on_finish: str = "delete_succeeded_job"
-    reattach_on_restart: bool = True
-
-    def limit(self, which: str) -> float | None:
-        """The seconds of deadline ``which``, or None (no limit, or no such deadline).
-
-        :param which: ``timeout``, ``startup_timeout`` or ``queue_timeout``.
-        """
-        return getattr(self, which, None)
 
 
 def job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
@@ -814,25 +779,17 @@ class TrainingJobRun:
 
     def trigger(self) -> TrainingJobTrigger:
         """The trigger that waits for this run's job, with the deadlines counted from now (see :mod:`admission`)."""
-        meta = self._taken()["metadata"]
         settings = self.settings
-        return TrainingJobTrigger(
+        args = TriggerArgs.for_run(
+            settings,
             kind=self.kind,
-            name=meta["name"],
-            namespace=meta["namespace"],
-            uid=meta.get("uid"),
-            kubernetes_conn_id=settings.kubernetes_conn_id,
-            started_at=time.time(),
-            timeout=settings.timeout,
-            startup_timeout=settings.startup_timeout,
-            queue_timeout=settings.queue_timeout,
-            poll_interval=settings.poll_interval,
+            metadata=self._taken()["metadata"],
             owner_labels=self.identity.instance_labels(),
             try_number=self.identity.try_number,
-            log_tail_lines=settings.log_tail_lines,
-            follow_lead_log=settings.get_logs,
+            started_at=time.time(),
             secret_spans=secret_spans(self.manifest, _marked_secrets) if settings.get_logs else None,
         )
+        return TrainingJobTrigger(**args.kwargs())
 
     def complete(self, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after the trigger fired: the same verdict, messages and cleanup as :meth:`wait`.

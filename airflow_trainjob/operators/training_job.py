@@ -21,7 +21,14 @@ from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, LA
 from airflow_trainjob.domain.cleanup_hold import hold
 from airflow_trainjob.domain.names import generate_job_name, max_job_name_length
 from airflow_trainjob.domain.ownership import RESERVED_ANNOTATIONS, RESERVED_LABELS, TaskInstanceIdentity
-from airflow_trainjob.domain.params import conn_id_problem, count_problem, flag_problem, refuse, seconds_problem
+from airflow_trainjob.domain.params import (
+    DEFAULTS,
+    OPERATOR,
+    RunSettings,
+    problems,
+    refuse,
+    values_of,
+)
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.job_record import JobRecorder, TrySeries, rendered_manifest
@@ -29,13 +36,7 @@ from airflow_trainjob.links.training_job import TrainingJobLink
 from airflow_trainjob.models.job import TrainingJobSpec, to_plain
 from airflow_trainjob.models.manifest import build_manifest
 from airflow_trainjob.models.whole_job import WholeJob, parse_whole_job
-from airflow_trainjob.operators.run import (
-    JOB_GONE,
-    JOB_NOT_REUSED,
-    ON_FINISH_OPTIONS,
-    RunSettings,
-    TrainingJobRun,
-)
+from airflow_trainjob.operators.run import JOB_GONE, JOB_NOT_REUSED, TrainingJobRun
 
 
 class TrainingJobOperator(ResumableJobMixin, BaseOperator):
@@ -167,15 +168,15 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         labels: dict[str, str] | None = None,
         annotations: dict[str, str] | None = None,
         queue_name: str | None = None,
-        queue_timeout: float | None = None,
-        kubernetes_conn_id: str = "kubernetes_default",
-        poll_interval: float = 10.0,
-        timeout: float | None = None,
-        startup_timeout: float | None = 600.0,
-        get_logs: bool = True,
-        log_tail_lines: int = 50,
-        on_finish: str = "delete_succeeded_job",
-        reattach_on_restart: bool = True,
+        queue_timeout: float | None = DEFAULTS.queue_timeout,
+        kubernetes_conn_id: str | None = DEFAULTS.kubernetes_conn_id,
+        poll_interval: float = DEFAULTS.poll_interval,
+        timeout: float | None = DEFAULTS.timeout,
+        startup_timeout: float | None = DEFAULTS.startup_timeout,
+        get_logs: bool = DEFAULTS.get_logs,
+        log_tail_lines: int = DEFAULTS.log_tail_lines,
+        on_finish: str = DEFAULTS.on_finish,
+        reattach_on_restart: bool = DEFAULTS.reattach_on_restart,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
@@ -218,85 +219,10 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     # ---- input -------------------------------------------------------------------------------
 
     def _check_parameters(self) -> None:
-        found: list[str | None] = []
-        if not isinstance(self.namespace, (str, type(None))):  # a string is checked as metadata.namespace
-            found.append(
-                f"namespace: must be a DNS-1123 label (a string), or None for the connection's "
-                f"namespace; got {type(self.namespace).__name__}"
-            )
-        found.append(conn_id_problem(self.kubernetes_conn_id))
-        found += [
-            flag_problem(field, getattr(self, field, False))
-            for field in ("get_logs", "reattach_on_restart", "deferrable", "durable")
-        ]
-        if self.reattach_on_restart is False and getattr(self, "durable", False) is True:
-            found.append(
-                "reattach_on_restart: False conflicts with durable=True, which makes a retry reconnect to "
-                "the running job it stored; allowed: reattach_on_restart=True, or durable=False with it"
-            )
-        if not isinstance(self.on_finish, str) or self.on_finish not in ON_FINISH_OPTIONS:
-            found.append(f"on_finish: {self.on_finish!r} is not one of {', '.join(ON_FINISH_OPTIONS)}")
-        found += [
-            seconds_problem(field, getattr(self, field))
-            for field in ("poll_interval", "timeout", "startup_timeout", "queue_timeout")
-        ]
-        found.append(count_problem("log_tail_lines", self.log_tail_lines))
-        problems = [p for p in found if p is not None]
-        if self.labels is not None and not isinstance(self.labels, Mapping):
-            problems.append(f"labels: must be a mapping of strings to strings, got {type(self.labels).__name__}")
-        reserved = sorted(set(self.labels or {}) & set(RESERVED_LABELS)) if isinstance(self.labels, Mapping) else []
-        if reserved:
-            problems.append(f"labels: {', '.join(reserved)} are set by this provider to identify the task instance")
-        reserved = (
-            sorted(set(self.annotations or {}) & set(RESERVED_ANNOTATIONS))
-            if isinstance(self.annotations, Mapping)
-            else []
-        )
-        if reserved:
-            problems.append(
-                f"annotations: {', '.join(reserved)} are set by this provider to identify the task instance"
-            )
-        problems += self._input_problems()
-        refuse(problems, self.hook)
-
-    def _input_problems(self) -> list[str]:
-        """The job given in parts or whole, not both; a queue named once."""
-        problems = []
-        whole = [f for f in ("job", "job_template_file") if getattr(self, f) is not None]
-        if self._job_from_file:
-            whole = ["job_template_file"]  # self.job holds its rendered text
-        parts = [f for f in ("replica_specs", "run_policy", "kind_fields") if getattr(self, f) is not None]
-        if len(whole) > 1:
-            problems.append("job, job_template_file: give one whole job, not both")
-        if whole and parts:
-            problems.append(
-                f"{', '.join(parts)}: not allowed with {whole[0]}, which holds the whole job (its "
-                f"spec.<kind>ReplicaSpecs, spec.runPolicy and the kind's fields); give one or the other"
-            )
-        if not whole and self.replica_specs is None:
-            problems.append("replica_specs: required (or a whole job in job or job_template_file)")
-        if not whole and self.kind is None:
-            problems.append("kind: required with replica_specs (a whole job carries its own)")
-        if self.job_template_file is not None and not isinstance(self.job_template_file, str):
-            problems.append(
-                f"job_template_file: must be a path (a string), got {type(self.job_template_file).__name__}"
-            )
-        if self.queue_name is not None and (not isinstance(self.queue_name, str) or not self.queue_name):
-            problems.append(
-                f"queue_name: must be the name of a Kueue LocalQueue (a non-empty string), or None; "
-                f"got {self.queue_name!r}"
-            )
-        if (
-            isinstance(self.labels, Mapping)
-            and self.queue_name
-            and LABEL_KUEUE_QUEUE_NAME in self.labels
-            and self.labels[LABEL_KUEUE_QUEUE_NAME] != self.queue_name
-        ):
-            problems.append(
-                f"labels: {LABEL_KUEUE_QUEUE_NAME}={self.labels[LABEL_KUEUE_QUEUE_NAME]!r} conflicts with "
-                f"queue_name={self.queue_name!r}; set the queue in one of them"
-            )
-        return problems
+        """Refuse invalid parameters (as rendered) before any API call: every problem of :data:`params.PARAMS`."""
+        # ``job``: the parameter as given; a job read from job_template_file is that file's.
+        values = {**values_of(self, OPERATOR), "job": None if self._job_from_file else self.job}
+        refuse(problems(values, OPERATOR), self.hook)
 
     def _parse_input(self) -> tuple[TrainingJobSpec, WholeJob | None]:
         """The validated spec, and the whole job it came from (if given whole). :raises InvalidJobSpecError:"""
@@ -451,19 +377,6 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
 
     # ---- the try: one TrainingJobRun, called in the order airflow_trainjob.operators.run states ----------
 
-    def _settings(self) -> RunSettings:
-        return RunSettings(
-            kubernetes_conn_id=self.kubernetes_conn_id,
-            poll_interval=self.poll_interval,
-            timeout=self.timeout,
-            startup_timeout=self.startup_timeout,
-            queue_timeout=self.queue_timeout,
-            get_logs=self.get_logs,
-            log_tail_lines=self.log_tail_lines,
-            on_finish=self.on_finish,
-            reattach_on_restart=self.reattach_on_restart,
-        )
-
     def _run_for(self, context: Any) -> TrainingJobRun:
         """The run of the try ``context`` names: the one already under way for it, else a new one (which builds
         the manifest, through :meth:`_prepare`, when it first needs it)."""
@@ -479,7 +392,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             self._run = TrainingJobRun(
                 self.hook,
                 identity,
-                self._settings(),
+                RunSettings.of(self),
                 manifest=functools.partial(self._prepare, context),
                 log=self.log,
                 recorder=recorder,

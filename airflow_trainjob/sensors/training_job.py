@@ -10,27 +10,17 @@ from typing import Any
 from airflow.providers.common.compat.sdk import BaseSensorOperator, conf
 from kubernetes.client.exceptions import ApiException
 
-from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, MAX_NAME_LENGTH
+from airflow_trainjob.constants import CONDITION_SUCCEEDED
 from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.deadlines import Deadlines, look_again_in, queue_line
-from airflow_trainjob.domain.names import job_name_problem, namespace_problem
-from airflow_trainjob.domain.params import (
-    conn_id_problem,
-    count_problem,
-    flag_problem,
-    kind_problem,
-    refuse,
-    seconds_problem,
-)
+from airflow_trainjob.domain.names import namespace_problem
+from airflow_trainjob.domain.params import DEFAULTS, SENSOR, problems, refuse, values_of
 from airflow_trainjob.exceptions import InvalidJobSpecError, JobDeletedError, TrainingJobError, TrainingJobTimeoutError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
-from airflow_trainjob.models.common import JobConditionType
+from airflow_trainjob.triggers.args import TriggerArgs
 from airflow_trainjob.triggers.events import DELETED, FINISHED, TIMED_OUT
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 from airflow_trainjob.verdict import announced_end, failure_exception, job_ref
-
-#: Condition types a sensor may wait for (``Failed`` always fails it instead).
-TARGET_CONDITIONS = tuple(c.value for c in JobConditionType if c.value != CONDITION_FAILED)
 
 
 class TrainingJobSensor(BaseSensorOperator):
@@ -74,8 +64,8 @@ class TrainingJobSensor(BaseSensorOperator):
         job_name: str,
         namespace: str | None = None,
         target_conditions: Sequence[str] = (CONDITION_SUCCEEDED,),
-        kubernetes_conn_id: str = "kubernetes_default",
-        log_tail_lines: int = 50,
+        kubernetes_conn_id: str | None = DEFAULTS.kubernetes_conn_id,
+        log_tail_lines: int = DEFAULTS.log_tail_lines,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
@@ -101,20 +91,8 @@ class TrainingJobSensor(BaseSensorOperator):
         self._check()
         if not self.deferrable:
             return super().execute(context)
-        self.defer(
-            trigger=TrainingJobTrigger(
-                kind=self.kind,
-                name=self.job_name,
-                namespace=self._resolved_namespace(),
-                kubernetes_conn_id=self.kubernetes_conn_id,
-                target_conditions=self.target_conditions,
-                started_at=time.time(),
-                timeout=self.timeout or None,
-                poll_interval=self.poke_interval,
-                wait_for_creation=True,
-            ),
-            method_name="execute_complete",
-        )
+        args = TriggerArgs.for_sensor(self, namespace=self._resolved_namespace(), started_at=time.time())
+        self.defer(trigger=TrainingJobTrigger(**args.kwargs()), method_name="execute_complete")
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> None:
         """Resume after the trigger fired: succeed, or fail as :meth:`poke` would.
@@ -165,36 +143,7 @@ class TrainingJobSensor(BaseSensorOperator):
 
     def _check(self) -> None:
         """Refuse invalid parameters (as rendered) before any API call: one error per field, naming what is allowed."""
-        problems = [kind_problem(self.kind)]
-        name_issue = job_name_problem(self.job_name, MAX_NAME_LENGTH)
-        if name_issue:
-            problems.append(f"job_name: {name_issue}")
-        if self.namespace not in (None, ""):  # as for the operator: unset or rendered empty -> the connection's
-            namespace_issue = namespace_problem(self.namespace)
-            if namespace_issue:
-                problems.append(f"namespace: {namespace_issue} (or None for the connection's namespace)")
-        targets = self.target_conditions
-        if not isinstance(targets, tuple) or not targets:
-            problems.append(
-                f"target_conditions: must be a non-empty list of condition types "
-                f"({', '.join(TARGET_CONDITIONS)}), got {targets!r}"
-            )
-        else:
-            unknown = [t for t in targets if t not in TARGET_CONDITIONS]
-            if unknown:
-                why = "; Failed always fails the sensor" if CONDITION_FAILED in unknown else ""
-                problems.append(
-                    f"target_conditions: {', '.join(map(repr, unknown))} not allowed; "
-                    f"allowed: {', '.join(TARGET_CONDITIONS)}{why}"
-                )
-        problems.append(count_problem("log_tail_lines", self.log_tail_lines))
-        problems.append(conn_id_problem(self.kubernetes_conn_id))
-        problems.append(flag_problem("deferrable", self.deferrable))
-        # Airflow refuses negative values when the DAG is parsed; zero would poll without pause or time out at once.
-        problems += [
-            seconds_problem(field, getattr(self, field), optional=False) for field in ("poke_interval", "timeout")
-        ]
-        refuse([p for p in problems if p is not None], self.hook)
+        refuse(problems(values_of(self, SENSOR), SENSOR), self.hook)
 
     def _resolved_namespace(self) -> str:
         """The namespace to read from (parameter, else the connection's), refused before use if invalid."""

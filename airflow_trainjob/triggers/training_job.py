@@ -24,15 +24,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import importlib
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_trainjob.constants import (
-    CONDITION_SUCCEEDED,
     JOB_KINDS,
     JobConditionType,
 )
@@ -56,6 +56,7 @@ from airflow_trainjob.domain.ownership import why_not_followed
 from airflow_trainjob.domain.pods import lead_pod, owned_by, pod_name
 from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.triggers import kubernetes_side, log_pacing
+from airflow_trainjob.triggers.args import TriggerArgs
 from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED, TIMED_OUT, event_payload
 from airflow_trainjob.watching.stream_source import WATCH_SECONDS, StreamSource
 
@@ -85,35 +86,8 @@ class TrainingJobTrigger(BaseEventTrigger):
     """Fires one event when the job reaches a target condition or ``Failed``, disappears, passes a
     deadline, or cannot be read.
 
-    :param kind: the job's kind, a key of ``JOB_KINDS`` (``PyTorchJob``).
-    :param name: the job's ``metadata.name``.
-    :param namespace: the job's ``metadata.namespace``.
-    :param uid: the job object this wait is about (``metadata.uid``; a same-named successor is "deleted"); None: any.
-    :param kubernetes_conn_id: the cncf.kubernetes connection; None: no connection (in-cluster or default
-        kubeconfig). The connection is resolved exactly as the synchronous hook resolves it.
-    :param cluster_context: the kubeconfig context to use; None: the connection's.
-    :param config_file: path of a kubeconfig file; None: the connection's.
-    :param in_cluster: use the pod's service account; None: the connection's setting.
-    :param target_conditions: condition types that end the wait successfully (``Succeeded``).
-    :param started_at: epoch seconds the deadlines count from (when the task created or attached to the job);
-        None: when the trigger is made.
-    :param timeout: seconds after ``started_at`` when the wait ends with a ``timeout`` event (or None).
-    :param startup_timeout: seconds from admission (``started_at`` for a job no queue holds) until ``Running``.
-    :param queue_timeout: seconds the job may stay suspended in its queue each time it enters it (or None).
-    :param poll_interval: seconds between lists when watches keep failing (the stream takes it from the
-        first trigger of its source).
-    :param wait_for_creation: a job that does not exist yet is waited for (sensor), not "deleted".
-    :param owner_labels: labels the job must carry for :meth:`on_kill` to delete it, and for the trigger to stop
-        its running pods when it turns terminal (a job whose cleanup the operator holds).
-    :param try_number: the task try that deferred: :meth:`on_kill` leaves a job that a later try follows now
-        (a clear that raced the next try); None: any try's.
-    :param log_tail_lines: after the size bound cut the copy of the lead replica's log, lines of its end added
-        when the trigger stops the lead's pod (count; 0: none).
-    :param follow_lead_log: copy the lead replica's log into the task log while waiting (see below); None: as an
-        earlier version of the trigger did, when ``log_tail_lines`` is not 0.
-    :param secret_spans: where the task's secrets masker found secrets in the job it sent
-        (:func:`~airflow_trainjob.domain.lead_log.secret_spans`: places, not values); the trigger has the triggerer mask
-        them before it copies any line, as the task's own log would.
+    Made from the keyword arguments of :class:`~airflow_trainjob.triggers.args.TriggerArgs` (the job, its
+    connection, deadlines and owner; documented there), which :meth:`serialize` returns as they are.
 
     While it waits, it logs :func:`conditions.progress_line` each time the job's phase or replica counts change (Airflow shows
     a trigger's log lines in the task's log), as the synchronous wait does. With ``follow_lead_log`` it also copies
@@ -130,54 +104,17 @@ class TrainingJobTrigger(BaseEventTrigger):
     :data:`~airflow_trainjob.triggers.events.EVENT_BUDGET` characters of JSON, whatever the job's pod templates hold.
     """
 
-    def __init__(
-        self,
-        *,
-        kind: str,
-        name: str,
-        namespace: str,
-        uid: str | None = None,
-        kubernetes_conn_id: str | None = "kubernetes_default",
-        cluster_context: str | None = None,
-        config_file: str | None = None,
-        in_cluster: bool | None = None,
-        target_conditions: Sequence[str] = (CONDITION_SUCCEEDED,),
-        started_at: float | None = None,
-        timeout: float | None = None,
-        startup_timeout: float | None = None,
-        queue_timeout: float | None = None,
-        poll_interval: float = 10.0,
-        wait_for_creation: bool = False,
-        owner_labels: dict[str, str] | None = None,
-        try_number: int | None = None,
-        log_tail_lines: int = 0,
-        follow_lead_log: bool | None = None,
-        secret_spans: list[list[Any]] | None = None,
-    ):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__()
-        self.kind = kind
-        self.name = name
-        self.namespace = namespace
-        self.uid = uid
-        self.kubernetes_conn_id = kubernetes_conn_id
-        self.cluster_context = cluster_context
-        self.config_file = config_file
-        self.in_cluster = in_cluster
-        self.target_conditions = list(target_conditions)
-        self.started_at = started_at if started_at is not None else time.time()
-        self.timeout = timeout
-        self.startup_timeout = startup_timeout
-        self.queue_timeout = queue_timeout
+        #: What this trigger waits for, and how: its kwargs (an unknown one raises ``TypeError``).
+        self.args = TriggerArgs(**kwargs)
+        args = self.args
         self._deadlines = Deadlines(
-            started_at=self.started_at, timeout=timeout, startup_timeout=startup_timeout, queue_timeout=queue_timeout
+            started_at=args.started_at,
+            timeout=args.timeout,
+            startup_timeout=args.startup_timeout,
+            queue_timeout=args.queue_timeout,
         )
-        self.poll_interval = poll_interval
-        self.wait_for_creation = wait_for_creation
-        self.owner_labels = dict(owner_labels or {})
-        self.try_number = try_number
-        self.log_tail_lines = log_tail_lines
-        self.follow_lead_log = follow_lead_log
-        self.secret_spans = list(secret_spans or [])
         self._masked = False  # the job's secrets were handed to Airflow's masker
         self._seen_uid: str | None = None  # the job's uid once seen (a sensor's wait starts without one)
         self._last_line: str | None = None  # the progress line logged last
@@ -189,31 +126,57 @@ class TrainingJobTrigger(BaseEventTrigger):
         self._recorded: tuple[LogCursor | None, float] = (None, 0.0)  # the cursor last recorded on the job, and when
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            "airflow_trainjob.triggers.training_job.TrainingJobTrigger",
-            {
-                "kind": self.kind,
-                "name": self.name,
-                "namespace": self.namespace,
-                "uid": self.uid,
-                "kubernetes_conn_id": self.kubernetes_conn_id,
-                "cluster_context": self.cluster_context,
-                "config_file": self.config_file,
-                "in_cluster": self.in_cluster,
-                "target_conditions": self.target_conditions,
-                "started_at": self.started_at,
-                "timeout": self.timeout,
-                "startup_timeout": self.startup_timeout,
-                "queue_timeout": self.queue_timeout,
-                "poll_interval": self.poll_interval,
-                "wait_for_creation": self.wait_for_creation,
-                "owner_labels": self.owner_labels,
-                "try_number": self.try_number,
-                "log_tail_lines": self.log_tail_lines,
-                "follow_lead_log": self.follow_lead_log,
-                "secret_spans": self.secret_spans,
-            },
-        )
+        return "airflow_trainjob.triggers.training_job.TrainingJobTrigger", self.args.kwargs()
+
+    # --- the kwargs this trigger's code reads, by their names (defined by TriggerArgs) ------------------------------
+
+    @property
+    def kind(self) -> str:
+        return self.args.kind
+
+    @property
+    def name(self) -> str:
+        return self.args.name
+
+    @property
+    def namespace(self) -> str:
+        return self.args.namespace
+
+    @property
+    def uid(self) -> str | None:
+        return self.args.uid
+
+    @property
+    def target_conditions(self) -> Sequence[str]:
+        return self.args.target_conditions
+
+    @property
+    def poll_interval(self) -> float:
+        return self.args.poll_interval
+
+    @property
+    def wait_for_creation(self) -> bool:
+        return self.args.wait_for_creation
+
+    @property
+    def owner_labels(self) -> Mapping[str, str]:
+        return self.args.owner_labels
+
+    @property
+    def try_number(self) -> int | None:
+        return self.args.try_number
+
+    @property
+    def log_tail_lines(self) -> int:
+        return self.args.log_tail_lines
+
+    @property
+    def follow_lead_log(self) -> bool | None:
+        return self.args.follow_lead_log
+
+    @property
+    def secret_spans(self) -> Sequence[Sequence[Any]]:
+        return self.args.secret_spans
 
     @property
     def _address(self) -> JobAddress:
@@ -347,8 +310,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                 return self._event(DELETED, f"{self._ref} was deleted outside this task before it finished")
             if self.uid and job["metadata"].get("uid") != self.uid:
                 return self._event(DELETED, f"{self._ref} was deleted outside this task and replaced by another object")
-        self.wait_for_creation = False  # it exists: from now on, its absence is a deletion
-        self._seen_uid = job["metadata"].get("uid")
+        self._seen(job)
         status = job.get("status")
         self._note_phase(job)
         self._observe(job)  # before the verdict: a job admitted and finished between two looks was admitted too
@@ -445,6 +407,12 @@ class TrainingJobTrigger(BaseEventTrigger):
         if self.follow_lead_log is None:  # the kwargs of an earlier version: it quoted the tail when it was not 0
             return bool(self.log_tail_lines) and bool(self.owner_labels)
         return self.follow_lead_log
+
+    def _seen(self, job: dict[str, Any]) -> None:
+        """The job exists: from now on its absence is a deletion (a sensor waited for its creation until now)."""
+        if self.wait_for_creation:
+            self.args = dataclasses.replace(self.args, wait_for_creation=False)
+        self._seen_uid = job["metadata"].get("uid")
 
     def _note_phase(self, job: dict[str, Any]) -> None:
         """Tell the log's reader whether the lead may be writing (the job runs)."""
