@@ -103,10 +103,10 @@ def _job_request(
 
 
 def create_job(manifest: dict[str, Any]) -> ClientRequest[dict[str, Any]]:
-    """Create the job ``manifest`` describes; the answer is the created object.
+    """``POST`` of the job into its kind's collection; the answer is the created object
+    (:meth:`~airflow_trainjob.hooks.training_job.TrainingJobHook.create_job`).
 
-    :param manifest: the whole job as an API JSON dict (``apiVersion``, ``kind``, ``metadata`` with ``name`` and
-        ``namespace``, ``spec``).
+    :param manifest: the request's body: the whole job (its ``kind`` and ``metadata.namespace`` address it).
     :raises KeyError: the manifest has no ``kind`` or ``metadata.namespace``.
     """
     meta = manifest["metadata"]
@@ -114,38 +114,35 @@ def create_job(manifest: dict[str, Any]) -> ClientRequest[dict[str, Any]]:
     call = ApiCall.for_job(
         "create", str(manifest["kind"]), meta["namespace"], meta.get("name"), "create a training job"
     )
+    collection = address.collection()
     return ClientRequest(
-        "create_job",
-        call,
-        "CustomObjectsApi",
-        "create_namespaced_custom_object",
-        (
-            *address.collection(),
-            manifest,
-        ),
+        "create_job", call, "CustomObjectsApi", "create_namespaced_custom_object", (*collection, manifest)
     )
 
 
 def get_job(kind: str, name: str, namespace: str) -> ClientRequest[dict[str, Any]]:
-    """Read the job: the answer is the object as the API has it.
+    """``GET`` of the job's object; the answer is the object as the API has it
+    (:meth:`~airflow_trainjob.hooks.training_job.TrainingJobHook.get_job`).
 
-    :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
-    :param name: the job's ``metadata.name``.
-    :param namespace: the job's ``metadata.namespace``.
+    :param kind: the kind, which gives the URL's plural.
+    :param name: the object's name in the URL.
+    :param namespace: the URL's namespace.
+    :raises KeyError: ``kind`` is not a kind of ``JOB_KINDS``.
+    :raises ValueError: ``name`` is empty.
     """
     address = JobAddress(kind, namespace, name)
     return _job_request("get_job", "get", "read a training job", address, "get_namespaced_custom_object")
 
 
 def patch_job(kind: str, name: str, namespace: str, patch: dict[str, Any]) -> ClientRequest[dict[str, Any]]:
-    """Apply a JSON merge patch to the job, said as such (``application/merge-patch+json``: ``kubernetes_asyncio``
-    would otherwise send a dict as a JSON patch); the answer is the patched object.
+    """``PATCH`` of the job's object with a JSON merge patch, said as such (``application/merge-patch+json``:
+    ``kubernetes_asyncio`` would otherwise send a dict as a JSON patch); the answer is the patched object
+    (:meth:`~airflow_trainjob.hooks.training_job.TrainingJobHook.patch_job`).
 
-    :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
-    :param name: the job's ``metadata.name``.
-    :param namespace: the job's ``metadata.namespace``.
-    :param patch: the merge patch: a dict, ``None`` values delete keys; a ``metadata.uid`` makes it apply only to
-        that object (a same-named successor answers 409).
+    :param kind: the kind, which gives the URL's plural.
+    :param name: the object's name in the URL.
+    :param namespace: the URL's namespace.
+    :param patch: the request's body.
     """
     address = JobAddress(kind, namespace, name)
     return _job_request(
@@ -170,14 +167,14 @@ def _already_gone() -> bool:
 def delete_job(
     kind: str, name: str, namespace: str, uid: str | None = None, propagation: str = "Background"
 ) -> ClientRequest[bool]:
-    """Delete the job (its pods follow by garbage collection): True if this request deleted it, False on 404 (it was
-    gone already, which counts as done).
+    """``DELETE`` of the job's object: True if this request deleted it, False on 404 (it was gone already, which
+    counts as done) (:meth:`~airflow_trainjob.hooks.training_job.TrainingJobHook.delete_job`).
 
-    :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
-    :param name: the job's ``metadata.name``.
-    :param namespace: the job's ``metadata.namespace``.
-    :param uid: delete only the object with this uid (``preconditions.uid``: a same-named successor answers 409).
-    :param propagation: ``propagationPolicy``: ``Background`` or ``Foreground``.
+    :param kind: the kind, which gives the URL's plural.
+    :param name: the object's name in the URL.
+    :param namespace: the URL's namespace.
+    :param uid: the body's ``preconditions.uid``; None: none.
+    :param propagation: the body's ``propagationPolicy``.
     """
     address = JobAddress(kind, namespace, name)
     return _job_request(
@@ -193,12 +190,13 @@ def delete_job(
 
 
 def list_jobs(kind: str, namespace: str, limit: int | None, continue_token: str | None) -> ClientRequest[bytes]:
-    """One page of the jobs of ``kind`` in ``namespace``, as the answer's undecoded body (JSON).
+    """``GET`` of one page of a kind's collection; the answer is its undecoded body (JSON)
+    (:meth:`~airflow_trainjob.hooks.training_job.AsyncTrainingJobHook.list_jobs_text_async`).
 
-    :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
-    :param namespace: the namespace.
-    :param limit: items per page (count); None: all.
-    :param continue_token: the previous page's ``metadata.continue``.
+    :param kind: the kind, which gives the URL's plural.
+    :param namespace: the URL's namespace.
+    :param limit: ``limit``; None: left out.
+    :param continue_token: ``continue``; None: left out.
     """
     return _job_request(
         "list_jobs",
@@ -214,6 +212,21 @@ def list_jobs(kind: str, namespace: str, limit: int | None, continue_token: str 
 # --- the pods, their logs and the events --------------------------------------------------------------
 
 
+def _core_list(
+    operation: str,
+    resource: str,
+    purpose: str,
+    namespace: str,
+    options: dict[str, Any],
+    answer: Callable[[dict[str, Any]], R],
+) -> ClientRequest[R]:
+    """A ``CoreV1Api`` ``list_namespaced_<resource>`` request, whose answer (a list of the client's models) is read
+    as JSON."""
+    method = {"pods": "list_namespaced_pod", "events": "list_namespaced_event"}[resource]
+    call = ApiCall("list", resource, namespace=namespace, purpose=purpose)
+    return ClientRequest(operation, call, "CoreV1Api", method, (namespace,), options, form="model", answer=answer)
+
+
 def _pods_and_version(answer: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
     return answer.get("items") or [], (answer.get("metadata") or {}).get("resourceVersion")
 
@@ -221,33 +234,25 @@ def _pods_and_version(answer: dict[str, Any]) -> tuple[list[dict[str, Any]], str
 def list_job_pods(
     name: str, namespace: str, replica_index: int | None = None
 ) -> ClientRequest[tuple[list[dict[str, Any]], str | None]]:
-    """List the pods of job ``name`` (by its job-name label): the answer is the pods as the API's JSON dicts
-    (camelCase), with the list's ``metadata.resourceVersion`` (where a watch of them starts).
+    """``GET`` of the pods of job ``name`` (``labelSelector``: :func:`job_pod_selector`); the answer is the pods as
+    the API's JSON dicts (camelCase) with the list's ``metadata.resourceVersion``, where a watch of them starts
+    (:meth:`~airflow_trainjob.hooks.training_job.TrainingJobHook.list_job_pods_and_version`).
 
-    :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
-    :param namespace: the job's ``metadata.namespace``.
-    :param replica_index: only the pods of this replica index (0: the lead replica and the other index-0 pods, one
-        per replica type); None: all.
+    :param name: the job's name, in the selector.
+    :param namespace: the URL's namespace.
+    :param replica_index: the replica index in the selector (the async hook's ``replica_index``); None: left out.
     """
-    return ClientRequest(
-        "list_job_pods",
-        ApiCall("list", "pods", namespace=namespace, purpose="list a training job's pods"),
-        "CoreV1Api",
-        "list_namespaced_pod",
-        (namespace,),
-        {"label_selector": job_pod_selector(name, replica_index)},
-        form="model",
-        answer=_pods_and_version,
-    )
+    selector = {"label_selector": job_pod_selector(name, replica_index)}
+    return _core_list("list_job_pods", "pods", "list a training job's pods", namespace, selector, _pods_and_version)
 
 
 def delete_pod(name: str, namespace: str, uid: str | None = None) -> ClientRequest[bool]:
-    """Delete a pod: True if this request deleted it, False on 404 (gone already, which counts as done).
+    """``DELETE`` of a pod: True if this request deleted it, False on 404 (gone already, which counts as done)
+    (:meth:`~airflow_trainjob.hooks.training_job.TrainingJobHook.delete_pod`).
 
-    :param name: the pod's ``metadata.name``.
-    :param namespace: the pod's namespace.
-    :param uid: delete only the pod with this uid (``preconditions.uid``: a successor of the same name answers 409);
-        None: whatever pod has the name.
+    :param name: the pod's name in the URL.
+    :param namespace: the URL's namespace.
+    :param uid: the body's ``preconditions.uid``; None: none.
     """
     return ClientRequest(
         "delete_pod",
@@ -270,23 +275,19 @@ def _text(answer: bytes) -> str:
 
 
 def read_pod_log(
-    name: str,
-    namespace: str,
-    container: str | None = None,
-    tail_lines: int | None = None,
-    since_seconds: int | None = None,
-    previous: bool = False,
+    name: str, namespace: str, container: str | None, tail_lines: int | None, since_seconds: int | None, previous: bool
 ) -> ClientRequest[str]:
-    """Read a container's log: the answer is its text. Read as bytes and decoded here (undecodable bytes replaced):
-    the clients' own decoding of this plain-text answer parses it as JSON first, which turns a log that is one JSON
-    value (``{"loss": 0.5}``) into Python's ``repr`` of it.
+    """``GET`` of a container's log; the answer is its text
+    (:meth:`~airflow_trainjob.hooks.training_job.TrainingJobHook.read_pod_log`). Read as bytes and decoded here
+    (undecodable bytes replaced): the clients' own decoding of this plain-text answer parses it as JSON first, which
+    turns a log that is one JSON value (``{"loss": 0.5}``) into Python's ``repr`` of it.
 
-    :param name: the pod's ``metadata.name``.
-    :param namespace: the pod's namespace.
-    :param container: the container's name; None: the pod's only container (the API refuses a pod with several).
-    :param tail_lines: the last lines only (``tailLines``, count); None: the whole log.
-    :param since_seconds: only lines of the last seconds (``sinceSeconds``); None: from the start.
-    :param previous: the container's previous run (``previous``: before its last restart).
+    :param name: the pod's name in the URL.
+    :param namespace: the URL's namespace.
+    :param container: ``container``; None: left out.
+    :param tail_lines: ``tailLines``; None or 0: left out.
+    :param since_seconds: ``sinceSeconds``; None or 0: left out.
+    :param previous: ``previous``.
     """
     chosen = dict(container=container, tail_lines=tail_lines, since_seconds=since_seconds)
     return ClientRequest(
@@ -305,23 +306,23 @@ def read_timestamped_log(
     name: str,
     namespace: str,
     container: str,
-    *,
-    previous: bool = False,
-    since_time: str | None = None,
-    limit_bytes: int | None = None,
-    tail_lines: int | None = None,
+    previous: bool,
+    since_time: str | None,
+    limit_bytes: int | None,
+    tail_lines: int | None,
 ) -> ClientRequest[bytes]:
-    """Read part of a container's log, each line led by its time (``timestamps=true``): the answer's bytes. Neither
-    client's ``read_namespaced_pod_log`` takes ``sinceTime``, the one position in a log that does not depend on the
-    node's clock agreeing with this one (``sinceSeconds`` does), so the request is ``call_api``'s, built here.
+    """``GET`` of part of a container's log with ``timestamps=true``; the answer is its bytes
+    (:meth:`~airflow_trainjob.hooks.training_job.TrainingJobHook.read_timestamped_log`). Neither client's
+    ``read_namespaced_pod_log`` takes ``sinceTime``, the one position in a log that does not depend on the node's
+    clock agreeing with this one (``sinceSeconds`` does), so the request is ``call_api``'s, built here.
 
-    :param name: the pod's ``metadata.name``.
-    :param namespace: the pod's namespace.
-    :param container: the container's name.
-    :param previous: the container's run before its last restart (``previous``).
-    :param since_time: only lines from this time on (``sinceTime``: RFC 3339; the API keeps whole seconds).
-    :param limit_bytes: at most this many bytes (``limitBytes``); the answer may end within a line.
-    :param tail_lines: only the last lines (``tailLines``, count).
+    :param name: the pod's name in the URL.
+    :param namespace: the URL's namespace.
+    :param container: ``container``.
+    :param previous: ``previous=true`` when True.
+    :param since_time: ``sinceTime``; None: left out.
+    :param limit_bytes: ``limitBytes``; None: left out.
+    :param tail_lines: ``tailLines``; None: left out.
     """
     query: list[tuple[str, Any]] = [("container", container), ("timestamps", "true")]
     if previous:
@@ -371,22 +372,14 @@ def _listed_events(names: frozenset[str], answer: dict[str, Any]) -> list[dict[s
 
 
 def list_events(namespace: str, involved_names: Iterable[str]) -> ClientRequest[list[dict[str, Any]]]:
-    """List the events in ``namespace`` about any object named in ``involved_names``: the answer is them as JSON
-    dicts, oldest first. One name is selected by the server too (``involvedObject.name``), which only makes the
-    answer smaller: the events are chosen by name here either way.
+    """``GET`` of the events in ``namespace``; the answer is those about an object named in ``involved_names``, as
+    JSON dicts, oldest first (:meth:`~airflow_trainjob.hooks.training_job.TrainingJobHook.list_events`). One name is
+    selected by the server too (``fieldSelector``: :func:`involved_object_selector`), which only makes the answer
+    smaller: the events are chosen by name here either way.
 
-    :param namespace: the namespace of the events.
-    :param involved_names: ``metadata.name`` of each object the events are about (``involvedObject.name``).
+    :param namespace: the URL's namespace.
+    :param involved_names: the ``involvedObject.name`` of the events to keep.
     """
     names = frozenset(involved_names)
     selector = {"field_selector": involved_object_selector(next(iter(names)))} if len(names) == 1 else {}
-    return ClientRequest(
-        "list_events",
-        ApiCall("list", "events", namespace=namespace, purpose="list events"),
-        "CoreV1Api",
-        "list_namespaced_event",
-        (namespace,),
-        selector,
-        form="model",
-        answer=partial(_listed_events, names),
-    )
+    return _core_list("list_events", "events", "list events", namespace, selector, partial(_listed_events, names))

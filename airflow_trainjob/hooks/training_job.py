@@ -261,17 +261,10 @@ class TrainingJobHook(KubernetesHook):
         :param limit_bytes: at most this many bytes (``limitBytes``); the answer may end within a line.
         :param tail_lines: only the last lines (``tailLines``, count).
         """
-        return self._send(
-            requests.read_timestamped_log(
-                name,
-                namespace,
-                container,
-                previous=previous,
-                since_time=since_time,
-                limit_bytes=limit_bytes,
-                tail_lines=tail_lines,
-            )
+        request = requests.read_timestamped_log(
+            name, namespace, container, previous, since_time, limit_bytes, tail_lines
         )
+        return self._send(request)
 
     def open_pod_log_stream(self, name: str, namespace: str, container: str | None = None) -> Any:
         """Follow a container's log: the open HTTP response, to read with ``.stream()`` and end
@@ -431,11 +424,11 @@ class AsyncTrainingJobHook(TrainingJobHook):
     # --- the jobs -----------------------------------------------------------------------------------
 
     async def get_job_async(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
-        """The job as the API has it (:meth:`TrainingJobHook.get_job`, awaited).
+        """:meth:`TrainingJobHook.get_job`, awaited: the job as the API has it.
 
-        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
-        :param name: the job's ``metadata.name``.
-        :param namespace: the job's ``metadata.namespace``.
+        :param kind: the job's kind.
+        :param name: its name.
+        :param namespace: its namespace.
         :raises QuietApiException: 404 when the job does not exist (yet), and other answers the caller decides on.
         :raises KindNotServedError: the cluster does not serve the kind.
         :raises KubernetesAccessError: 401/403.
@@ -445,14 +438,13 @@ class AsyncTrainingJobHook(TrainingJobHook):
     async def delete_job_async(
         self, kind: str, name: str, namespace: str, uid: str | None = None, propagation: str = "Background"
     ) -> bool:
-        """Delete the job (:meth:`TrainingJobHook.delete_job`, awaited); 404 counts as done.
+        """:meth:`TrainingJobHook.delete_job`, awaited: True if this call deleted the job, False if it was gone.
 
-        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
-        :param name: the job's ``metadata.name``.
-        :param namespace: the job's ``metadata.namespace``.
-        :param uid: delete only the object with this uid (a same-named successor answers 409).
-        :param propagation: ``propagationPolicy``: ``Background`` or ``Foreground``.
-        :returns: True if this call deleted it, False if it was already gone.
+        :param kind: the job's kind.
+        :param name: its name.
+        :param namespace: its namespace.
+        :param uid: its uid, a precondition; None: none.
+        :param propagation: ``propagationPolicy``.
         """
         return await self._send_async(requests.delete_job(kind, name, namespace, uid, propagation))
 
@@ -533,22 +525,21 @@ class AsyncTrainingJobHook(TrainingJobHook):
     async def list_job_pods_async(
         self, name: str, namespace: str, replica_index: int | None = None
     ) -> list[dict[str, Any]]:
-        """The pods of job ``name`` as JSON dicts (:meth:`TrainingJobHook.list_job_pods`, awaited).
+        """:meth:`TrainingJobHook.list_job_pods`, awaited, of one replica index if given.
 
-        :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
-        :param namespace: the job's ``metadata.namespace``.
+        :param name: the job's name.
+        :param namespace: its namespace.
         :param replica_index: only the pods of this replica index (0: the lead replica and the other index-0 pods,
             one per replica type, whatever the job's size); None: all.
         """
         return (await self._send_async(requests.list_job_pods(name, namespace, replica_index)))[0]
 
     async def delete_pod_async(self, name: str, namespace: str, uid: str | None = None) -> bool:
-        """Delete a pod; 404 counts as done (:meth:`TrainingJobHook.delete_pod`, awaited).
+        """:meth:`TrainingJobHook.delete_pod`, awaited: True if this call deleted the pod, False if it was gone.
 
-        :param name: the pod's ``metadata.name``.
-        :param namespace: the pod's namespace.
-        :param uid: delete only the pod with this uid (a successor of the same name answers 409).
-        :returns: True if this call deleted it.
+        :param name: the pod's name.
+        :param namespace: its namespace.
+        :param uid: its uid, a precondition; None: none.
         """
         return await self._send_async(requests.delete_pod(name, namespace, uid))
 
@@ -561,15 +552,14 @@ class AsyncTrainingJobHook(TrainingJobHook):
         since_seconds: int | None = None,
         previous: bool = False,
     ) -> str:
-        """A container's log as text (:meth:`TrainingJobHook.read_pod_log`, awaited).
+        """:meth:`TrainingJobHook.read_pod_log`, awaited: a container's log as text.
 
-        :param name: the pod's ``metadata.name``.
-        :param namespace: the pod's namespace.
-        :param container: the container's name; None: the pod's only container (the API refuses a pod with
-            several).
-        :param tail_lines: the last lines only (``tailLines``, count); None: the whole log.
-        :param since_seconds: only lines of the last seconds (``sinceSeconds``); None: from the start.
-        :param previous: the container's previous run (``previous``: before its last restart).
+        :param name: the pod's name.
+        :param namespace: its namespace.
+        :param container: the container; None: the pod's only one.
+        :param tail_lines: ``tailLines``; None: the whole log.
+        :param since_seconds: ``sinceSeconds``; None: from the start.
+        :param previous: the run before the last restart.
         """
         request = requests.read_pod_log(name, namespace, container, tail_lines, since_seconds, previous)
         return await self._send_async(request)
@@ -585,46 +575,37 @@ class AsyncTrainingJobHook(TrainingJobHook):
         limit_bytes: int | None = None,
         tail_lines: int | None = None,
     ) -> bytes:
-        """Part of a container's log, each line led by its time (:meth:`TrainingJobHook.read_timestamped_log`,
-        awaited).
+        """:meth:`TrainingJobHook.read_timestamped_log`, awaited: part of a container's log, each line led by its
+        time, as bytes.
 
-        :param name: the pod's ``metadata.name``.
-        :param namespace: the pod's namespace.
-        :param container: the container's name.
-        :param previous: the container's run before its last restart (``previous``).
-        :param since_time: only lines from this time on (``sinceTime``: RFC 3339; the API keeps whole seconds).
-        :param limit_bytes: at most this many bytes (``limitBytes``); the answer may end within a line.
-        :param tail_lines: only the last lines (``tailLines``, count).
+        :param name: the pod's name.
+        :param namespace: its namespace.
+        :param container: the container.
+        :param previous: the run before the last restart.
+        :param since_time: ``sinceTime`` (RFC 3339); None: from the start.
+        :param limit_bytes: ``limitBytes``; None: no limit.
+        :param tail_lines: ``tailLines``; None: the whole log.
         """
-        return await self._send_async(
-            requests.read_timestamped_log(
-                name,
-                namespace,
-                container,
-                previous=previous,
-                since_time=since_time,
-                limit_bytes=limit_bytes,
-                tail_lines=tail_lines,
-            )
+        request = requests.read_timestamped_log(
+            name, namespace, container, previous, since_time, limit_bytes, tail_lines
         )
+        return await self._send_async(request)
 
     async def patch_job_async(self, kind: str, name: str, namespace: str, patch: dict[str, Any]) -> dict[str, Any]:
-        """Apply a JSON merge patch to the job (:meth:`TrainingJobHook.patch_job`, awaited).
+        """:meth:`TrainingJobHook.patch_job`, awaited: the patched job.
 
-        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
-        :param name: the job's ``metadata.name``.
-        :param namespace: the job's ``metadata.namespace``.
-        :param patch: the JSON merge patch: a dict, ``None`` values delete keys; a ``metadata.uid`` makes it apply
-            only to that object (a same-named successor answers 409).
+        :param kind: the job's kind.
+        :param name: its name.
+        :param namespace: its namespace.
+        :param patch: the JSON merge patch (a ``metadata.uid`` in it is a precondition).
         """
         return await self._send_async(requests.patch_job(kind, name, namespace, patch))
 
     async def list_events_async(self, namespace: str, involved_names: Iterable[str]) -> list[dict[str, Any]]:
-        """Events in ``namespace`` about any object named in ``involved_names``, as JSON dicts, oldest first
-        (:meth:`TrainingJobHook.list_events`, awaited).
+        """:meth:`TrainingJobHook.list_events`, awaited: the events about the named objects, oldest first.
 
         :param namespace: the namespace of the events.
-        :param involved_names: ``metadata.name`` of each object the events are about (``involvedObject.name``).
+        :param involved_names: the ``involvedObject.name`` of each.
         """
         return await self._send_async(requests.list_events(namespace, involved_names))
 

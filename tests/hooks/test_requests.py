@@ -25,8 +25,8 @@ EVERY_REQUEST = [
     requests.list_jobs("PyTorchJob", "ml", 10, "token"),
     requests.list_job_pods("j", "ml", replica_index=0),
     requests.delete_pod("j-master-0", "ml", uid="u-2"),
-    requests.read_pod_log("j-master-0", "ml", "pytorch", tail_lines=5),
-    requests.read_timestamped_log("j-master-0", "ml", "pytorch", since_time="2026-01-01T00:00:00Z"),
+    requests.read_pod_log("j-master-0", "ml", "pytorch", 5, None, False),
+    requests.read_timestamped_log("j-master-0", "ml", "pytorch", False, "2026-01-01T00:00:00Z", None, None),
     requests.list_events("ml", {"j"}),
 ]
 
@@ -59,7 +59,7 @@ def test_every_request_is_a_method_both_clients_have_with_the_same_parameters(re
 def test_the_sender_adds_the_timeout_and_reads_bytes_undecoded():
     get = requests.get_job("PyTorchJob", "j", "ml")
     assert get.client_options((10.0, 60.0)) == {"_request_timeout": (10.0, 60.0)}
-    log = requests.read_pod_log("p", "ml", "pytorch", tail_lines=3)
+    log = requests.read_pod_log("p", "ml", "pytorch", 3, None, False)
     assert log.client_options((1.0, 2.0)) == {
         "previous": False,
         "container": "pytorch",
@@ -145,7 +145,7 @@ def test_a_jobs_pods_come_with_their_lists_version_and_by_replica_index_when_ask
 def test_a_log_is_read_as_bytes_and_decoded_here():
     """The clients' own decoding parses a log as JSON first: a log that is one JSON value would come back as
     Python's repr of it. Undecodable bytes are replaced, not raised."""
-    request = requests.read_pod_log("p", "ml", previous=True, since_seconds=30)
+    request = requests.read_pod_log("p", "ml", None, None, 30, True)
     assert request.form == "bytes" and request.options == {"previous": True, "since_seconds": 30}
     assert request.answer(b'{"loss": 0.5}\n') == '{"loss": 0.5}\n'
     assert request.answer(b"caf\xe9\n") == "caf\ufffd\n"
@@ -172,7 +172,7 @@ def test_a_timestamped_read_asks_for_what_is_set():
         ("limitBytes", 100),
         ("tailLines", 2),
     ]
-    plain = requests.read_timestamped_log("p", "ml", "pytorch")
+    plain = requests.read_timestamped_log("p", "ml", "pytorch", False, None, None, None)
     assert plain.args[3] == [("container", "pytorch"), ("timestamps", "true")]
     assert plain.form == "bytes" and plain.answer(b"x") == b"x"
 
