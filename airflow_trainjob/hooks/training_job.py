@@ -1,15 +1,16 @@
 """``TrainingJobHook``: create, read, patch and delete ``kubeflow.org/v1`` jobs and read their pods.
 
 Built on the cncf.kubernetes provider's ``KubernetesHook``: the same ``kubernetes_default``
-connection, kubeconfig path or content, context and in-cluster options, nothing new. Every call
+connection, kubeconfig path or content, context and in-cluster options, nothing new. Each operation is built once,
+for either client, in :mod:`airflow_trainjob.hooks.requests`; the named methods send it (``_send``). Every call
 retries transient failures (see :mod:`airflow_trainjob.hooks.retries`); an error answer that is left is
 described by :mod:`airflow_trainjob.hooks.api_errors` for the call that met it and raised as what it is, without the
 response's headers or body: a refusal as this provider's exception (missing kind or namespace, invalid or
 denied by admission, quota, RBAC, credentials), anything else the caller decides on (404 of an object, 409,
 spent retries) as a :class:`~airflow_trainjob.hooks.api_errors.QuietApiException`.
 
-``AsyncTrainingJobHook`` is the same hook for the triggerer: a subclass that builds the same requests
-(:mod:`airflow_trainjob.hooks.addressing`), with the same timeouts, retries and error classification, sent with
+``AsyncTrainingJobHook`` is the same hook for the triggerer: a subclass that sends the same requests
+(``_send_async``), with the same timeouts, retries and error classification, sent with
 ``kubernetes_asyncio`` on a client configured by the cncf.kubernetes ``AsyncKubernetesHook``. Nothing it does blocks
 the triggerer's event loop for long: the connection is read with Airflow's asynchronous lookup, the kubeconfig is
 loaded in a worker thread, and a watch reads its events on the client it was given (see :class:`AsyncTrainingJobHook`).
@@ -19,13 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import inspect
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook, KubernetesHook
 from airflow.providers.common.compat.sdk import AirflowNotFoundException
@@ -35,14 +35,10 @@ from kubernetes_asyncio.client import rest as async_rest
 from urllib3.util.retry import Retry
 
 from airflow_trainjob.exceptions import InvalidJobSpecError
-from airflow_trainjob.hooks.addressing import (
-    JobAddress,
-    delete_options,
-    involved_object_selector,
-    job_pod_selector,
-    name_field_selector,
-)
-from airflow_trainjob.hooks.api_errors import ApiCall, exception_for
+from airflow_trainjob.hooks import requests
+from airflow_trainjob.hooks.addressing import JobAddress, name_field_selector
+from airflow_trainjob.hooks.api_errors import exception_for
+from airflow_trainjob.hooks.requests import CALL_API, ClientRequest
 from airflow_trainjob.hooks.retries import API_EXCEPTIONS, retry_transient
 
 #: Where Kubernetes mounts the namespace of the pod a process runs in.
@@ -79,71 +75,8 @@ TRANSPORT_RETRIES = Retry(
 )
 
 
-P = ParamSpec("P")
 R = TypeVar("R")
-H = TypeVar("H", bound="TrainingJobHook")
-
-
-def _api_call(
-    verb: str, purpose: str, resource: str | None = None, *, names_object: bool = True
-) -> Callable[[Callable[Concatenate[H, P], R]], Callable[Concatenate[H, P], R]]:
-    """Retry transient failures of the decorated call (a method of either hook, plain or ``async``); raise what is
-    left as :func:`api_errors.exception_for` says, ``from None`` (a chained ``ApiException`` would print its
-    headers and body in the task log).
-
-    :param verb: the Kubernetes verb of the call (``create``, ``get``, ``list``, ``patch``, ``delete``).
-    :param purpose: why the provider makes it (said when RBAC forbids it), e.g. ``create a training job``.
-    :param resource: the core resource (``pods``, ``pods/log``, ``events``); None: the job kind of the call's
-        ``kind`` argument (or its ``manifest``).
-    :param names_object: the call's ``name`` argument names the object of the request (not, e.g., a job whose
-        pods are listed).
-    """
-
-    def decorate(func: Callable[Concatenate[H, P], R]) -> Callable[Concatenate[H, P], R]:
-        retried = retry_transient(func)
-        signature = inspect.signature(func)
-
-        def failure(self: H, error: Exception, args: Any, kwargs: Any) -> Exception:
-            arguments = signature.bind_partial(self, *args, **kwargs).arguments
-            return exception_for(
-                error, _request(verb, purpose, resource, names_object, arguments), conn_id=self.conn_id
-            )
-
-        if inspect.iscoroutinefunction(func):  # an AsyncTrainingJobHook call: the same, awaited
-
-            @functools.wraps(func)
-            async def call_async(self: H, *args: P.args, **kwargs: P.kwargs) -> Any:
-                try:
-                    return await retried(self, *args, **kwargs)  # type: ignore[misc]
-                except API_EXCEPTIONS as e:
-                    raise failure(self, e, args, kwargs) from None
-
-            return cast(Callable[Concatenate[H, P], R], call_async)
-
-        @functools.wraps(func)
-        def call(self: H, *args: P.args, **kwargs: P.kwargs) -> R:
-            try:
-                return retried(self, *args, **kwargs)
-            except API_EXCEPTIONS as e:
-                raise failure(self, e, args, kwargs) from None
-
-        return call
-
-    return decorate
-
-
-def _request(
-    verb: str, purpose: str, resource: str | None, names_object: bool, arguments: Mapping[str, Any]
-) -> ApiCall:
-    """What a hook call asked the API, from its arguments."""
-    manifest = arguments.get("manifest")
-    if isinstance(manifest, Mapping):
-        meta = manifest.get("metadata") or {}
-        return ApiCall.for_job(verb, str(manifest.get("kind")), meta.get("namespace"), meta.get("name"), purpose)
-    name = arguments.get("name") if names_object else None
-    if resource is None:
-        return ApiCall.for_job(verb, str(arguments.get("kind")), arguments.get("namespace"), name, purpose)
-    return ApiCall(verb, resource, namespace=arguments.get("namespace"), name=name, purpose=purpose)
+T = TypeVar("T")
 
 
 class TrainingJobHook(KubernetesHook):
@@ -206,7 +139,6 @@ class TrainingJobHook(KubernetesHook):
         """
         return JobAddress(kind, namespace, name)
 
-    @_api_call("create", "create a training job")
     def create_job(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """Create the job ``manifest`` describes; returns the created object.
 
@@ -219,12 +151,8 @@ class TrainingJobHook(KubernetesHook):
         :raises KubernetesAccessError: 401, or RBAC forbids the create (naming verb, resource and namespace).
         :raises QuietApiException: 409 when a job of that name exists, and other answers (spent retries, ...).
         """
-        address = self.address(manifest["kind"], manifest["metadata"]["namespace"])
-        return self.custom_object_client.create_namespaced_custom_object(
-            *address.collection(), manifest, _request_timeout=REQUEST_TIMEOUT
-        )
+        return self._send(requests.create_job(manifest))
 
-    @_api_call("get", "read a training job")
     def get_job(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
         """The job as the API has it.
 
@@ -235,24 +163,19 @@ class TrainingJobHook(KubernetesHook):
         :raises KindNotServedError: the cluster does not serve the kind at all; not retried.
         :raises KubernetesAccessError: 401, or RBAC forbids reading it.
         """
-        return self.custom_object_client.get_namespaced_custom_object(
-            *self.address(kind, namespace, name).object(), _request_timeout=REQUEST_TIMEOUT
-        )
+        return self._send(requests.get_job(kind, name, namespace))
 
-    @_api_call("patch", "patch a training job")
     def patch_job(self, kind: str, name: str, namespace: str, patch: dict[str, Any]) -> dict[str, Any]:
         """Apply a JSON merge patch to the job; returns the patched object.
 
         :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
         :param name: the job's ``metadata.name``.
         :param namespace: the job's ``metadata.namespace``.
-        :param patch: the JSON merge patch (``application/merge-patch+json``): a dict, ``None`` values delete keys.
+        :param patch: the JSON merge patch (``application/merge-patch+json``): a dict, ``None`` values delete keys; a
+            ``metadata.uid`` makes it apply only to that object (a same-named successor answers 409).
         """
-        return self.custom_object_client.patch_namespaced_custom_object(
-            *self.address(kind, namespace, name).object(), patch, _request_timeout=REQUEST_TIMEOUT
-        )
+        return self._send(requests.patch_job(kind, name, namespace, patch))
 
-    @_api_call("delete", "delete a training job")
     def delete_job(
         self, kind: str, name: str, namespace: str, uid: str | None = None, propagation: str = "Background"
     ) -> bool:
@@ -265,15 +188,8 @@ class TrainingJobHook(KubernetesHook):
         :param propagation: ``Background`` or ``Foreground``.
         :returns: True if this call deleted it, False if it was already gone.
         """
-        with _Deletion() as deletion:
-            self.custom_object_client.delete_namespaced_custom_object(
-                *self.address(kind, namespace, name).object(),
-                body=delete_options(uid, propagation),
-                _request_timeout=REQUEST_TIMEOUT,
-            )
-        return deletion.deleted
+        return self._send(requests.delete_job(kind, name, namespace, uid, propagation))
 
-    @_api_call("list", "list a training job's pods", "pods", names_object=False)
     def list_job_pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
         """The pods the training operator created for job ``name`` (by its job-name label), as the
         API's JSON dicts (camelCase), so they can be inspected and passed around like job objects.
@@ -281,26 +197,16 @@ class TrainingJobHook(KubernetesHook):
         :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
         :param namespace: the job's ``metadata.namespace``.
         """
-        return self._listed_pods(name, namespace)[0]
+        return self._send(requests.list_job_pods(name, namespace))[0]
 
-    @_api_call("list", "list a training job's pods", "pods", names_object=False)
     def list_job_pods_and_version(self, name: str, namespace: str) -> tuple[list[dict[str, Any]], str | None]:
         """:meth:`list_job_pods`, with the list's ``metadata.resourceVersion``: where a watch of them starts.
 
         :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
         :param namespace: the job's ``metadata.namespace``.
         """
-        return self._listed_pods(name, namespace)
+        return self._send(replace(requests.list_job_pods(name, namespace), operation="list_job_pods_and_version"))
 
-    def _listed_pods(self, name: str, namespace: str) -> tuple[list[dict[str, Any]], str | None]:
-        # One LIST of the job's pods, for both calls above (each retries it as an _api_call).
-        listed = self.core_v1_client.list_namespaced_pod(
-            namespace, label_selector=job_pod_selector(name), _request_timeout=REQUEST_TIMEOUT
-        )
-        pods = [self.api_client.sanitize_for_serialization(p) for p in listed.items]
-        return pods, listed.metadata.resource_version
-
-    @_api_call("delete", "delete a pod", "pods")
     def delete_pod(self, name: str, namespace: str, uid: str | None = None) -> bool:
         """Delete a pod; 404 counts as done.
 
@@ -310,13 +216,8 @@ class TrainingJobHook(KubernetesHook):
             409); None: whatever pod has the name.
         :returns: True if this call deleted it.
         """
-        with _Deletion() as deletion:
-            self.core_v1_client.delete_namespaced_pod(
-                name, namespace, body=delete_options(uid), _request_timeout=REQUEST_TIMEOUT
-            )
-        return deletion.deleted
+        return self._send(requests.delete_pod(name, namespace, uid))
 
-    @_api_call("get", "read a pod's log", "pods/log")
     def read_pod_log(
         self,
         name: str,
@@ -336,17 +237,8 @@ class TrainingJobHook(KubernetesHook):
         :param since_seconds: only lines of the last seconds (``sinceSeconds``); None: from the start.
         :param previous: the container's previous run (``previous``: before its last restart).
         """
-        kwargs = _log_options(container, tail_lines, since_seconds)
-        # Raw bytes, decoded here: the client's own decoding of this plain-text answer is unreliable.
-        response = self.core_v1_client.read_namespaced_pod_log(
-            name, namespace, previous=previous, _preload_content=False, _request_timeout=REQUEST_TIMEOUT, **kwargs
-        )
-        try:
-            return response.data.decode(errors="replace")
-        finally:
-            response.release_conn()
+        return self._send(requests.read_pod_log(name, namespace, container, tail_lines, since_seconds, previous))
 
-    @_api_call("get", "read a pod's log", "pods/log")
     def read_timestamped_log(
         self,
         name: str,
@@ -369,16 +261,10 @@ class TrainingJobHook(KubernetesHook):
         :param limit_bytes: at most this many bytes (``limitBytes``); the answer may end within a line.
         :param tail_lines: only the last lines (``tailLines``, count).
         """
-        response = self.api_client.call_api(
-            *_log_request(name, namespace, container, previous, since_time, limit_bytes, tail_lines),
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=REQUEST_TIMEOUT,
+        request = requests.read_timestamped_log(
+            name, namespace, container, previous, since_time, limit_bytes, tail_lines
         )
-        try:
-            return cast(bytes, response.data)
-        finally:
-            response.release_conn()
+        return self._send(request)
 
     def open_pod_log_stream(self, name: str, namespace: str, container: str | None = None) -> Any:
         """Follow a container's log: the open HTTP response, to read with ``.stream()`` and end
@@ -393,89 +279,57 @@ class TrainingJobHook(KubernetesHook):
             name, namespace, follow=True, _preload_content=False, _request_timeout=(REQUEST_TIMEOUT[0], None), **kwargs
         )
 
-    @_api_call("list", "list events", "events", names_object=False)
     def list_events(self, namespace: str, involved_names: set[str]) -> list[dict[str, Any]]:
         """Events in ``namespace`` about any object named in ``involved_names``, as JSON dicts, oldest first.
 
         :param namespace: the namespace of the events.
         :param involved_names: ``metadata.name`` of each object the events are about (``involvedObject.name``).
         """
-        events = [
-            self.api_client.sanitize_for_serialization(e)
-            for e in self.core_v1_client.list_namespaced_event(namespace, _request_timeout=REQUEST_TIMEOUT).items
-        ]
-        return _events_about(events, involved_names)
+        return self._send(requests.list_events(namespace, involved_names))
+
+    # --- sending a request ----------------------------------------------------------------------------
+
+    def _send(self, request: ClientRequest[R]) -> R:
+        """Send ``request`` with this hook's client (:func:`_retried`, :meth:`_answer`); an error answer that is left
+        is raised as :func:`~airflow_trainjob.hooks.api_errors.exception_for` says, ``from None`` (a chained
+        ``ApiException`` would print its headers and body in the task log)."""
+
+        def attempt() -> R:
+            try:
+                answer = self._answer(request)
+            except API_EXCEPTIONS as error:
+                return request.settle(error)
+            return request.answer(answer)
+
+        try:
+            return _retried(attempt, f"TrainingJobHook.{request.operation}")()
+        except API_EXCEPTIONS as error:
+            raise exception_for(error, request.call, conn_id=self.conn_id) from None
+
+    def _answer(self, request: ClientRequest[Any]) -> Any:
+        """One attempt of ``request`` on the cncf.kubernetes hook's client: its answer in the request's form."""
+        client = getattr(self, _SYNC_CLIENTS[request.api])
+        answer = getattr(client, request.method)(*request.args, **request.client_options(REQUEST_TIMEOUT))
+        if request.form == "model":
+            return self.api_client.sanitize_for_serialization(answer)
+        if request.form == "bytes":
+            try:
+                return answer.data
+            finally:
+                answer.release_conn()
+        return answer
 
 
-class _Deletion:
-    """``with _Deletion() as deletion: <a delete call>``, then ``deletion.deleted``: False when the API answered
-    404 -- the object was already gone, which counts as done. Any other error goes on. Serves both clients (a
-    plain ``with`` holds an ``await`` too)."""
-
-    deleted = True
-
-    def __enter__(self) -> _Deletion:
-        return self
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> bool:
-        if isinstance(exc, API_EXCEPTIONS) and exc.status == 404:
-            self.deleted = False
-            return True
-        return False
+#: The sync hook's client of each :attr:`ClientRequest.api` (cached properties of the cncf.kubernetes hook).
+_SYNC_CLIENTS = {"CustomObjectsApi": "custom_object_client", "CoreV1Api": "core_v1_client", CALL_API: "api_client"}
 
 
-def _log_request(
-    name: str,
-    namespace: str,
-    container: str,
-    previous: bool,
-    since_time: str | None,
-    limit_bytes: int | None,
-    tail_lines: int | None,
-) -> tuple[Any, ...]:
-    """``call_api``'s leading arguments for a timestamped read of a container's log (either client). Neither
-    client's ``read_namespaced_pod_log`` takes ``sinceTime``, the one position in a log that does not depend on
-    the node's clock agreeing with this one (``sinceSeconds`` does), so the request is built here."""
-    query: list[tuple[str, Any]] = [("container", container), ("timestamps", "true")]
-    if previous:
-        query.append(("previous", "true"))
-    if since_time is not None:
-        query.append(("sinceTime", since_time))
-    if limit_bytes is not None:
-        query.append(("limitBytes", limit_bytes))
-    if tail_lines is not None:
-        query.append(("tailLines", tail_lines))
-    return (
-        "/api/v1/namespaces/{namespace}/pods/{name}/log",
-        "GET",
-        {"namespace": namespace, "name": name},
-        query,
-        {
-            "Accept": "application/json"
-        },  # as the clients send it: the log endpoint refuses text/plain, then answers text
-        None,  # body
-        None,  # post_params
-        None,  # files
-        None,  # response_types_map
-        ["BearerToken"],  # auth_settings
-    )
-
-
-def _log_options(container: str | None, tail_lines: int | None, since_seconds: int | None) -> dict[str, Any]:
-    """The keyword arguments of a log read that are set (either client's ``read_namespaced_pod_log``)."""
-    return {k: v for k, v in dict(container=container, tail_lines=tail_lines, since_seconds=since_seconds).items() if v}
-
-
-def _events_about(events: Iterable[dict[str, Any]], involved_names: Iterable[str]) -> list[dict[str, Any]]:
-    """The events (JSON dicts) about an object named in ``involved_names``, oldest first."""
-    names = set(involved_names)
-    chosen = [e for e in events if (e.get("involvedObject") or {}).get("name") in names]
-    return sorted(
-        chosen,
-        key=lambda e: (
-            e.get("lastTimestamp") or e.get("eventTime") or (e.get("metadata") or {}).get("creationTimestamp") or ""
-        ),
-    )
+def _retried(attempt: Callable[[], T], name: str) -> Callable[[], T]:
+    """``attempt`` (a function or a coroutine function) retried through transient failures
+    (:func:`~airflow_trainjob.hooks.retries.retry_transient`), named in the retry log line by ``name``: the hook
+    method that makes it (``TrainingJobHook.get_job``)."""
+    attempt.__qualname__ = name
+    return retry_transient(attempt)
 
 
 class AsyncTrainingJobHook(TrainingJobHook):
@@ -548,48 +402,51 @@ class AsyncTrainingJobHook(TrainingJobHook):
             async with self.connect() as api:
                 yield api
 
-    def _to_dict(self, api: async_client.ApiClient, obj: Any) -> Any:
-        return api.sanitize_for_serialization(obj)
+    # --- sending a request ----------------------------------------------------------------------------
+
+    async def _send_async(self, request: ClientRequest[R]) -> R:
+        """:meth:`TrainingJobHook._send`, awaited: ``request`` sent with the client of the :meth:`connect` it runs
+        within, or one of its own for each attempt."""
+
+        async def attempt() -> R:
+            async with self._client() as api:
+                try:
+                    answer = await _answer_async(api, request)
+                except API_EXCEPTIONS as error:
+                    return request.settle(error)
+                return request.answer(answer)
+
+        try:
+            return await _retried(attempt, f"AsyncTrainingJobHook.{request.operation}_async")()
+        except API_EXCEPTIONS as error:
+            raise exception_for(error, request.call, conn_id=self.conn_id) from None
 
     # --- the jobs -----------------------------------------------------------------------------------
 
-    @_api_call("get", "read a training job")
     async def get_job_async(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
-        """The job as the API has it (:meth:`TrainingJobHook.get_job`, awaited).
+        """:meth:`TrainingJobHook.get_job`, awaited: the job as the API has it.
 
-        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
-        :param name: the job's ``metadata.name``.
-        :param namespace: the job's ``metadata.namespace``.
+        :param kind: the job's kind.
+        :param name: its name.
+        :param namespace: its namespace.
         :raises QuietApiException: 404 when the job does not exist (yet), and other answers the caller decides on.
         :raises KindNotServedError: the cluster does not serve the kind.
         :raises KubernetesAccessError: 401/403.
         """
-        async with self._client() as api:
-            return await async_client.CustomObjectsApi(api).get_namespaced_custom_object(
-                *self.address(kind, namespace, name).object(), _request_timeout=REQUEST_TIMEOUT
-            )
+        return await self._send_async(requests.get_job(kind, name, namespace))
 
-    @_api_call("delete", "delete a training job")
     async def delete_job_async(
         self, kind: str, name: str, namespace: str, uid: str | None = None, propagation: str = "Background"
     ) -> bool:
-        """Delete the job (:meth:`TrainingJobHook.delete_job`, awaited); 404 counts as done.
+        """:meth:`TrainingJobHook.delete_job`, awaited: True if this call deleted the job, False if it was gone.
 
-        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
-        :param name: the job's ``metadata.name``.
-        :param namespace: the job's ``metadata.namespace``.
-        :param uid: delete only the object with this uid (a same-named successor answers 409).
-        :param propagation: ``propagationPolicy``: ``Background`` or ``Foreground``.
-        :returns: True if this call deleted it, False if it was already gone.
+        :param kind: the job's kind.
+        :param name: its name.
+        :param namespace: its namespace.
+        :param uid: its uid, a precondition; None: none.
+        :param propagation: ``propagationPolicy``.
         """
-        async with self._client() as api:
-            with _Deletion() as deletion:
-                await async_client.CustomObjectsApi(api).delete_namespaced_custom_object(
-                    *self.address(kind, namespace, name).object(),
-                    body=delete_options(uid, propagation),
-                    _request_timeout=REQUEST_TIMEOUT,
-                )
-        return deletion.deleted
+        return await self._send_async(requests.delete_job(kind, name, namespace, uid, propagation))
 
     async def list_jobs_async(
         self, kind: str, namespace: str, *, limit: int | None = None, continue_token: str | None = None
@@ -621,20 +478,8 @@ class AsyncTrainingJobHook(TrainingJobHook):
         :raises ApiException: ``kubernetes_asyncio``'s, as the server answered; connection errors as they came.
         """
         async with self._client() as api:
-            response = await async_client.CustomObjectsApi(api).list_namespaced_custom_object(
-                *self.address(kind, namespace).collection(),
-                limit=limit,
-                _continue=continue_token,
-                _preload_content=False,
-                _request_timeout=REQUEST_TIMEOUT,
-            )
-            try:
-                answer = async_rest.RESTResponse(response, await response.read())
-            finally:
-                response.release()
-            if not 200 <= answer.status <= 299:  # (what the client checks itself when it decodes the answer)
-                raise async_client.ApiException(http_resp=answer)
-            return answer.data.decode("utf8")
+            body = await _answer_async(api, requests.list_jobs(kind, namespace, limit, continue_token))
+        return body.decode("utf8")
 
     async def watch_jobs(
         self, kind: str, namespace: str, resource_version: str | None, *, timeout_seconds: int, name: str | None = None
@@ -677,40 +522,27 @@ class AsyncTrainingJobHook(TrainingJobHook):
 
     # --- the pods and events of a job ---------------------------------------------------------------
 
-    @_api_call("list", "list a training job's pods", "pods", names_object=False)
     async def list_job_pods_async(
         self, name: str, namespace: str, replica_index: int | None = None
     ) -> list[dict[str, Any]]:
-        """The pods of job ``name`` as JSON dicts (:meth:`TrainingJobHook.list_job_pods`, awaited).
+        """:meth:`TrainingJobHook.list_job_pods`, awaited, of one replica index if given.
 
-        :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
-        :param namespace: the job's ``metadata.namespace``.
+        :param name: the job's name.
+        :param namespace: its namespace.
         :param replica_index: only the pods of this replica index (0: the lead replica and the other index-0 pods,
             one per replica type, whatever the job's size); None: all.
         """
-        async with self._client() as api:
-            pods = await async_client.CoreV1Api(api).list_namespaced_pod(
-                namespace, label_selector=job_pod_selector(name, replica_index), _request_timeout=REQUEST_TIMEOUT
-            )
-            return [self._to_dict(api, p) for p in pods.items]
+        return (await self._send_async(requests.list_job_pods(name, namespace, replica_index)))[0]
 
-    @_api_call("delete", "delete a pod", "pods")
     async def delete_pod_async(self, name: str, namespace: str, uid: str | None = None) -> bool:
-        """Delete a pod; 404 counts as done (:meth:`TrainingJobHook.delete_pod`, awaited).
+        """:meth:`TrainingJobHook.delete_pod`, awaited: True if this call deleted the pod, False if it was gone.
 
-        :param name: the pod's ``metadata.name``.
-        :param namespace: the pod's namespace.
-        :param uid: delete only the pod with this uid (a successor of the same name answers 409).
-        :returns: True if this call deleted it.
+        :param name: the pod's name.
+        :param namespace: its namespace.
+        :param uid: its uid, a precondition; None: none.
         """
-        async with self._client() as api:
-            with _Deletion() as deletion:
-                await async_client.CoreV1Api(api).delete_namespaced_pod(
-                    name, namespace, body=delete_options(uid), _request_timeout=REQUEST_TIMEOUT
-                )
-        return deletion.deleted
+        return await self._send_async(requests.delete_pod(name, namespace, uid))
 
-    @_api_call("get", "read a pod's log", "pods/log")
     async def read_pod_log_async(
         self,
         name: str,
@@ -720,26 +552,18 @@ class AsyncTrainingJobHook(TrainingJobHook):
         since_seconds: int | None = None,
         previous: bool = False,
     ) -> str:
-        """A container's log as text (:meth:`TrainingJobHook.read_pod_log`, awaited).
+        """:meth:`TrainingJobHook.read_pod_log`, awaited: a container's log as text.
 
-        :param name: the pod's ``metadata.name``.
-        :param namespace: the pod's namespace.
-        :param container: the container's name; None: the pod's only container (the API refuses a pod with
-            several).
-        :param tail_lines: the last lines only (``tailLines``, count); None: the whole log.
-        :param since_seconds: only lines of the last seconds (``sinceSeconds``); None: from the start.
-        :param previous: the container's previous run (``previous``: before its last restart).
+        :param name: the pod's name.
+        :param namespace: its namespace.
+        :param container: the container; None: the pod's only one.
+        :param tail_lines: ``tailLines``; None: the whole log.
+        :param since_seconds: ``sinceSeconds``; None: from the start.
+        :param previous: the run before the last restart.
         """
-        async with self._client() as api:
-            return await async_client.CoreV1Api(api).read_namespaced_pod_log(
-                name,
-                namespace,
-                previous=previous,
-                _request_timeout=REQUEST_TIMEOUT,
-                **_log_options(container, tail_lines, since_seconds),
-            )
+        request = requests.read_pod_log(name, namespace, container, tail_lines, since_seconds, previous)
+        return await self._send_async(request)
 
-    @_api_call("get", "read a pod's log", "pods/log")
     async def read_timestamped_log_async(
         self,
         name: str,
@@ -751,68 +575,70 @@ class AsyncTrainingJobHook(TrainingJobHook):
         limit_bytes: int | None = None,
         tail_lines: int | None = None,
     ) -> bytes:
-        """Part of a container's log, each line led by its time (:meth:`TrainingJobHook.read_timestamped_log`,
-        awaited).
+        """:meth:`TrainingJobHook.read_timestamped_log`, awaited: part of a container's log, each line led by its
+        time, as bytes.
 
-        :param name: the pod's ``metadata.name``.
-        :param namespace: the pod's namespace.
-        :param container: the container's name.
-        :param previous: the container's run before its last restart (``previous``).
-        :param since_time: only lines from this time on (``sinceTime``: RFC 3339; the API keeps whole seconds).
-        :param limit_bytes: at most this many bytes (``limitBytes``); the answer may end within a line.
-        :param tail_lines: only the last lines (``tailLines``, count).
+        :param name: the pod's name.
+        :param namespace: its namespace.
+        :param container: the container.
+        :param previous: the run before the last restart.
+        :param since_time: ``sinceTime`` (RFC 3339); None: from the start.
+        :param limit_bytes: ``limitBytes``; None: no limit.
+        :param tail_lines: ``tailLines``; None: the whole log.
         """
-        async with self._client() as api:
-            response = await api.call_api(
-                *_log_request(name, namespace, container, previous, since_time, limit_bytes, tail_lines),
-                _preload_content=False,
-                _return_http_data_only=True,
-                _request_timeout=REQUEST_TIMEOUT,
-            )
-            try:
-                answer = async_rest.RESTResponse(response, await response.read())
-            finally:
-                response.release()
-            if not 200 <= answer.status <= 299:  # (what the client checks itself when it reads the answer)
-                raise async_client.ApiException(http_resp=answer)
-            return answer.data
+        request = requests.read_timestamped_log(
+            name, namespace, container, previous, since_time, limit_bytes, tail_lines
+        )
+        return await self._send_async(request)
 
-    @_api_call("patch", "patch a training job")
     async def patch_job_async(self, kind: str, name: str, namespace: str, patch: dict[str, Any]) -> dict[str, Any]:
-        """Apply a JSON merge patch to the job (:meth:`TrainingJobHook.patch_job`, awaited).
+        """:meth:`TrainingJobHook.patch_job`, awaited: the patched job.
 
-        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
-        :param name: the job's ``metadata.name``.
-        :param namespace: the job's ``metadata.namespace``.
-        :param patch: the JSON merge patch: a dict, ``None`` values delete keys; a ``metadata.uid`` makes it apply
-            only to that object (a same-named successor answers 409).
+        :param kind: the job's kind.
+        :param name: its name.
+        :param namespace: its namespace.
+        :param patch: the JSON merge patch (a ``metadata.uid`` in it is a precondition).
         """
-        async with self._client() as api:
-            return cast(
-                dict[str, Any],
-                await async_client.CustomObjectsApi(api).patch_namespaced_custom_object(
-                    *self.address(kind, namespace, name).object(),
-                    patch,
-                    _content_type="application/merge-patch+json",
-                    _request_timeout=REQUEST_TIMEOUT,
-                ),
-            )
+        return await self._send_async(requests.patch_job(kind, name, namespace, patch))
 
-    @_api_call("list", "list events", "events", names_object=False)
     async def list_events_async(self, namespace: str, involved_names: Iterable[str]) -> list[dict[str, Any]]:
-        """Events in ``namespace`` about any object named in ``involved_names``, as JSON dicts, oldest first
-        (:meth:`TrainingJobHook.list_events`, awaited; one name is selected by the server).
+        """:meth:`TrainingJobHook.list_events`, awaited: the events about the named objects, oldest first.
 
         :param namespace: the namespace of the events.
-        :param involved_names: ``metadata.name`` of each object the events are about (``involvedObject.name``).
+        :param involved_names: the ``involvedObject.name`` of each.
         """
-        names = set(involved_names)
-        selector = {"field_selector": involved_object_selector(next(iter(names)))} if len(names) == 1 else {}
-        async with self._client() as api:
-            events = await async_client.CoreV1Api(api).list_namespaced_event(
-                namespace, _request_timeout=REQUEST_TIMEOUT, **selector
-            )
-            return _events_about([self._to_dict(api, e) for e in events.items], names)
+        return await self._send_async(requests.list_events(namespace, involved_names))
+
+
+async def _answer_async(api: async_client.ApiClient, request: ClientRequest[Any]) -> Any:
+    """One attempt of ``request`` on ``api``: its answer in the request's form (:meth:`TrainingJobHook._answer`).
+
+    :param api: the ``kubernetes_asyncio`` client.
+    :param request: the request.
+    """
+    client = api if request.api == CALL_API else getattr(async_client, request.api)(api)
+    answer = await getattr(client, request.method)(*request.args, **request.client_options(REQUEST_TIMEOUT))
+    if request.form == "model":
+        return api.sanitize_for_serialization(answer)
+    if request.form == "bytes":
+        return await _body(answer)
+    return answer
+
+
+async def _body(response: Any) -> bytes:
+    """The body of an undecoded answer (``_preload_content=False``), read and released; an error answer raised as
+    the client raises it when it reads the answer itself.
+
+    :param response: the client's aiohttp response.
+    :raises ApiException: ``kubernetes_asyncio``'s, for a status outside 2xx.
+    """
+    try:
+        answer = async_rest.RESTResponse(response, await response.read())
+    finally:
+        response.release()
+    if not 200 <= answer.status <= 299:
+        raise async_client.ApiException(http_resp=answer)
+    return answer.data
 
 
 def _load_configuration(auth: AsyncKubernetesHook) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 
 import pytest
@@ -10,7 +12,7 @@ from kubernetes.client.exceptions import ApiException
 from airflow_trainjob.constants import GROUP, VERSION
 from airflow_trainjob.exceptions import KubernetesAccessError
 from airflow_trainjob.hooks.retries import ATTEMPTS
-from airflow_trainjob.hooks.training_job import TrainingJobHook
+from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook, TrainingJobHook
 from tests.support.fault_proxy import Fault
 
 JOB = r"/pytorchjobs/h$"
@@ -78,3 +80,45 @@ def test_delete_whose_answer_was_lost_counts_as_done(hook, fault_proxy, namespac
     assert hook.delete_job("PyTorchJob", "h", namespace, uid=created["metadata"]["uid"]) is False  # 404 on the retry
     assert fault_proxy.hits(fault) == 1
     assert uids(custom_objects, namespace) == []
+
+
+def test_a_retry_is_logged_under_the_method_the_caller_called(hook, fault_proxy, namespace, caplog):
+    """Both hooks send every operation through one sender (``_send``/``_send_async``); the retry's log line still
+    names the public method that was called, of either hook."""
+    hook.create_job(manifest(namespace))
+    caplog.set_level(logging.WARNING, logger="airflow_trainjob.hooks.retries")
+
+    def pods() -> Fault:
+        return fault_proxy.add(Fault("status", method="GET", path=r"/pods$", status=503))  # once
+
+    def job() -> Fault:
+        return fault_proxy.add(Fault("status", method="GET", path=JOB, status=503))
+
+    pods()
+    assert hook.list_job_pods("h", namespace) == []
+    pods()
+    assert hook.list_job_pods_and_version("h", namespace)[0] == []
+    job()
+    assert hook.get_job("PyTorchJob", "h", namespace)["metadata"]["name"] == "h"
+
+    async def read_async():
+        async_hook = AsyncTrainingJobHook(kubernetes_conn_id="kubernetes_default")
+        pods()
+        assert await async_hook.list_job_pods_async("h", namespace) == []
+        job()
+        return await async_hook.get_job_async("PyTorchJob", "h", namespace)
+
+    assert asyncio.run(read_async())["metadata"]["name"] == "h"
+    retried = [r.getMessage().split(" in ")[0] for r in caplog.records if r.getMessage().startswith("Retrying ")]
+    assert retried == [
+        "Retrying TrainingJobHook.list_job_pods",
+        "Retrying TrainingJobHook.list_job_pods_and_version",
+        "Retrying TrainingJobHook.get_job",
+        "Retrying AsyncTrainingJobHook.list_job_pods_async",
+        "Retrying AsyncTrainingJobHook.get_job_async",
+    ]
+    assert all(
+        f"(attempt 1 of {ATTEMPTS} failed: 503" in r.getMessage()
+        for r in caplog.records
+        if "Retrying" in r.getMessage()
+    )
