@@ -14,8 +14,8 @@ Airflow can run a task instance again after its training job has succeeded:
   success.
 
 By then the job may be gone, deleted by this provider's own cleanup, and cannot say that it succeeded; the try's
-record in ``task_state_store`` (:mod:`airflow_trainjob.job_record`), written before the cleanup, can. A retry in the
-same series of tries (:class:`~airflow_trainjob.job_record.TrySeries`: no clear since) returns that success. A
+record in ``task_state_store`` (:mod:`airflow_trainjob.domain.records`), written before the cleanup, can. A retry in the
+same series of tries (:class:`~airflow_trainjob.domain.records.TrySeries`: no clear since) returns that success. A
 clear starts a new series, whose tries train again: the way to ask for a new training.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_trainjob.job_record import JobRecord, TrySeries
+from airflow_trainjob.domain.records import JobRecord, TrySeries
 
 #: Why Airflow runs a task instance again after its job succeeded, for the task log.
 WHY_AGAIN = (
@@ -84,13 +84,13 @@ def decide(
     outside the task, is not this task's result any more. It is reused when its record says its job succeeded (or
     the try ended without a word, or Airflow stopped it: the caller reads the job, and reuses it only if it has
     succeeded) and it belongs to this try's series: the same ``clear_number`` and ``max_tries``
-    (:class:`~airflow_trainjob.job_record.TrySeries`). A record without a series (written by an earlier version of
+    (:class:`~airflow_trainjob.domain.records.TrySeries`). A record without a series (written by an earlier version of
     this provider) cannot tell a retry from a clear: start over.
 
-    :param records: the task instance's records (:func:`~airflow_trainjob.job_record.read_records`), any order.
+    :param records: the task instance's records (:func:`~airflow_trainjob.domain.records.read_records`), any order.
     :param try_number: this try (1 for the first).
     :param series: this try's series (:meth:`TrySeries.from_context`).
-    :param spec_sha256: :func:`~airflow_trainjob.job_record.spec_digest` of the job this try built; None: unknown.
+    :param spec_sha256: :func:`~airflow_trainjob.domain.records.spec_digest` of the job this try built; None: unknown.
     """
     earlier = [r for r in records if r.try_number <= try_number]
     if not earlier:

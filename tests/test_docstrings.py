@@ -201,7 +201,7 @@ def test_every_public_parameter_has_one_param_field():
 def test_the_walk_covers_the_whole_package():
     names = module_names()
     assert f"{PACKAGE}.operators.training_job" in names and f"{PACKAGE}.models.common" in names
-    assert f"{PACKAGE}.ui.app" in names and f"{PACKAGE}.job_record" in names
+    assert f"{PACKAGE}.ui.app" in names and f"{PACKAGE}.domain.records" in names
 
 
 def test_every_exemption_is_in_use():

@@ -23,7 +23,7 @@ from airflow_trainjob.domain.failures import (
     root_cause,
 )
 from airflow_trainjob.domain.pods import init_status, log_container, restart_counts
-from airflow_trainjob.job_record import chosen_pods, trim_pod
+from airflow_trainjob.domain.records import chosen_pods, trim_pod
 from airflow_trainjob.triggers.events import _pod_summary
 
 PYTORCH = JOB_KINDS["PyTorchJob"]

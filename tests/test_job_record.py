@@ -1,6 +1,6 @@
-"""``job_record``: what a task records of each try's job, and its manifest as text. Pure: no cluster, no Airflow
-run (the store is a stand-in with the real accessor's ``get``/``set(..., retention=...)``; Airflow's own secrets
-masker, config and rendered-field serialization are the real ones)."""
+"""``domain/records.py`` and ``operators/recorder.py``: what a task records of each try's job, and its manifest as
+text. Pure: no cluster, no Airflow run (the store is a stand-in with the real accessor's ``get``/``set(...,
+retention=...)``; Airflow's own secrets masker, config and rendered-field serialization are the real ones)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,23 @@ from typing import Any
 import pytest
 import yaml
 
-from airflow_trainjob import job_record
 from airflow_trainjob.constants import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from airflow_trainjob.domain import records as job_records
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
+from airflow_trainjob.domain.records import (
+    MAX_EVENTS,
+    MAX_PODS,
+    MAX_TRIES,
+    RECORD_KEY,
+    JobRecord,
+    chosen_pods,
+    newest_events,
+    outcome_of,
+    read_records,
+    trim_event,
+    trim_job,
+    trim_pod,
+)
 from airflow_trainjob.exceptions import (
     JobDeletedError,
     KubernetesAccessError,
@@ -22,23 +36,12 @@ from airflow_trainjob.exceptions import (
     TrainingJobStoppedError,
     TrainingJobTimeoutError,
 )
-from airflow_trainjob.job_record import (
-    MAX_EVENTS,
-    MAX_PODS,
-    MAX_TRIES,
+from airflow_trainjob.operators import recorder as job_recorder
+from airflow_trainjob.operators.recorder import (
     NEVER_EXPIRE,
-    RECORD_KEY,
-    JobRecord,
     JobRecorder,
-    chosen_pods,
     manifest_text,
-    newest_events,
-    outcome_of,
-    read_records,
     rendered_manifest,
-    trim_event,
-    trim_job,
-    trim_pod,
 )
 
 LOG = logging.getLogger("tests.job_record")
@@ -195,6 +198,47 @@ def test_trim_event():
     }
 
 
+def _stars(text: str) -> str:
+    """A stand-in for Airflow's masker that knows :data:`SECRET`."""
+    return text.replace(SECRET, "***")
+
+
+def test_every_string_a_record_keeps_goes_through_the_redaction_it_is_given():
+    """Trimming is pure: the redaction is a parameter (the task's and the trigger's records pass Airflow's masker,
+    :func:`~airflow_trainjob.operators.recorder.redact`). Every string kept goes through it, at any depth; the keys,
+    numbers and the shape do not change; without one, the strings are kept as they are."""
+    secret_job = job(conditions=[{"type": "Failed", "status": "True", "message": f"token {SECRET} refused"}])
+    secret_job["metadata"]["annotations"]["note"] = SECRET
+    secret_pod = pod("p-0", exit_code=1)
+    secret_pod["status"]["message"] = f"evicted: {SECRET}"
+    secret_event = {**event(3), "message": f"pulled with {SECRET}"}
+    final = job_records.final_state(
+        "failed",
+        secret_job,
+        [secret_pod],
+        [secret_event],
+        message=f"failed: {SECRET}",
+        summary={"metrics": [f"{SECRET}-loss", 0.5]},
+        redact=_stars,
+    )
+    dumped = json.dumps(final.model_dump(mode="json"))
+    assert SECRET not in dumped and dumped.count("***") == 6
+    assert final.message == "failed: ***" and final.summary == {"metrics": ["***-loss", 0.5]}
+    assert final.job == trim_job(secret_job, redact=_stars) != trim_job(secret_job)
+    assert final.job["status"]["conditions"][0]["message"] == "token *** refused"
+    assert final.pods == chosen_pods([secret_pod], "PyTorchJob", redact=_stars) == [trim_pod(secret_pod, redact=_stars)]
+    assert (
+        final.pods[0]["status"]["message"] == "evicted: ***"
+        and final.pods[0]["metadata"] == trim_pod(pod("p-0"))["metadata"]
+    )
+    assert final.events == newest_events([secret_event], redact=_stars) == [trim_event(secret_event, redact=_stars)]
+    assert final.events[0]["message"] == "pulled with ***" and final.events[0]["count"] == 1
+    # No redaction given: kept as they are.
+    assert trim_event(secret_event)["message"] == f"pulled with {SECRET}"
+    assert job_records.redacted({"a": [SECRET, 1, None]}, None) == {"a": [SECRET, 1, None]}
+    assert job_records.redacted({"a": [SECRET, 1, None]}, _stars) == {"a": ["***", 1, None]}
+
+
 def test_the_newest_events_oldest_first():
     events = [event(n) for n in reversed(range(80))]
     kept = newest_events(events)
@@ -313,7 +357,7 @@ def test_the_cut_never_leaves_part_of_a_secret(masked):
 
 def test_the_limit_is_airflows_config(monkeypatch):
     monkeypatch.setenv("AIRFLOW__CORE__MAX_TEMPLATED_FIELD_LENGTH", "3000")
-    assert job_record.max_rendered_length() == 3000
+    assert job_recorder.max_rendered_length() == 3000
     assert len(rendered_manifest(manifest(long_script()))) <= 3000
 
 
@@ -330,7 +374,7 @@ def test_airflow_stores_the_rendered_manifest_untruncated():
     operator = TrainingJobOperator(task_id="train", kind="PyTorchJob", replica_specs=specs, namespace="ml")
     operator.render_template_fields({"ti": TaskInstanceStandIn()})
     stored = _serialize_rendered_fields(operator)["manifest"]
-    assert not stored.startswith("Truncated") and len(stored) <= job_record.max_rendered_length()
+    assert not stored.startswith("Truncated") and len(stored) <= job_recorder.max_rendered_length()
     assert yaml.safe_load(stored)["metadata"]["name"] == operator._manifest["metadata"]["name"]
     assert "characters left out here; the Training job tab shows the manifest in full" in stored
 
@@ -360,10 +404,73 @@ def test_a_try_is_recorded_when_it_starts_and_when_it_ends(masked):
     (ended,) = read_records(store.get(RECORD_KEY))
     assert ended.created_at == started.created_at and ended.manifest_yaml == started.manifest_yaml
     assert ended.final is not None and ended.final.outcome == "succeeded" and ended.final.message is None
-    assert ended.final.job == trim_job(done) and "spec" not in ended.final.job
+    assert ended.final.job == trim_job(done, redact=job_recorder.redact) and "spec" not in ended.final.job
     assert [p["metadata"]["name"] for p in ended.final.pods] == ["p-0", "p-1"]
     assert [e["reason"] for e in ended.final.events] == ["Reason1", "Reason2"]
     assert masked not in store.values[RECORD_KEY]  # redacted wherever it shows up
+
+
+def test_what_a_running_try_saw_and_a_reused_success_are_redacted_by_airflows_masker(masked):
+    """Every road into the record goes through Airflow's masker: the last sight of a running try (``seen``) and a
+    try that returns an earlier try's success (``reused``: its summary, and the job as read now)."""
+    store = Store()
+    rec = recorder(store)
+    rec.started(job(), None, attached=False)
+    secret_pod = pod("train-job-master-0")
+    secret_pod["status"]["message"] = f"pulled with {masked}"
+    rec.seen(job(conditions=[{"type": "Running", "status": "True", "message": f"token {masked}"}]), [secret_pod])
+    (running,) = read_records(store.get(RECORD_KEY))
+    assert running.last_seen is not None and running.last_seen.job["status"]["conditions"][0]["message"] == (
+        "token ***"
+    )
+    assert running.last_seen.pods[0]["status"]["message"] == "pulled with ***"
+    rec.ended("succeeded", job(**RUNNING), summary={"job_name": "train-job"})
+    (source,) = read_records(store.get(RECORD_KEY))
+    done = job(conditions=[{"type": "Succeeded", "status": "True", "message": f"done with {masked}"}])
+    assert recorder(store, 2).reused(source, 1, {"job_name": "train-job", "note": masked}, done)
+    second, _ = read_records(store.get(RECORD_KEY))
+    assert second.final is not None and second.final.summary == {"job_name": "train-job", "note": "***"}
+    assert second.final.job is not None and second.final.job["status"]["conditions"][0]["message"] == "done with ***"
+    assert masked not in store.values[RECORD_KEY]
+
+
+def test_the_triggers_parked_end_is_redacted_by_airflows_masker(masked, monkeypatch):
+    """A deferred try killed in the triggerer parks its end in XCom (the trigger's ``_park_end``, which imports the
+    records' module and Airflow's redaction off its event loop): redacted as the task's own record is."""
+    import asyncio
+    import types
+
+    from airflow.sdk.execution_time.xcom import XCom
+
+    from airflow_trainjob.triggers import kubernetes_side
+    from airflow_trainjob.triggers.training_job import TrainingJobTrigger
+
+    parked: list[tuple[str, Any]] = []
+
+    async def aset(key: str, value: Any, **where: Any) -> None:  # what the triggerer's comms would send
+        parked.append((key, json.loads(json.dumps(value))))
+
+    async def list_events_async(namespace: str, names: Any) -> list[dict[str, Any]]:
+        return [{**event(1), "message": f"pulled with {masked}"}]
+
+    monkeypatch.setattr(XCom, "aset", aset)
+    trigger = TrainingJobTrigger(kind="PyTorchJob", name="train-job", namespace="ml", try_number=1)
+    ti = types.SimpleNamespace(dag_id="retrain", task_id="train", run_id="manual__1", map_index=-1)
+    running = job(conditions=[{"type": "Running", "status": "True", "message": f"token {masked}"}])
+    hook = types.SimpleNamespace(list_events_async=list_events_async)
+
+    async def park() -> None:
+        await kubernetes_side.load()
+        await trigger._park_end(hook, ti, running, [], until=0.0)  # no time left to wait for a next try
+
+    asyncio.run(park())
+    ((key, value),) = parked
+    parked_try = job_records.read_parked(value)
+    assert key == job_records.PARKED_KEY and parked_try is not None and parked_try[0] == 1
+    final = parked_try[1]
+    assert final.job is not None and final.job["status"]["conditions"][0]["message"] == "token ***"
+    assert [e["message"] for e in final.events] == ["pulled with ***"]
+    assert masked not in json.dumps(value)
 
 
 def test_a_retry_is_added_in_front_and_an_attached_try_keeps_the_manifest_as_sent():
@@ -465,7 +572,7 @@ def test_a_running_try_records_what_it_sees_at_each_phase_and_holds_back_mere_co
     ``SEEN_BURST`` times, then once every ``SEEN_WRITE_SECONDS`` (a job of hundreds of replicas changes them at each
     pod), and ``seen_due_in`` tells the wait when to look again so that the last change is written too."""
     clock = [1000.0]
-    monkeypatch.setattr(job_record.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(job_recorder.time, "monotonic", lambda: clock[0])
     store, writes = Store(), []
     original = store.set
     store.set = lambda key, value, *, retention=None: (writes.append(key), original(key, value, retention=retention))
@@ -478,24 +585,24 @@ def test_a_running_try_records_what_it_sees_at_each_phase_and_holds_back_mere_co
     assert len(writes) == 2 and rec.seen_due_in() is None
     rec.seen(job(**RUNNING))  # nothing changed: nothing written
     assert len(writes) == 2
-    counts = [TWO_RUNNING, RUNNING] * job_record.SEEN_BURST
-    for status in counts[: job_record.SEEN_BURST - 1]:  # the burst, less the phase change's write
+    counts = [TWO_RUNNING, RUNNING] * job_recorder.SEEN_BURST
+    for status in counts[: job_recorder.SEEN_BURST - 1]:  # the burst, less the phase change's write
         rec.seen(job(**status))
-    assert len(writes) == 2 + job_record.SEEN_BURST - 1 and rec.seen_due_in() is None
-    held = counts[job_record.SEEN_BURST - 1]
+    assert len(writes) == 2 + job_recorder.SEEN_BURST - 1 and rec.seen_due_in() is None
+    held = counts[job_recorder.SEEN_BURST - 1]
     rec.seen(job(**held))  # past the burst: held back
-    assert len(writes) == 2 + job_record.SEEN_BURST - 1
-    assert rec.seen_due_in() == pytest.approx(job_record.SEEN_WRITE_SECONDS)
-    clock[0] += job_record.SEEN_WRITE_SECONDS / 2
+    assert len(writes) == 2 + job_recorder.SEEN_BURST - 1
+    assert rec.seen_due_in() == pytest.approx(job_recorder.SEEN_WRITE_SECONDS)
+    clock[0] += job_recorder.SEEN_WRITE_SECONDS / 2
     rec.seen(job(**held))
-    assert rec.seen_due_in() == pytest.approx(job_record.SEEN_WRITE_SECONDS / 2)
-    clock[0] += job_record.SEEN_WRITE_SECONDS / 2
+    assert rec.seen_due_in() == pytest.approx(job_recorder.SEEN_WRITE_SECONDS / 2)
+    clock[0] += job_recorder.SEEN_WRITE_SECONDS / 2
     rec.seen(job(**held))  # due now
-    assert len(writes) == 2 + job_record.SEEN_BURST and rec.seen_due_in() is None
+    assert len(writes) == 2 + job_recorder.SEEN_BURST and rec.seen_due_in() is None
     (record,) = read_records(store.get(RECORD_KEY))
     assert record.last_seen is not None and record.last_seen.job["status"] == held
     rec.seen(job(**RESTARTING))  # a new phase: at once, whatever the allowance
-    assert len(writes) == 3 + job_record.SEEN_BURST
+    assert len(writes) == 3 + job_recorder.SEEN_BURST
     (record,) = read_records(store.get(RECORD_KEY))
     assert record.last_seen is not None and record.last_seen.job["status"] == RESTARTING
     rec.ended("failed", job(**RESTARTING))
@@ -538,20 +645,20 @@ def test_a_parked_end_fills_the_try_that_recorded_none_and_never_the_tasks_own()
         recorder(store, n).started(job(uid=f"u-{n}"), None, attached=False)
     recorder(store, 1).ended("failed", job(uid="u-1"))
     records = read_records(store.get(RECORD_KEY))
-    by_trigger = job_record.final_state("stopped", job(uid="u-2", **RUNNING), [pod("p")], recorded_by="trigger")
-    value = json.loads(json.dumps(job_record.parked_end(2, by_trigger)))  # as XCom keeps it
-    parked = job_record.read_parked(value)
+    by_trigger = job_records.final_state("stopped", job(uid="u-2", **RUNNING), [pod("p")], recorded_by="trigger")
+    value = json.loads(json.dumps(job_records.parked_end(2, by_trigger)))  # as XCom keeps it
+    parked = job_records.read_parked(value)
     assert parked is not None and parked[0] == 2
-    second, first = job_record.with_parked(records, parked)
+    second, first = job_records.with_parked(records, parked)
     assert second.final is not None and (second.final.outcome, second.final.recorded_by) == ("stopped", "trigger")
     assert second.final.job is not None and second.final.job["status"] == RUNNING
     assert first.final is not None and first.final.outcome == "failed" and first.final.recorded_by is None
     # the task's own end of try 2 wins over the trigger's
     recorder(store, 2).ended("succeeded", job(uid="u-2"))
-    second, _ = job_record.with_parked(read_records(store.get(RECORD_KEY)), parked)
+    second, _ = job_records.with_parked(read_records(store.get(RECORD_KEY)), parked)
     assert second.final is not None and second.final.outcome == "succeeded"
     for junk in (None, "ref://elsewhere", {"try_number": "2"}, {"try_number": 2, "final": {"outcome": "?"}}):
-        assert job_record.read_parked(junk) is None
+        assert job_records.read_parked(junk) is None
 
 
 def test_the_last_sight_is_shed_before_the_manifests(monkeypatch):

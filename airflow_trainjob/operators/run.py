@@ -35,7 +35,7 @@ Deferrable:
 At any time, ``on_kill`` -> :meth:`TrainingJobRun.kill`: the wait ends as "stopped by Airflow", and the job is
 deleted if this try still follows it.
 
-The try's record (:mod:`~airflow_trainjob.job_record`, when the context has a ``task_state_store``) is written when
+The try's record (:mod:`~airflow_trainjob.operators.recorder`, when the context has a ``task_state_store``) is written when
 step 1 takes up the job (``create_or_attach``, or ``reconnect`` to a job that is not ``Failed``), as the synchronous
 wait sees the job change (its last sight), and once more when the try ends, by whichever way out comes first, before
 the cleanup removes anything: the job, its pods and their events as they were then, and after a success the summary
@@ -82,6 +82,7 @@ from airflow_trainjob.domain.lead_log import (
 from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
 from airflow_trainjob.domain.params import RunSettings
 from airflow_trainjob.domain.pods import is_active, owned_by, pods_to_clean, restart_counts
+from airflow_trainjob.domain.records import JobRecord, TrySeries, outcome_of, spec_digest
 from airflow_trainjob.earlier_success import Reuse, StartOver, decide, reuse_lines
 from airflow_trainjob.exceptions import (
     JobDeletedError,
@@ -92,14 +93,7 @@ from airflow_trainjob.exceptions import (
 )
 from airflow_trainjob.hooks.api_errors import RAISED_ERRORS, one_line
 from airflow_trainjob.hooks.retries import is_transient
-from airflow_trainjob.job_record import (
-    KILL_WRITE_SECONDS,
-    JobRecord,
-    JobRecorder,
-    TrySeries,
-    outcome_of,
-    spec_digest,
-)
+from airflow_trainjob.operators.recorder import KILL_WRITE_SECONDS, JobRecorder
 from airflow_trainjob.triggers.args import TriggerArgs
 from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED, TIMED_OUT
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
@@ -194,7 +188,7 @@ class TrainingJobRun:
     :param pod_feed: builds what follows the job's pods while the synchronous wait runs:
         ``pod_feed(hook, job, on_change=..., poll_interval=..., log=...)``, a thread with ``start``, ``stop``,
         ``pods`` and ``look``; default :class:`~airflow_trainjob.watching.job_watch.PodFeed` (a watch).
-    :param recorder: writes the try's record (:class:`~airflow_trainjob.job_record.JobRecorder`); None: none.
+    :param recorder: writes the try's record (:class:`~airflow_trainjob.operators.recorder.JobRecorder`); None: none.
     """
 
     def __init__(

@@ -29,13 +29,14 @@ from airflow_trainjob.domain.params import (
     refuse,
     values_of,
 )
+from airflow_trainjob.domain.records import TrySeries
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
-from airflow_trainjob.job_record import JobRecorder, TrySeries, rendered_manifest
 from airflow_trainjob.links.training_job import TrainingJobLink
 from airflow_trainjob.models.job import TrainingJobSpec, to_plain
 from airflow_trainjob.models.manifest import build_manifest
 from airflow_trainjob.models.whole_job import WholeJob, parse_whole_job
+from airflow_trainjob.operators.recorder import JobRecorder, rendered_manifest
 from airflow_trainjob.operators.run import JOB_GONE, JOB_NOT_REUSED, TrainingJobRun
 
 
@@ -105,7 +106,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     replicaStatuses, startTime, completionTime, duration (seconds). Pushes ``job_name`` and
     ``job_namespace`` at once, and the ``Training job`` extra link as soon as the job exists (see
     :class:`~airflow_trainjob.links.training_job.TrainingJobLink`). Records each try's job in
-    ``task_state_store`` (see :mod:`airflow_trainjob.job_record`), for the task instance's Training job tab.
+    ``task_state_store`` (see :mod:`airflow_trainjob.operators.recorder`), for the task instance's Training job tab.
     The rendered ``manifest`` field is the job as sent, as YAML, within Airflow's
     ``[core] max_templated_field_length`` (its longest strings shortened, and marked, when it is longer).
 

@@ -730,7 +730,7 @@ class TrainingJobTrigger(BaseEventTrigger):
     ) -> None:
         """Leave the killed try's end -- ``job`` (None: gone before this trigger could read it), its pods and the
         events about them -- where the Training job tab finds it: the task instance's XCom
-        (:data:`~airflow_trainjob.job_record.PARKED_KEY`), since the triggerer cannot reach ``task_state_store``.
+        (:data:`~airflow_trainjob.domain.records.PARKED_KEY`), since the triggerer cannot reach ``task_state_store``.
         Best effort, within ``seconds``: a failure is a warning."""
         ti = getattr(self, "task_instance", None)  # set by the triggerer; None when the trigger runs on its own
         if ti is None or self.try_number is None:
@@ -749,7 +749,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         self, hook: AsyncTrainingJobHook, ti: Any, job: dict[str, Any] | None, pods: list[dict[str, Any]], until: float
     ) -> None:
         # Imported in a thread: the record's module (and the XCom backend's) must not stall the triggerer's loop.
-        record, xcom = await asyncio.to_thread(_record_modules)
+        record, redact, xcom = await asyncio.to_thread(_record_modules)
         uid = (job or {}).get("metadata", {}).get("uid")
         pods = [p for p in pods if owned_by(p, uid)]
         events: list[dict[str, Any]] = []
@@ -766,6 +766,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                 f"waited for {self._ref}"
             ),
             recorded_by="trigger",
+            redact=redact,
         )
         value = record.parked_end(self.try_number, final)
         where = {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id, "map_index": ti.map_index}
@@ -823,11 +824,14 @@ def _on_kill_seconds() -> float:
     return float(conf.getint("triggerer", "on_kill_timeout", fallback=30))
 
 
-def _record_modules() -> tuple[Any, Any]:
-    """:mod:`airflow_trainjob.job_record`, and the XCom class of the configured backend."""
+def _record_modules() -> tuple[Any, Any, Any]:
+    """:mod:`airflow_trainjob.domain.records`, the redaction every record gets
+    (:func:`airflow_trainjob.operators.recorder.redact`: Airflow's masker), and the XCom class of the configured
+    backend."""
     from airflow.sdk.execution_time.xcom import XCom
 
-    return importlib.import_module("airflow_trainjob.job_record"), XCom
+    recorder = importlib.import_module("airflow_trainjob.operators.recorder")
+    return importlib.import_module("airflow_trainjob.domain.records"), recorder.redact, XCom
 
 
 def _readable(stream: JobStream | None) -> TypeGuard[JobStream]:

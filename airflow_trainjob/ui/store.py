@@ -1,6 +1,6 @@
 """What a task instance recorded of its tries' jobs, read from Airflow's metadata database in the api-server.
 
-The task writes the record (:mod:`airflow_trainjob.job_record`) to its ``task_state_store`` under
+The task writes the record (:mod:`airflow_trainjob.domain.records`) to its ``task_state_store`` under
 ``airflow_trainjob_tries``; the api-server reads the row through Airflow's own model
 (:class:`~airflow.models.task_state_store.TaskStateStoreModel`). With a custom worker-side state store backend
 (``[workers] state_store_backend``) the row holds only a reference, ``{"__airflow_state_ref__": "<ref>"}``, which the
@@ -8,7 +8,7 @@ same backend, configured in the api-server too, resolves (``deserialize_task_sta
 SDK does. The record is the only source of a job's namespace and name on the task instance page.
 
 Beside it: the end a deferred try's trigger recorded in the task instance's XCom when Airflow killed it
-(:data:`~airflow_trainjob.job_record.PARKED_KEY`, merged into that try's record), and Airflow's own state of each try
+(:data:`~airflow_trainjob.domain.records.PARKED_KEY`, merged into that try's record), and Airflow's own state of each try
 (:func:`load_try_states`: the task instance's, and ``task_instance_history``'s for the earlier tries), which says
 whether a try is still under way.
 """
@@ -28,7 +28,7 @@ from airflow.providers.common.compat.sdk import conf
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from airflow_trainjob.job_record import PARKED_KEY, RECORD_KEY, read_parked, read_records, with_parked
+from airflow_trainjob.domain.records import PARKED_KEY, RECORD_KEY, read_parked, read_records, with_parked
 
 #: The key under which the task SDK marks a value kept by a custom state store backend.
 EXTERNAL_REF_KEY = "__airflow_state_ref__"
@@ -106,7 +106,7 @@ def load_tries(dag_id: str, run_id: str, task_id: str, map_index: int, *, sessio
 
 
 def _parked(dag_id: str, run_id: str, task_id: str, map_index: int, session: Session) -> Any:
-    """The try's end its trigger left in the task instance's XCom (:func:`~airflow_trainjob.job_record.read_parked`),
+    """The try's end its trigger left in the task instance's XCom (:func:`~airflow_trainjob.domain.records.read_parked`),
     or None."""
     row = session.execute(
         select(XComModel.value).where(

@@ -49,7 +49,7 @@ END_RECORD_WAIT_SECONDS = 60
 #: deferred task's trigger (when Airflow killed the task), this page's watch (before the job was deleted).
 SEEN_BY_CLUSTER, SEEN_BY_TASK, SEEN_BY_TRIGGER, SEEN_BY_PAGE = "cluster", "task", "trigger", "page"
 #: The header's badge of an ended try whose job did not finish (the job's phase would read as if it still ran), by
-#: the try's recorded outcome (:class:`~airflow_trainjob.job_record.FinalState`); :data:`ENDED` when none is recorded.
+#: the try's recorded outcome (:class:`~airflow_trainjob.domain.records.FinalState`); :data:`ENDED` when none is recorded.
 OUTCOME_BADGES = {
     "succeeded": "Succeeded",
     "failed": "Failed",
@@ -173,7 +173,7 @@ def try_view(
 ) -> Json:
     """One entry of ``tries`` in ``GET /trainjob/api/task-instance``.
 
-    :param record: the try's record (:mod:`airflow_trainjob.job_record` JSON: ``try_number``,
+    :param record: the try's record (:mod:`airflow_trainjob.domain.records` JSON: ``try_number``,
         ``kubernetes_conn_id``, ``kind``, ``namespace``, ``name``, ``uid``, ``created_at``, ``attached``,
         ``manifest_yaml``, ``final``, ``last_seen``).
     :param live: the job in the cluster now, when it exists and is this try's; None otherwise.
@@ -281,7 +281,7 @@ def badge(phase: str, *, ended: bool, outcome: Any) -> str:
 
     :param phase: the job's :func:`~airflow_trainjob.ui.views.job_phase`.
     :param ended: the try has ended.
-    :param outcome: the try's record's ``final.outcome`` (:class:`~airflow_trainjob.job_record.FinalState`), or None.
+    :param outcome: the try's record's ``final.outcome`` (:class:`~airflow_trainjob.domain.records.FinalState`), or None.
     """
     return phase if not ended or is_finished(phase) else OUTCOME_BADGES.get(str(outcome), ENDED)
 

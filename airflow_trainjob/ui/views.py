@@ -1,7 +1,7 @@
 """Pure: a training job, its pods and its events -> the JSON of the UI's pages (the issue 13 contract).
 
 Nothing here reads the cluster or the database: :mod:`airflow_trainjob.ui.app` hands in what it read, live from the
-cluster or recorded by the task (``final`` of :mod:`airflow_trainjob.job_record` at the end of its try, its
+cluster or recorded by the task (``final`` of :mod:`airflow_trainjob.domain.records` at the end of its try, its
 ``last_seen`` while it ran, or the end its trigger recorded when Airflow killed it), and Airflow's state of each try;
 the same functions serve all of them. Which sight of a job a try shows, and whether the try is still under way, is
 decided by :mod:`airflow_trainjob.ui.try_view`, which assembles a try's answer from these; which replicas failed, by
@@ -179,7 +179,7 @@ def timeline(job: Mapping[str, Any] | None) -> list[Json]:
 
 def with_sent_spec(job: Mapping[str, Any] | None, manifest_yaml: Any) -> Mapping[str, Any] | None:
     """``job``, with the ``spec`` of the manifest the try sent when it has none of its own: a recorded job keeps
-    metadata and status only (:func:`~airflow_trainjob.job_record.trim_job`), and the desired replica counts
+    metadata and status only (:func:`~airflow_trainjob.domain.records.trim_job`), and the desired replica counts
     (``spec.<kind>ReplicaSpecs[*].replicas``) are read from the spec.
 
     :param job: the job as an API JSON dict (live, or recorded), or None.

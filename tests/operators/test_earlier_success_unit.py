@@ -18,9 +18,10 @@ import pytest
 from airflow.providers.common.compat.sdk import TaskDeferred
 
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
+from airflow_trainjob.domain.records import RECORD_KEY, JobRecord, TrySeries, read_records
 from airflow_trainjob.exceptions import TrainingJobStoppedError
-from airflow_trainjob.job_record import RECORD_KEY, JobRecord, JobRecorder, TrySeries, read_records
 from airflow_trainjob.links.training_job import TrainingJobLink
+from airflow_trainjob.operators.recorder import JobRecorder
 from airflow_trainjob.operators.run import JOB_NOT_REUSED, RunSettings, TrainingJobRun, job_summary
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.triggers.training_job import FINISHED

@@ -16,13 +16,13 @@ from airflow_trainjob.constants import (
     ANNOTATION_TASK_ID,
     ANNOTATION_TRY_NUMBER,
 )
+from airflow_trainjob.domain.records import RECORD_KEY, JobRecord, read_records
 from airflow_trainjob.exceptions import (
     InvalidJobSpecError,
     JobDeletedError,
     TrainingJobStoppedError,
     TrainingJobTimeoutError,
 )
-from airflow_trainjob.job_record import RECORD_KEY, JobRecord, read_records
 from airflow_trainjob.links.training_job import TrainingJobLink
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.triggers.training_job import DELETED, FINISHED

@@ -210,7 +210,7 @@ def run_dag(mode: str, home: Path, migrated: Path, watch: bool = False) -> tuple
 
 
 def test_a_synchronous_run_records_its_tries_and_links_to_its_tab(kubernetes_default_conn, migrated, tmp_path):
-    from airflow_trainjob.job_record import RECORD_KEY, read_records
+    from airflow_trainjob.domain.records import RECORD_KEY, read_records
 
     result, _, seen = run_dag("sync", tmp_path / "home", migrated, watch=True)
     first, after_clear, second = result["first"], result["after_clear"], result["second"]
@@ -243,7 +243,7 @@ def test_a_synchronous_run_records_its_tries_and_links_to_its_tab(kubernetes_def
 
 
 def test_a_deferred_run_logs_progress_and_records_its_end(kubernetes_default_conn, migrated, tmp_path):
-    from airflow_trainjob.job_record import RECORD_KEY, read_records
+    from airflow_trainjob.domain.records import RECORD_KEY, read_records
 
     result, output, _ = run_dag("deferred", tmp_path / "home", migrated)
     first = result["first"]

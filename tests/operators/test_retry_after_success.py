@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from airflow.providers.common.compat.sdk import TaskDeferred
 
-from airflow_trainjob.job_record import RECORD_KEY, read_records
+from airflow_trainjob.domain.records import RECORD_KEY, read_records
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.triggers.training_job import FINISHED
 from tests.support.deferred import first_event

@@ -355,7 +355,7 @@ def test_a_killed_deferred_task_records_what_its_trigger_saw_before_the_job_goes
     where the Training job tab reads it."""
     from airflow.sdk.execution_time.xcom import XCom
 
-    from airflow_trainjob import job_record
+    from airflow_trainjob.domain import records as job_record
 
     parked: list[tuple[str, dict, dict]] = []
 

@@ -37,7 +37,7 @@ from airflow_trainjob.constants import (
     VERSION,
 )
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
-from airflow_trainjob.job_record import RECORD_KEY, trim_event, trim_job, trim_pod
+from airflow_trainjob.domain.records import RECORD_KEY, trim_event, trim_job, trim_pod
 from airflow_trainjob.models import TrainingJobSpec
 from airflow_trainjob.models.manifest import build_manifest
 from airflow_trainjob_local.testing.waiting import wait_for

@@ -22,7 +22,7 @@ from airflow_trainjob.constants import (
     LABEL_REPLICA_TYPE,
 )
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
-from airflow_trainjob.job_record import trim_event, trim_job, trim_pod
+from airflow_trainjob.domain.records import trim_event, trim_job, trim_pod
 from airflow_trainjob.ui import settings, store, views
 from airflow_trainjob.ui.try_view import try_has_ended, try_view
 
