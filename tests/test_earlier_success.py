@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from airflow_trainjob.domain.earlier_success import Reuse, StartOver, decide, reuse_lines
 from airflow_trainjob.domain.records import FinalState, JobRecord, TrySeries, read_records
-from airflow_trainjob.earlier_success import Reuse, StartOver, decide, reuse_lines
 
 SERIES = TrySeries(clear_number=0, max_tries=2)
 SUMMARY = {

@@ -7,7 +7,7 @@ context names another try) and call it in this order:
 
 First, in both modes (``durable``, the default): ``execute`` -> :meth:`TrainingJobRun.earlier_success`: when the
 records say an earlier try of the same series (no clear since) saw its job succeed, the try returns that summary and
-creates nothing (see :mod:`~airflow_trainjob.earlier_success`); else it goes on:
+creates nothing (see :mod:`~airflow_trainjob.domain.earlier_success`); else it goes on:
 
 Synchronous (``execute`` -> Airflow's ``ResumableJobMixin.execute_resumable``):
 
@@ -68,6 +68,7 @@ from airflow_trainjob.domain.deadlines import (
     queue_line,
     queue_state,
 )
+from airflow_trainjob.domain.earlier_success import Reuse, StartOver, decide, reuse_lines
 from airflow_trainjob.domain.failures import container_ends, pending_failures, pending_reasons, quoted_tails
 from airflow_trainjob.domain.lead_log import (
     LOG_NOT_THERE,
@@ -83,7 +84,6 @@ from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskIn
 from airflow_trainjob.domain.params import RunSettings
 from airflow_trainjob.domain.pods import is_active, owned_by, pods_to_clean, restart_counts
 from airflow_trainjob.domain.records import JobRecord, TrySeries, outcome_of, spec_digest
-from airflow_trainjob.earlier_success import Reuse, StartOver, decide, reuse_lines
 from airflow_trainjob.exceptions import (
     JobDeletedError,
     JobNotOwnedError,
@@ -285,7 +285,7 @@ class TrainingJobRun:
 
     def earlier_success(self) -> dict[str, Any] | None:
         """The success of an earlier try's job, when Airflow runs the task instance again after it (see
-        :mod:`~airflow_trainjob.earlier_success`): the summary that try returned, without creating a job. Logs that
+        :mod:`~airflow_trainjob.domain.earlier_success`): the summary that try returned, without creating a job. Logs that
         the training is not repeated, and why; records this try as succeeded with that job; cleans the job up if it
         is still there (the cleanup that try did not live to finish). Called before anything else in a try.
 
@@ -323,7 +323,7 @@ class TrainingJobRun:
     def _return_earlier(self, decision: Reuse, job: dict[str, Any] | None) -> dict[str, Any]:
         """Return the earlier try's success as this try's: say so, record it, clean up the job if it is still there.
 
-        :param decision: the reuse (:func:`~airflow_trainjob.earlier_success.decide`).
+        :param decision: the reuse (:func:`~airflow_trainjob.domain.earlier_success.decide`).
         :param job: the job as read now, Succeeded, or None when it is gone (then ``decision`` has the summary).
         """
         summary = decision.summary

@@ -97,7 +97,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         ``task_state_store`` so a retry after a worker crash reconnects to it, and a try that Airflow runs after the
         job succeeded (its scheduler's race, apache/airflow#72716; a worker lost after the cleanup) returns that
         success instead of training again, until the task is cleared (see
-        :mod:`~airflow_trainjob.earlier_success`); default True. False: every try creates its job.
+        :mod:`~airflow_trainjob.domain.earlier_success`); default True. False: every try creates its job.
     :param deferrable: wait in the triggerer (a shared watch, no worker slot) instead of watching from the
         worker; default: Airflow's ``[operators] default_deferrable``. The verdict, messages and
         cleanup are the same; the lead replica's log is copied in batches instead of streamed.
