@@ -7,6 +7,8 @@ All derive from Airflow's exceptions so that Airflow's retry logic reads them th
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 
 
@@ -73,3 +75,27 @@ class TrainingJobStoppedError(TrainingJobError):
 
 class TrainingJobTimeoutError(TrainingJobError):
     """``timeout`` or ``startup_timeout`` passed before the job finished; the job was deleted."""
+
+
+class Judged(Protocol):
+    """What :func:`exception_for` reads of a decision (:class:`airflow_trainjob.domain.verdict.Verdict`)."""
+
+    @property
+    def permanent(self) -> bool:
+        """Retrying cannot help."""
+        ...
+
+    @property
+    def message(self) -> str:
+        """What Airflow shows."""
+        ...
+
+
+def exception_for(decision: Judged) -> AirflowFailException | TrainingJobError:
+    """The exception Airflow sees for a decision: ``AirflowFailException`` when retrying cannot help (Airflow ends
+    the task without retries), else :class:`TrainingJobError` (Airflow may retry); its message is the decision's.
+    The one place a decision's retry class becomes an exception class.
+
+    :param decision: a :class:`~airflow_trainjob.domain.verdict.Verdict` (``permanent``, ``message``).
+    """
+    return AirflowFailException(decision.message) if decision.permanent else TrainingJobError(decision.message)

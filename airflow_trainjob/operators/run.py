@@ -21,7 +21,7 @@ Synchronous (``execute`` -> Airflow's ``ResumableJobMixin.execute_resumable``):
    pods (:class:`~airflow_trainjob.watching.job_watch.PodFeed`) and the lead replica's log, wait by
    :class:`~airflow_trainjob.watching.job_watch.JobWatch` (the deadlines of
    :mod:`~airflow_trainjob.domain.deadlines`, API outages ridden out for :data:`API_OUTAGE_TOLERANCE`), stop the pods the
-   user's ``cleanPodPolicy`` stops at the end, give the verdict (:mod:`~airflow_trainjob.verdict`,
+   user's ``cleanPodPolicy`` stops at the end, give the verdict (:mod:`~airflow_trainjob.domain.verdict`,
    :mod:`~airflow_trainjob.domain.conditions`), clean up; returns the summary.
 3. ``get_job_result`` -> :meth:`TrainingJobRun.result`: the summary of step 2.
 
@@ -84,6 +84,7 @@ from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskIn
 from airflow_trainjob.domain.params import RunSettings
 from airflow_trainjob.domain.pods import is_active, owned_by, pods_to_clean, restart_counts
 from airflow_trainjob.domain.records import JobRecord, TrySeries, outcome_of, spec_digest
+from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import (
     JobDeletedError,
     JobNotOwnedError,
@@ -92,12 +93,12 @@ from airflow_trainjob.exceptions import (
     TrainingJobTimeoutError,
 )
 from airflow_trainjob.hooks.api_errors import RAISED_ERRORS, one_line
+from airflow_trainjob.hooks.evidence import announced_end, failure_exception, read_tails
 from airflow_trainjob.hooks.retries import is_transient
 from airflow_trainjob.operators.recorder import KILL_WRITE_SECONDS, JobRecorder
 from airflow_trainjob.triggers.args import TriggerArgs
 from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED, TIMED_OUT
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
-from airflow_trainjob.verdict import announced_end, failure_exception, job_ref, read_tails
 from airflow_trainjob.watching.job_watch import JobWatch, PodFeed
 from airflow_trainjob.watching.lead_log_follower import LeadLogFollower
 
@@ -517,7 +518,7 @@ class TrainingJobRun:
 
         :param external_id: the stored job, read when neither :meth:`create_or_attach` nor :meth:`reconnect` ran.
         :returns: the summary (:func:`job_summary`).
-        :raises AirflowFailException, TrainingJobError: the job failed (see :func:`verdict.failure_exception`).
+        :raises AirflowFailException, TrainingJobError: the job failed (see :func:`~airflow_trainjob.hooks.evidence.failure_exception`).
         :raises TrainingJobTimeoutError: a deadline passed (the job is deleted).
         :raises JobDeletedError: the job was deleted or replaced outside this task before it finished.
         :raises TrainingJobStoppedError: :meth:`kill` ran (Airflow stopped the task).

@@ -15,12 +15,13 @@ from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.deadlines import Deadlines, look_again_in, queue_line
 from airflow_trainjob.domain.names import namespace_problem
 from airflow_trainjob.domain.params import DEFAULTS, SENSOR, problems, refuse, values_of
+from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import InvalidJobSpecError, JobDeletedError, TrainingJobError, TrainingJobTimeoutError
+from airflow_trainjob.hooks.evidence import announced_end, failure_exception
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.triggers.args import TriggerArgs
 from airflow_trainjob.triggers.events import DELETED, FINISHED, TIMED_OUT
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
-from airflow_trainjob.verdict import announced_end, failure_exception, job_ref
 
 
 class TrainingJobSensor(BaseSensorOperator):

@@ -39,7 +39,7 @@ from airflow_trainjob.domain import conditions, failures, pods
 from airflow_trainjob.domain.deadlines import queue_state
 from airflow_trainjob.domain.failures import ExitClass
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
-from airflow_trainjob.verdict import failure_ends
+from airflow_trainjob.domain.verdict import failure_ends
 
 #: Seconds between two polls of a page while its job can still change.
 REFRESH_SECONDS = 5
@@ -317,7 +317,7 @@ def replicas(
     ``reason`` (``OOMKilled``, ``Evicted``, ``Error``...) and ``exit_class`` (:class:`failures.ExitClass`),
     ``node``, ``created_at``, ``age_seconds`` (the pod's age when the try recorded it; None for a live pod, whose
     age the page counts), ``lead``, ``gone`` (False: the pod is there, or was when recorded), and the task's
-    judgement of the failure (the one its error gives, :func:`verdict.failure_ends` ranked by
+    judgement of the failure (the one its error gives, :func:`~airflow_trainjob.domain.verdict.failure_ends` ranked by
     :func:`failures.failures_in_order` and :func:`failures.root_cause`): ``failed`` (the replica is among the
     failures), ``first_failure`` (its run failed the job) and ``failure`` (that run's ``exit_code``, ``reason``,
     ``exit_class``; None when it did not fail).

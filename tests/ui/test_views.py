@@ -668,8 +668,7 @@ def test_record_value_as_it_is_or_through_the_configured_backend(monkeypatch):
 
 # --- the tab agrees with the task's error and with Airflow's state of the try (issue 24, item 4) ------------------
 
-from airflow_trainjob import verdict  # noqa: E402
-from airflow_trainjob.domain import failures  # noqa: E402
+from airflow_trainjob.domain import failures, verdict  # noqa: E402
 
 BOTH_FAILED = [
     condition("Created", "True", "2026-12-02T05:00:01Z"),

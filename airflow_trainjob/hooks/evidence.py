@@ -1,45 +1,31 @@
-"""Turns a failed job into the exception Airflow should see: message, cause and retry class.
+"""What a verdict needs, read through a :class:`~airflow_trainjob.hooks.training_job.TrainingJobHook`: the failed
+job's pods, the log tail of each failed container and the events (:func:`failure_exception`, :func:`read_tails`),
+and the end the training operator announced for a job that is gone (:func:`announced_end`).
 
-Reads what the message needs — the pods' exits, the log tail of each failed container (an init container's
-from its own log) and the recent events — before any cleanup deletes the pods. Shared by the operator and the sensor.
+Reads only: what the evidence means is :mod:`airflow_trainjob.domain.verdict`'s and
+:mod:`airflow_trainjob.domain.conditions`', the exception :func:`airflow_trainjob.exceptions.exception_for`'s. The
+reads happen before any cleanup deletes the pods. Shared by the operator and the sensor.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from airflow.providers.common.compat.sdk import AirflowFailException
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.domain import conditions
-from airflow_trainjob.domain.failures import (
-    ContainerEnd,
-    container_ends,
-    ends_from_events,
-    failure_message,
-    is_permanent,
-    restart_policies,
-)
-from airflow_trainjob.domain.pods import log_container
-from airflow_trainjob.exceptions import TrainingJobError
+from airflow_trainjob.domain.failures import ContainerEnd, container_ends
+from airflow_trainjob.domain.verdict import job_ref, judge_failure
+from airflow_trainjob.exceptions import exception_for
 from airflow_trainjob.hooks.api_errors import one_line
 
 #: Failed replicas whose log tail is quoted (the first ones to fail).
 TAILS_QUOTED = 8
 
 log = logging.getLogger(__name__)
-
-
-def job_ref(job: dict[str, Any]) -> str:
-    """``"<Kind> <namespace>/<name>"``.
-
-    :param job: the job, an API JSON dict (``kind``, ``metadata.namespace``, ``metadata.name``).
-    """
-    return f"{job['kind']} {job['metadata']['namespace']}/{job['metadata']['name']}"
 
 
 def announced_end(hook: Any, job: dict[str, Any]) -> dict[str, Any] | None:
@@ -54,12 +40,6 @@ def announced_end(hook: Any, job: dict[str, Any]) -> dict[str, Any] | None:
         hook.list_events(meta["namespace"], {meta["name"]}), job["kind"], meta.get("uid")
     )
     return None if status is None else {**job, "status": conditions.with_announced_end(job.get("status"), status)}
-
-
-def _template_container(job: Mapping[str, Any], kind: Any, replica: str) -> str:
-    """The container that speaks for ``replica`` (``Worker-0``) by the job's pod template, as for a live pod."""
-    spec = ((job.get("spec") or {}).get(kind.replica_specs_key) or {}).get(replica.rpartition("-")[0]) or {}
-    return log_container(spec.get("template") or {}, kind)
 
 
 def read_tails(hook: Any, namespace: str, ends: Sequence[ContainerEnd], tail_lines: int) -> dict[str, str]:
@@ -90,28 +70,6 @@ def read_tails(hook: Any, namespace: str, ends: Sequence[ContainerEnd], tail_lin
     return tails
 
 
-def failure_ends(
-    job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]]
-) -> list[ContainerEnd]:
-    """The container runs a failed job is judged by, oldest first, as :func:`failure_exception` reads them: the pods'
-    (:func:`failures.container_ends`); when none of them failed (the pods are gone: ``cleanPodPolicy``, or the
-    controller replaced them), the exits the training operator reported in its ``ExitedWithCode`` events, each
-    container named from the job's pod template. The Training job tab marks failed replicas by the same runs.
-
-    :param job: the job, an API JSON dict (``kind``, ``metadata.name``, the pod templates of ``spec``).
-    :param pods: its pods (API JSON dicts: now, and as last seen).
-    :param events: the events about the job and its pods (API JSON dicts).
-    """
-    kind = JOB_KINDS[job["kind"]]
-    ends = container_ends(pods, kind)
-    if any(e.failed for e in ends):
-        return ends
-    return [
-        replace(e, container=e.container or _template_container(job, kind, e.replica))
-        for e in ends_from_events(events, job["metadata"]["name"], kind)
-    ]
-
-
 def failure_exception(
     hook: Any, job: dict[str, Any], log_tail_lines: int = 50, seen_pods: Iterable[dict[str, Any]] = ()
 ) -> Exception:
@@ -128,24 +86,18 @@ def failure_exception(
     :param seen_pods: the job's pods as last seen while waiting (API JSON dicts).
     """
     name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
-    kind = JOB_KINDS[job["kind"]]
     pods = hook.list_job_pods(name, namespace)
     present = {p["metadata"]["name"] for p in pods}
     pods = [*pods, *(p for p in seen_pods if p["metadata"]["name"] not in present)]
-    ends = container_ends(pods, kind)
-    tails = read_tails(hook, namespace, ends, log_tail_lines)
+    tails = read_tails(hook, namespace, container_ends(pods, JOB_KINDS[job["kind"]]), log_tail_lines)
+    return exception_for(judge_failure(job, pods, _events_if_any(hook, job, pods), tails))
+
+
+def _events_if_any(hook: Any, job: dict[str, Any], pods: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events about ``job`` and ``pods``; none, with a warning, when the API refuses the list."""
+    namespace = job["metadata"]["namespace"]
     try:
-        involved = {name, *(p["metadata"]["name"] for p in pods)}
-        raw_events = hook.list_events(namespace, involved)
+        return hook.list_events(namespace, {job["metadata"]["name"], *(p["metadata"]["name"] for p in pods)})
     except ApiException as e:
         log.warning("Could not list the events of %s: %s", job_ref(job), one_line(e))
-        raw_events = []
-    ends = failure_ends(job, pods, raw_events)
-    events = [
-        f"{e.get('type')} {e.get('reason')} {e['involvedObject'].get('name')}: {e.get('message', '')}"
-        for e in raw_events
-    ]
-    policies = restart_policies(job)
-    message = failure_message(job_ref(job), job.get("status"), ends, events, tails, policies)
-    permanent = is_permanent(ends, policies, conditions.failed_at(job.get("status")))
-    return AirflowFailException(message) if permanent else TrainingJobError(message)
+        return []
