@@ -29,7 +29,6 @@ LONG_FUNCTIONS = {
     "airflow_trainjob.operators.run:TrainingJobRun._cleanup": 98,
     "airflow_trainjob.watching.job_watch:ListThenWatch._loop": 84,
     "airflow_trainjob.operators.run:TrainingJobRun._create_or_attach": 68,
-    "airflow_trainjob.triggers.training_job:TrainingJobTrigger._judge": 64,
     "airflow_trainjob.operators.run:TrainingJobRun._remove_pods_left": 61,
 }
 #: ``.py`` files directly in ``airflow_trainjob/`` (``__init__.py`` included), at most: the redesign moves them into

@@ -60,16 +60,14 @@ from urllib3.exceptions import HTTPError
 
 from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_TRY_NUMBER
 from airflow_trainjob.domain import conditions
-from airflow_trainjob.domain.cleanup_hold import pods_left, pods_to_stop, release_patch, user_run_policy
+from airflow_trainjob.domain.cleanup_hold import pods_left, release_patch, user_run_policy
 from airflow_trainjob.domain.deadlines import (
-    QUEUE_TIMEOUT,
     Deadlines,
     QueueState,
-    queue_line,
     queue_state,
 )
 from airflow_trainjob.domain.earlier_success import Reuse, StartOver, decide, reuse_lines
-from airflow_trainjob.domain.failures import container_ends, pending_failures, pending_reasons, quoted_tails
+from airflow_trainjob.domain.failures import container_ends, pending_failures, quoted_tails
 from airflow_trainjob.domain.lead_log import (
     LOG_NOT_THERE,
     SECRET_MARK,
@@ -79,6 +77,15 @@ from airflow_trainjob.domain.lead_log import (
     quote_log,
     secret_spans,
     write_lines,
+)
+from airflow_trainjob.domain.lifecycle import (
+    Finished,
+    Gone,
+    JobWait,
+    TimedOut,
+    explained_timeout,
+    judge_gone,
+    pods_stopped_at_terminal,
 )
 from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
 from airflow_trainjob.domain.params import RunSettings
@@ -568,13 +575,13 @@ class TrainingJobRun:
 
     def _wait(self, ref: str, manifest: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
         """Follow the job by a watch until it is terminal; log each change; enforce the timeouts, each just after its
-        time as it stands after the latest change (:meth:`Deadlines.next_look`).
+        time as it stands after the latest change (:meth:`JobWait.next_look`). What each state means is the
+        lifecycle core's (:mod:`~airflow_trainjob.domain.lifecycle`); this drives it.
 
         :returns: the job's last state: terminal, also when the job was deleted right after it finished.
         :raises JobDeletedError: the job vanished while its last state seen was not terminal.
         :raises TrainingJobStoppedError: ... because this task's own ``on_kill`` deleted it.
         """
-        desired = JOB_KINDS[self.kind].desired_replicas(manifest)
         settings = self.settings
         deadlines = Deadlines(
             started_at=time.time(),
@@ -582,48 +589,42 @@ class TrainingJobRun:
             startup_timeout=settings.startup_timeout,
             queue_timeout=settings.queue_timeout,
         )
-        last_line: str | None = None
+        wait = JobWait(ref, deadlines, desired=JOB_KINDS[self.kind].desired_replicas(manifest))
 
         def next_look() -> float | None:
             # The next deadline as it stands now, or the next "still queued" line (the pods, a container restarted
             # in place, have their own watch), or when a sight of the job held back from the record may be written.
             record_in = self._recorder.seen_due_in() if self._recorder is not None else None
-            return deadlines.next_look(time.time(), every=record_in)
+            return wait.next_look(time.time(), every=record_in)
 
         watch = self._watch(
             self.hook, job, poll_interval=settings.poll_interval, outage_tolerance=API_OUTAGE_TOLERANCE, log=self.log
         )
         for seen in watch.follow(next_look):  # asked before each watch request and after each state seen
-            job, status = seen.job, seen.job.get("status")
+            job = seen.job
             self._last_seen = job
             if seen.deleted or self._stopped_by_airflow:
-                job = self._final_state(ref, seen)
-                self.log.info(
-                    "%s was deleted outside this task right after it finished: %s",
-                    ref,
-                    conditions.summary(job.get("status")),
-                )
-                return job
-            now = time.time()
-            turn = deadlines.observe(job, now)
-            line = conditions.progress_line(ref, status, desired)
-            if line != last_line:
-                self.log.info("%s", line)
-                last_line = line
-            if deadlines.due(turn, now):
-                (self.log.warning if turn == "requeued" else self.log.info)("%s", queue_line(ref, deadlines, turn, now))
+                finished = self._final_state(ref, seen)
+                self.log.info("%s", finished.deleted_line)
+                return finished.job
+            decision = wait.seen(job, time.time())
+            if decision.lines.progress is not None:
+                self.log.info("%s", decision.lines.progress)
+            if decision.lines.queue is not None:
+                (self.log.warning if decision.lines.queue_warns else self.log.info)("%s", decision.lines.queue)
             pods = self._look_at_pods()
-            if conditions.is_terminal(status):
+            if isinstance(decision, Finished):
                 return job
             self._record_seen(job)
-            passed = deadlines.passed(now)
-            if passed is not None:
-                raise self._timeout(job, *passed, ref, status, pods or [], deadlines.state)
+            if isinstance(decision, TimedOut):
+                status = job.get("status")
+                raise self._timeout(job, decision.which, decision.seconds, ref, status, pods or [], decision.queue)
         raise JobDeletedError(f"{ref}: the watch ended before the job did")  # follow() ends only on a deletion
 
-    def _final_state(self, ref: str, seen: Any) -> dict[str, Any]:
-        """The job's last state, once it is gone: the one seen when it was terminal, else the terminal condition
-        the training operator announced in its events (a deletion the watch could not see, e.g. while polling).
+    def _final_state(self, ref: str, seen: Any) -> Finished[dict[str, Any]]:
+        """The job is gone: its end as its last state says (:func:`~airflow_trainjob.domain.lifecycle.judge_gone`), the
+        one seen, else the terminal condition the training operator announced in its events (a deletion the watch
+        could not see, e.g. while polling).
 
         :raises TrainingJobStoppedError: this task's own ``on_kill`` deleted it.
         :raises JobDeletedError: it was deleted (or replaced) before it finished."""
@@ -633,21 +634,18 @@ class TrainingJobRun:
                 f"down) while the job was {conditions.phase(seen.job.get('status'))}; it deleted the job and its "
                 "pods on the way out"
             )
-        if seen.replaced:
-            raise JobDeletedError(f"{ref} was deleted outside this task and replaced by another object")
-        if conditions.is_terminal(seen.job.get("status")):
-            return seen.job
-        try:
-            announced = announced_end(self.hook, seen.job)
-        except Exception as e:
-            self.log.warning("Could not read the events of %s (%s)", ref, one_line(e))
-            announced = None
-        if announced is not None:
-            return announced
-        raise JobDeletedError(
-            f"{ref} was deleted outside this task before it finished (last seen "
-            f"{conditions.summary(seen.job.get('status'))})"
-        )
+        decision = judge_gone(ref, seen.job, replaced=seen.replaced)
+        if isinstance(decision, Gone) and not decision.replaced:
+            try:
+                announced = announced_end(self.hook, seen.job)
+            except Exception as e:
+                self.log.warning("Could not read the events of %s (%s)", ref, one_line(e))
+                announced = None
+            if announced is not None:
+                decision = judge_gone(ref, announced)
+        if isinstance(decision, Gone):
+            raise JobDeletedError(decision.message)
+        return decision
 
     def _look_at_pods(self) -> list[dict[str, Any]] | None:
         """The job's pods now (see :meth:`PodFeed.look`: from their watch, else a LIST), or None when the API cannot
@@ -694,10 +692,11 @@ class TrainingJobRun:
         pods: list,
         queue: QueueState | None = None,
     ) -> TrainingJobTimeoutError:
+        """The error of a deadline passed, in :func:`~airflow_trainjob.domain.lifecycle.explained_timeout`'s words,
+        with the evidence read here: the logs of the containers that keep a pod pending by failing (an init
+        container's crash loop) and the job's last warning events."""
         kind = JOB_KINDS[self.kind]
-        pending = pending_reasons(pods, kind)
         name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
-        # The logs of the containers that keep a pod pending by failing (an init container's crash loop).
         tails = quoted_tails(
             read_tails(self.hook, namespace, pending_failures(pods, kind), self.settings.log_tail_lines)
         )
@@ -709,51 +708,38 @@ class TrainingJobRun:
             ][-3:]
         except ApiException:
             warnings = []  # the timeout is the news; its explanation is best effort
-        if which == QUEUE_TIMEOUT:
-            where = queue.where() if queue else "its queue"
-            return TrainingJobTimeoutError(
-                f"{ref}: queue_timeout of {seconds:g} s passed while the job waited in {where}, suspended and not "
-                f"admitted (for Kueue's reason: kubectl get workloads.kueue.x-k8s.io -n {namespace}); the job was "
-                "deleted" + (f"; warnings: {' | '.join(warnings)}" if warnings else "")
-            )
-        if not conditions.controller_has_acted(status) and not pods:
-            return TrainingJobTimeoutError(
-                f"{ref}: {which} of {seconds:g} s passed and no controller has acted on the job (no status, no "
-                f"pods): the Kubeflow training operator may not be running, or not watching namespace {namespace} "
-                f"(its --namespace flag), or not serving {self.kind} (--enable-scheme); the job was deleted"
-                + (f"; warnings: {' | '.join(warnings)}" if warnings else "")
-            )
         return TrainingJobTimeoutError(
-            f"{ref}: {which} of {seconds:g} s passed; last state: {conditions.summary(status)}"
-            + (f"; pending: {' | '.join(pending)}" if pending else "")
-            + (f"; warnings: {' | '.join(warnings)}" if warnings else "")
-            + "".join(f"\n{line}" for line in tails)
+            explained_timeout(
+                ref,
+                which,
+                seconds,
+                status=status,
+                queue=queue,
+                kind=kind,
+                namespace=namespace,
+                pods=pods,
+                warnings=warnings,
+                tails=tails,
+            )
         )
 
     def _stop_pods_at_terminal(self, job: dict[str, Any]) -> None:
         """The job is terminal: stop the pods its user's ``cleanPodPolicy`` has the controller stop at that moment
-        (Pending and Running ones, for ``Running`` and ``All``), which the held policy kept running. Best effort:
-        the cleanup at the end of the task deletes whatever is left."""
+        (:func:`~airflow_trainjob.domain.lifecycle.pods_stopped_at_terminal`), which the held policy kept running.
+        Best effort: the cleanup at the end of the task deletes whatever is left."""
         meta = job["metadata"]
-        policy = user_run_policy(job)
         try:
             pods = self.hook.list_job_pods(meta["name"], meta["namespace"])
-            stopping = [p for p in pods_to_stop(pods, policy) if owned_by(p, meta.get("uid"))]
-            for pod in stopping:
+            stop = pods_stopped_at_terminal(job_ref(job), job, pods)
+            for pod in stop.pods:
                 self.hook.delete_pod(pod["metadata"]["name"], meta["namespace"], uid=pod["metadata"].get("uid"))
         except Exception as e:
             self.log.warning(
                 "Could not stop the running pods of %s now (%s); the cleanup will", job_ref(job), one_line(e)
             )
             return
-        if stopping:
-            self.log.info(
-                "%s is %s: stopping %s (pods deleted), as cleanPodPolicy %s asks",
-                job_ref(job),
-                conditions.phase(job.get("status")),
-                ", ".join(p["metadata"]["name"] for p in stopping),
-                policy.clean_pod_policy,
-            )
+        if stop.line is not None:
+            self.log.info("%s", stop.line)
 
     # ---- 3. the result -----------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.constants import CONDITION_SUCCEEDED
 from airflow_trainjob.domain import conditions
-from airflow_trainjob.domain.deadlines import Deadlines, look_again_in, queue_line
+from airflow_trainjob.domain.deadlines import look_again_in
+from airflow_trainjob.domain.lifecycle import Finished, Gone, judge_gone, one_look
 from airflow_trainjob.domain.names import namespace_problem
 from airflow_trainjob.domain.params import DEFAULTS, SENSOR, problems, refuse, values_of
 from airflow_trainjob.domain.verdict import job_ref
@@ -117,15 +118,16 @@ class TrainingJobSensor(BaseSensorOperator):
 
     def _final_state(self, last_seen: dict[str, Any]) -> dict[str, Any]:
         """The job this sensor saw in an earlier poke is gone: its verdict is the terminal condition the training
-        operator announced in its events, else it was deleted before it finished.
+        operator announced in its events, else it was deleted before it finished
+        (:func:`~airflow_trainjob.domain.lifecycle.judge_gone`, by its state last seen).
 
         :raises JobDeletedError: no terminal condition was announced."""
         job = announced_end(self.hook, last_seen)
         if job is None:
-            raise JobDeletedError(
-                f"{job_ref(last_seen)} was deleted before it finished (last seen "
-                f"{conditions.summary(last_seen.get('status'))})"
-            )
+            gone = judge_gone(job_ref(last_seen), last_seen, self.target_conditions, said_of_task=False)
+            if isinstance(gone, Gone):
+                raise JobDeletedError(gone.message)
+            return last_seen  # it had finished when last seen: judged as it was
         self.log.info(
             "%s is gone; the training operator's events say it ended: %s",
             job_ref(last_seen),
@@ -182,13 +184,10 @@ class TrainingJobSensor(BaseSensorOperator):
                 return False
             job = self._final_state(self._last_seen)
         self._last_seen = job
-        status = job.get("status")
-        self.log.info("%s: %s", job_ref(job), conditions.summary(status))
-        now = time.time()
-        seen = Deadlines(started_at=now)  # the sensor has no deadline of its own here: only the queue line
-        seen.observe(job, now)
-        if seen.state is not None and seen.state.queued:  # Kueue holds it: waiting, not failed
-            self.log.info("%s", queue_line(job_ref(job), seen, None, now))
-        if conditions.is_failed(status):
+        look = one_look(job_ref(job), job, self.target_conditions, time.time())
+        self.log.info("%s", look.lines.progress)
+        if look.lines.queue is not None:  # Kueue holds it: waiting, not failed
+            self.log.info("%s", look.lines.queue)
+        if isinstance(look, Finished) and look.failed:
             raise failure_exception(self.hook, job, self.log_tail_lines)
-        return any(conditions.has_condition(status, t) for t in self.target_conditions)
+        return isinstance(look, Finished)

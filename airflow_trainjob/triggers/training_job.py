@@ -37,8 +37,8 @@ from airflow_trainjob.constants import (
     JobConditionType,
 )
 from airflow_trainjob.domain import conditions
-from airflow_trainjob.domain.cleanup_hold import pods_to_stop, user_run_policy
-from airflow_trainjob.domain.deadlines import Deadlines, queue_line
+from airflow_trainjob.domain.cleanup_hold import user_run_policy
+from airflow_trainjob.domain.deadlines import Deadlines
 from airflow_trainjob.domain.lead_log import (
     ANNOTATION_LEAD_LOG_CURSOR,
     LIVE_READ_BYTES,
@@ -51,6 +51,15 @@ from airflow_trainjob.domain.lead_log import (
     cursor_on_job,
     secrets_at,
     write_lines,
+)
+from airflow_trainjob.domain.lifecycle import (
+    Decision,
+    Finished,
+    Gone,
+    JobWait,
+    KeepWaiting,
+    TimedOut,
+    pods_stopped_at_terminal,
 )
 from airflow_trainjob.domain.ownership import why_not_followed
 from airflow_trainjob.domain.pods import lead_pod, owned_by, pod_name
@@ -117,7 +126,8 @@ class TrainingJobTrigger(BaseEventTrigger):
         )
         self._masked = False  # the job's secrets were handed to Airflow's masker
         self._seen_uid: str | None = None  # the job's uid once seen (a sensor's wait starts without one)
-        self._last_line: str | None = None  # the progress line logged last
+        # What each look at the job means (the progress line logged last and the deadlines are its memory).
+        self._wait = JobWait(self._address.ref, self._deadlines, args.target_conditions)
         # The copy of the lead replica's log: where it stands, the task that looks at it, when the job may be writing.
         self._lead_copy: LeadLogCopy | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -277,112 +287,104 @@ class TrainingJobTrigger(BaseEventTrigger):
         yield event
 
     async def _judge(self, stream: JobStream) -> TriggerEvent | None:
-        """This trigger's event, from the stream's cache, or None to keep waiting."""
+        """This trigger's event, from the stream's cache, or None to keep waiting: what the job's state means is the
+        lifecycle core's (:mod:`~airflow_trainjob.domain.lifecycle`); this reads the job and acts on the decision."""
         if stream.error:
             return self._event(ERROR, f"waiting for {self._ref}: {stream.error}")
+        decision = await self._look(stream)
+        if decision is None or isinstance(decision, KeepWaiting):
+            return None
+        if isinstance(decision, Gone):
+            return self._event(DELETED, decision.message, decision.last_known)
+        if isinstance(decision, TimedOut):
+            return self._event(TIMED_OUT, decision.message, decision.job, which=decision.which)
+        if decision.gone:  # deleted right after it finished: its last state is the verdict's
+            return self._event(FINISHED, decision.message, decision.job)
+        return await self._finish(stream, decision)
+
+    async def _look(self, stream: JobStream) -> Decision[dict[str, Any]] | None:
+        """The core's decision on the job as the stream's cache has it; when the cache does not have it (or has a
+        namesake), on its last state the stream kept, its absence (a wait for its creation), or what a GET says.
+        None: it cannot tell now (the hook's retries are spent): judged again at the next change or deadline."""
         job = stream.jobs.get(self.name)
-        if job is None or (self.uid and job["metadata"].get("uid") != self.uid):
-            final = stream.final_state(self.name, self.uid or self._seen_uid)
-            if final is not None and not self.wait_for_creation:  # (a sensor's first look: an old namesake's)
-                return self._judge_deleted(final)
-            if job is None and self.wait_for_creation:
-                which = self._deadline_passed()
-                return (
-                    self._event(TIMED_OUT, f"{self._ref} was not created before the deadline", which=which)
-                    if which
-                    else None
-                )
-            # The cache may not have seen the job's creation yet (or its predecessor's deletion): ask.
-            try:
-                job = await self._read(stream)
-            except kubernetes_side.TRANSIENT_ERRORS:
-                return (
-                    None  # cannot tell now (the hook's retries are spent): judged again at the next change or deadline
-                )
-            except kubernetes_side.QuietApiException as e:
-                if e.status in kubernetes_side.TRANSIENT_STATUS_CODES:
-                    return None
-                raise
-            if job is None:
-                announced = await self._announced_end(stream)
-                if announced is not None:  # gone before this trigger saw it end: the operator's events say how
-                    return self._judge_deleted(announced)
-                return self._event(DELETED, f"{self._ref} was deleted outside this task before it finished")
-            if self.uid and job["metadata"].get("uid") != self.uid:
-                return self._event(DELETED, f"{self._ref} was deleted outside this task and replaced by another object")
+        if job is not None and not (self.uid and job["metadata"].get("uid") != self.uid):
+            return self._judge_seen(job)
+        final = stream.final_state(self.name, self.uid or self._seen_uid)
+        if final is not None and not self.wait_for_creation:  # (a sensor's first look: an old namesake's)
+            return self._wait.gone(final)
+        if job is None and self.wait_for_creation:
+            return self._wait.absent(time.time())
+        # The cache may not have seen the job's creation yet (or its predecessor's deletion): ask.
+        try:
+            job = await self._read(stream)
+        except kubernetes_side.TRANSIENT_ERRORS:
+            return None
+        except kubernetes_side.QuietApiException as e:
+            if e.status in kubernetes_side.TRANSIENT_STATUS_CODES:
+                return None
+            raise
+        if job is None:  # gone before this trigger saw it end: the operator's events may say how
+            return self._wait.gone(await self._announced_end(stream))
+        if self.uid and job["metadata"].get("uid") != self.uid:
+            return self._wait.gone(None, replaced=True)
+        return self._judge_seen(job)
+
+    def _judge_seen(self, job: dict[str, Any]) -> Decision[dict[str, Any]]:
+        """Take in the job as read now (the lead's log follows its phase) and log what the core says of it: its
+        entering and leaving its queue, and its progress line when it changed, as the synchronous wait does."""
         self._seen(job)
-        status = job.get("status")
         self._note_phase(job)
-        self._observe(job)  # before the verdict: a job admitted and finished between two looks was admitted too
-        line = conditions.progress_line(self._ref, status, JOB_KINDS[self.kind].desired_replicas(job))
-        if line != self._last_line:
-            self.log.info("%s", line)
-            self._last_line = line
-        if conditions.is_failed(status) or self._reached_target(status):
-            await self._stop_following()  # its cursor stands still from here: the event carries it
-            held = user_run_policy(job).held
-            # The failed job's pods, read before anything stops or deletes them: their exit codes must not
-            # depend on the pods outliving the resume (someone may delete the job meanwhile).
-            stops = held and bool(self.owner_labels)
-            listed = await self._pods(stream) if conditions.is_failed(status) or stops else []
-            pods = listed if conditions.is_failed(status) else []
-            lead_log = await self._stop_pods_at_terminal(stream, job, listed) if stops else None
-            return self._event(
-                FINISHED,
-                f"{self._ref}: {conditions.summary(status)}",
-                job,
-                pods=pods,
-                **({"lead_log": lead_log} if lead_log else {}),
-            )
-        which = self._deadline_passed()
-        if which is not None:
-            return self._event(
-                TIMED_OUT, f"{self._ref}: {which} passed; last state: {conditions.summary(status)}", job, which=which
-            )
-        return None
+        decision = self._wait.seen(job, time.time(), desired=JOB_KINDS[self.kind].desired_replicas(job))
+        lines = decision.lines
+        if lines.queue is not None:
+            (self.log.warning if lines.queue_warns else self.log.info)("%s", lines.queue)
+        if lines.progress is not None:
+            self.log.info("%s", lines.progress)
+        return decision
 
-    def _reached_target(self, status: Any) -> bool:
-        return any(conditions.has_condition(status, t) for t in self.target_conditions)
-
-    def _judge_deleted(self, final: dict[str, Any]) -> TriggerEvent:
-        """The job is gone; the stream kept its last state: a finished job gets its verdict from it."""
-        status = final.get("status")
-        if conditions.is_failed(status) or self._reached_target(status):
-            return self._event(
-                FINISHED, f"{self._ref}: {conditions.summary(status)} (then deleted outside this task)", final
-            )
+    async def _finish(self, stream: JobStream, finished: Finished[dict[str, Any]]) -> TriggerEvent:
+        """The job failed or reached a target condition: the event, with a failed job's pods, read before anything
+        stops or deletes them (their exit codes must not depend on the pods outliving the resume: someone may
+        delete the job meanwhile), after stopping the pods the user's held ``cleanPodPolicy`` stops now."""
+        await self._stop_following()  # its cursor stands still from here: the event carries it
+        job, failed = finished.job, finished.failed
+        stops = user_run_policy(job).held and bool(self.owner_labels)
+        listed = await self._pods(stream) if failed or stops else []
+        lead_log = await self._stop_pods_at_terminal(stream, job, listed) if stops else None
         return self._event(
-            DELETED,
-            f"{self._ref} was deleted outside this task before it finished (last seen {conditions.summary(status)})",
-            final,
+            FINISHED,
+            finished.message,
+            job,
+            pods=listed if failed else [],
+            **({"lead_log": lead_log} if lead_log else {}),
         )
 
     async def _stop_pods_at_terminal(
         self, stream: JobStream, job: dict[str, Any], pods: list[dict[str, Any]]
     ) -> dict[str, Any] | None:
         """Stop the pods the user's ``cleanPodPolicy`` has stopped at the terminal transition (the controller was
-        sent ``None``: see :mod:`~airflow_trainjob.domain.cleanup_hold`), now rather than when the task resumes; first
-        copy the rest of the lead replica's log into the task log if its pod is among them (it is gone at resume).
+        sent ``None``: see :mod:`~airflow_trainjob.domain.cleanup_hold`; which ones:
+        :func:`~airflow_trainjob.domain.lifecycle.pods_stopped_at_terminal`), now rather than when the task resumes;
+        first copy the rest of the lead replica's log into the task log if its pod is among them (it is gone at
+        resume).
 
         :returns: the copy's cursor (``"complete": true``) when the lead's log was read to its end, or None. Best
             effort: the task's cleanup deletes whatever is left."""
         if not stream.connected:
             return None
-        kind = JOB_KINDS[self.kind]
-        hook = stream.hook
-        uid = job["metadata"].get("uid")
-        policy = user_run_policy(job)
         copied: dict[str, Any] | None = None
         try:
-            stopping = [p for p in pods_to_stop(pods, policy) if owned_by(p, uid)]
-            lead = lead_pod(pods, kind)
-            if lead is not None and self._follows_lead_log and any(p is lead for p in stopping):
+            stop = pods_stopped_at_terminal(self._ref, job, pods)
+            lead = lead_pod(pods, JOB_KINDS[self.kind])
+            if lead is not None and self._follows_lead_log and any(p is lead for p in stop.pods):
                 # Copied here, not carried in the event: the event is stored and printed whole, and stays small.
                 copied = await self._copy_rest_of_lead_log(stream, job, pods)
-            for pod in stopping:
+            for pod in stop.pods:
                 # 404 counts as done; 409: a successor's (the uid precondition); a refusal: the task's cleanup's.
                 with contextlib.suppress(*kubernetes_side.RAISED_ERRORS):
-                    await hook.delete_pod_async(pod["metadata"]["name"], self.namespace, uid=pod["metadata"]["uid"])
+                    await stream.hook.delete_pod_async(
+                        pod["metadata"]["name"], self.namespace, uid=pod["metadata"]["uid"]
+                    )
         except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS) as e:
             self.log.warning(
                 "Could not stop the running pods of %s now (%s); the task's cleanup will",
@@ -390,14 +392,8 @@ class TrainingJobTrigger(BaseEventTrigger):
                 kubernetes_side.one_line(e),
             )
             return copied
-        if stopping:
-            self.log.info(
-                "%s is %s: stopping %s (pods deleted), as cleanPodPolicy %s asks",
-                self._ref,
-                conditions.phase(job.get("status")),
-                ", ".join(p["metadata"]["name"] for p in stopping),
-                policy.clean_pod_policy,
-            )
+        if stop.line is not None:
+            self.log.info("%s", stop.line)
         return copied
 
     # --- the lead replica's log ----------------------------------------------------------------------
@@ -644,29 +640,15 @@ class TrainingJobTrigger(BaseEventTrigger):
         except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
             return []  # the verdict still has the job's status and its events
 
-    def _observe(self, job: dict[str, Any]) -> None:
-        """Take in the job as the cache has it now; log its entering and leaving its queue, as the synchronous wait
-        does."""
-        now = time.time()
-        turn = self._deadlines.observe(job, now)
-        if self._deadlines.due(turn, now):
-            log = self.log.warning if turn == "requeued" else self.log.info
-            log("%s", queue_line(self._ref, self._deadlines, turn, now))
-
-    def _deadline_passed(self) -> str | None:
-        """The deadline that has passed for the job as last observed (none yet: not created), or None."""
-        passed = self._deadlines.passed(time.time())
-        return passed[0] if passed else None
-
     def _seconds_to_deadline(self) -> float:
-        """Seconds until the next look the deadlines call for (:meth:`Deadlines.next_look`: just after the nearest
-        deadline as it stands after the last change judged, or the next queue line), at most WATCH_SECONDS; once one
-        has passed (and the cache could not be trusted to judge it), ``poll_interval``: a resync wakes the trigger
+        """Seconds until the next look the core calls for (:meth:`JobWait.next_look`: just after the nearest deadline
+        as it stands after the last change judged, or the next queue line), at most WATCH_SECONDS; once one has
+        passed (and the cache could not be trusted to judge it), ``poll_interval``: a resync wakes the trigger
         anyway."""
         now = time.time()
-        if self._deadlines.seconds_left(now) == 0:
+        if self._wait.overdue(now):
             return max(1.0, self.poll_interval)
-        look = self._deadlines.next_look(now, every=float(WATCH_SECONDS))
+        look = self._wait.next_look(now, every=float(WATCH_SECONDS))
         return float(WATCH_SECONDS) if look is None else look
 
     async def on_kill(self) -> None:
