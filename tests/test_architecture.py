@@ -42,6 +42,8 @@ ROOT_MODULES = 3
 #: Every module of ``domain/`` is one (:func:`domain_modules`); these are the others.
 PURE_MODULES = (
     "airflow_trainjob.constants",
+    "airflow_trainjob.families",
+    "airflow_trainjob.families.kubeflow_v1",
     "airflow_trainjob.hooks.addressing",
     "airflow_trainjob.triggers.events",
     "airflow_trainjob.watching.job_cache",

@@ -28,11 +28,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from airflow_trainjob.constants import CONDITION_SUCCEEDED, JobKind
-from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.cleanup_hold import UserRunPolicy, pods_to_stop, user_run_policy
 from airflow_trainjob.domain.deadlines import QUEUE_TIMEOUT, Deadlines, QueueState, queue_line
-from airflow_trainjob.domain.failures import pending_reasons
+from airflow_trainjob.domain.family import JobFamily
 from airflow_trainjob.domain.pods import Pod, owned_by, pod_name
 
 #: The job as a driver read it: an API JSON dict, or any mapping of its shape; a decision hands back the same object.
@@ -74,7 +72,8 @@ class Finished(Generic[JobT]):
 
     :param ref: the job, ``<Kind> <namespace>/<name>``.
     :param job: the job in that state (for a job gone: its last known state).
-    :param failed: ``Failed`` decides its phase (:func:`~airflow_trainjob.domain.conditions.is_failed`).
+    :param failed: it failed (:meth:`JobFamily.is_failed`), rather than reached a target.
+    :param summary: its state in one line (:meth:`JobFamily.summary`).
     :param lines: what to log of this look (none for a job gone).
     :param gone: the job was deleted right after it finished: judged by its last known state.
     """
@@ -82,6 +81,7 @@ class Finished(Generic[JobT]):
     ref: str
     job: JobT
     failed: bool
+    summary: str
     lines: Lines = Lines()
     gone: bool = False
 
@@ -89,13 +89,13 @@ class Finished(Generic[JobT]):
     def message(self) -> str:
         """``<ref>: <summary>`` (the trigger's event, the resumed task's first line); for a job gone, with
         `` (then deleted outside this task)``."""
-        said = f"{self.ref}: {_summary(self.job)}"
+        said = f"{self.ref}: {self.summary}"
         return f"{said} (then deleted outside this task)" if self.gone else said
 
     @property
     def deleted_line(self) -> str:
         """The synchronous wait's line for a job deleted right after it finished."""
-        return f"{self.ref} was deleted outside this task right after it finished: {_summary(self.job)}"
+        return f"{self.ref} was deleted outside this task right after it finished: {self.summary}"
 
 
 @dataclass(frozen=True)
@@ -138,21 +138,20 @@ class Gone(Generic[JobT]):
 Decision = KeepWaiting | Finished[JobT] | TimedOut[JobT] | Gone[JobT]
 
 
-def _summary(job: Mapping[str, Any]) -> str:
-    return conditions.summary(job.get("status"))
-
-
-def _ends_wait(job: Mapping[str, Any], targets: Sequence[str]) -> tuple[bool, bool]:
-    """``(finished, failed)``: the job failed, or has one of ``targets`` true."""
+def _ends_wait(family: JobFamily, job: Mapping[str, Any], targets: Sequence[str] | None) -> tuple[bool, bool]:
+    """``(finished, failed)``: the job failed, or has one of ``targets`` (None: it succeeded)."""
     status = job.get("status")
-    failed = conditions.is_failed(status)
-    return failed or any(conditions.has_condition(status, t) for t in targets), failed
+    failed = family.is_failed(status)
+    if targets is None:
+        return failed or family.is_succeeded(status), failed
+    return failed or any(family.has_condition(status, t) for t in targets), failed
 
 
 def judge_gone(
     ref: str,
     last_known: JobT | None,
-    targets: Sequence[str] = (CONDITION_SUCCEEDED,),
+    family: JobFamily,
+    targets: Sequence[str] | None = None,
     *,
     replaced: bool = False,
     said_of_task: bool = True,
@@ -164,7 +163,8 @@ def judge_gone(
     :param last_known: its last state known: as last read (the watch's ``DELETED`` object, the stream's cache), or
         the end the training operator announced in its events
         (:func:`~airflow_trainjob.domain.conditions.status_from_events`); None: none is known.
-    :param targets: the condition types that end the wait successfully (``Succeeded``).
+    :param family: the job's API family (:class:`~airflow_trainjob.domain.family.JobFamily`).
+    :param targets: the condition types that end the wait successfully; None: its success (the operator's wait).
     :param replaced: a same-named object with another uid took its place.
     :param said_of_task: the waiting task made or owns the job: a deletion is "outside this task" (False: a
         sensor's poke, which owns nothing).
@@ -173,11 +173,12 @@ def judge_gone(
         return Gone(f"{ref} was deleted outside this task and replaced by another object", replaced=True)
     if last_known is None:
         return Gone(f"{ref} was deleted outside this task before it finished")
-    finished, failed = _ends_wait(last_known, targets)
+    finished, failed = _ends_wait(family, last_known, targets)
+    summary = family.summary(last_known.get("status"))
     if finished:
-        return Finished(ref, last_known, failed, gone=True)
+        return Finished(ref, last_known, failed, summary, gone=True)
     outside = " outside this task" if said_of_task else ""
-    return Gone(f"{ref} was deleted{outside} before it finished (last seen {_summary(last_known)})", last_known)
+    return Gone(f"{ref} was deleted{outside} before it finished (last seen {summary})", last_known)
 
 
 class JobWait:
@@ -186,47 +187,48 @@ class JobWait:
 
     :param ref: the job, ``<Kind> <namespace>/<name>``.
     :param deadlines: the try's :class:`~airflow_trainjob.domain.deadlines.Deadlines` (this wait feeds them).
-    :param targets: the condition types that end the wait successfully (``Succeeded``); ``Failed`` always ends it.
+    :param family: the job's API family (:class:`~airflow_trainjob.domain.family.JobFamily`): what its status means.
+    :param targets: the condition types that end the wait successfully; None: the job's success (the operator's
+        wait). A failure always ends it.
     :param desired: replica type -> ``replicas``, for ``active/desired`` counts in the progress line (the
-        synchronous wait's, from its manifest); None: as :meth:`seen` is given.
+        synchronous wait's, from its manifest); None: from the job as seen (:meth:`JobFamily.desired_replicas`).
     """
 
     def __init__(
         self,
         ref: str,
         deadlines: Deadlines,
-        targets: Sequence[str] = (CONDITION_SUCCEEDED,),
+        family: JobFamily,
+        targets: Sequence[str] | None = None,
         desired: Mapping[str, int] | None = None,
     ) -> None:
         self.ref = ref
         self.deadlines = deadlines
-        self.targets = tuple(targets)
+        self.family = family
+        self.targets = None if targets is None else tuple(targets)
         self.desired = desired
         self._last_line: str | None = None
 
-    def seen(
-        self, job: JobT, now: float, desired: Mapping[str, int] | None = None
-    ) -> KeepWaiting | Finished[JobT] | TimedOut[JobT]:
+    def seen(self, job: JobT, now: float) -> KeepWaiting | Finished[JobT] | TimedOut[JobT]:
         """The job as read at ``now``: finished, a deadline passed, or keep waiting; with the lines to log.
 
         :param job: the job, an API JSON dict (its labels, ``spec.runPolicy.suspend`` and ``status``).
         :param now: epoch seconds of the look.
-        :param desired: replica type -> ``replicas`` for this look's progress line (the trigger's, from the job);
-            None: the wait's own.
         """
-        status = job.get("status")
+        status, family = job.get("status"), self.family
         turn = self.deadlines.observe(job, now)  # first: a job admitted and finished between two looks was admitted
         queue = queue_line(self.ref, self.deadlines, turn, now) if self.deadlines.due(turn, now) else None
-        line = conditions.progress_line(self.ref, status, self.desired if desired is None else desired)
+        desired = family.desired_replicas(job) if self.desired is None else self.desired
+        line = f"{self.ref}: {family.summary(status, desired)}"  # (conditions.progress_line's words)
         lines = Lines(None if line == self._last_line else line, queue, queue_warns=turn == "requeued")
         self._last_line = line
-        finished, failed = _ends_wait(job, self.targets)
+        finished, failed = _ends_wait(family, job, self.targets)
         if finished:
-            return Finished(self.ref, job, failed, lines)
+            return Finished(self.ref, job, failed, family.summary(status), lines)
         passed = self.deadlines.passed(now)
         if passed is not None:
             which, seconds = passed
-            message = f"{self.ref}: {which} passed; last state: {conditions.summary(status)}"
+            message = f"{self.ref}: {which} passed; last state: {family.summary(status)}"
             return TimedOut(which, seconds, message, job, self.deadlines.state, lines)
         return KeepWaiting(lines, self.deadlines.next_look(now))
 
@@ -246,7 +248,7 @@ class JobWait:
         :param last_known: its last state known, or None.
         :param replaced: a same-named object with another uid took its place.
         """
-        return judge_gone(self.ref, last_known, self.targets, replaced=replaced)
+        return judge_gone(self.ref, last_known, self.family, self.targets, replaced=replaced)
 
     def next_look(self, now: float, every: float | None = None) -> float | None:
         """Seconds until the wait must look again whatever happens
@@ -266,23 +268,26 @@ class JobWait:
         return self.deadlines.seconds_left(now) == 0
 
 
-def one_look(ref: str, job: JobT, targets: Sequence[str], now: float) -> KeepWaiting | Finished[JobT]:
+def one_look(
+    ref: str, job: JobT, family: JobFamily, targets: Sequence[str], now: float
+) -> KeepWaiting | Finished[JobT]:
     """A look with no memory (a sensor's poke): its progress line every time, the queue line whenever the job waits
     in its queue; no deadline of its own.
 
     :param ref: the job, ``<Kind> <namespace>/<name>``.
     :param job: the job, an API JSON dict.
+    :param family: the job's API family (:class:`~airflow_trainjob.domain.family.JobFamily`).
     :param targets: the condition types that end the wait successfully.
     :param now: epoch seconds of the look.
     """
-    status = job.get("status")
+    summary = family.summary(job.get("status"))
     seen = Deadlines(started_at=now)
     seen.observe(job, now)
     queued = seen.state is not None and seen.state.queued  # Kueue holds it: waiting, not failed
-    lines = Lines(conditions.progress_line(ref, status), queue_line(ref, seen, None, now) if queued else None)
-    finished, failed = _ends_wait(job, targets)
+    lines = Lines(f"{ref}: {summary}", queue_line(ref, seen, None, now) if queued else None)
+    finished, failed = _ends_wait(family, job, targets)
     if finished:
-        return Finished(ref, job, failed, lines)
+        return Finished(ref, job, failed, summary, lines)
     return KeepWaiting(lines)
 
 
@@ -293,7 +298,7 @@ def explained_timeout(
     *,
     status: Any,
     queue: QueueState | None,
-    kind: JobKind,
+    family: JobFamily,
     namespace: str,
     pods: Sequence[Pod],
     warnings: Sequence[str] = (),
@@ -308,7 +313,8 @@ def explained_timeout(
     :param seconds: its limit (seconds).
     :param status: the job's last ``status`` (API JSON dict, or None).
     :param queue: where the job stood with its queue (:attr:`TimedOut.queue`), or None.
-    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types, its name).
+    :param family: the job's API family (:class:`~airflow_trainjob.domain.family.JobFamily`: its kind's name, what
+        its status and pending pods say).
     :param namespace: the job's namespace.
     :param pods: the job's pods, API JSON dicts.
     :param warnings: its last ``Warning`` events, ``<reason>: <message>`` each (at most 3).
@@ -322,15 +328,15 @@ def explained_timeout(
             f"admitted (for Kueue's reason: kubectl get workloads.kueue.x-k8s.io -n {namespace}); the job was "
             "deleted" + warned
         )
-    if not conditions.controller_has_acted(status) and not pods:
+    if not family.controller_has_acted(status) and not pods:
         return (
             f"{ref}: {which} of {seconds:g} s passed and no controller has acted on the job (no status, no "
             f"pods): the Kubeflow training operator may not be running, or not watching namespace {namespace} "
-            f"(its --namespace flag), or not serving {kind.kind} (--enable-scheme); the job was deleted" + warned
+            f"(its --namespace flag), or not serving {family.kind} (--enable-scheme); the job was deleted" + warned
         )
-    pending = pending_reasons(pods, kind)
+    pending = family.pending_reasons(pods)
     return (
-        f"{ref}: {which} of {seconds:g} s passed; last state: {conditions.summary(status)}"
+        f"{ref}: {which} of {seconds:g} s passed; last state: {family.summary(status)}"
         + (f"; pending: {' | '.join(pending)}" if pending else "")
         + warned
         + "".join(f"\n{line}" for line in tails)
@@ -353,18 +359,19 @@ class PodStop:
     line: str | None
 
 
-def pods_stopped_at_terminal(ref: str, job: Mapping[str, Any], pods: Iterable[Pod]) -> PodStop:
+def pods_stopped_at_terminal(ref: str, job: Mapping[str, Any], pods: Iterable[Pod], family: JobFamily) -> PodStop:
     """The pods to delete now that the job is terminal, and the line that says so.
 
     :param ref: the job, ``<Kind> <namespace>/<name>``.
     :param job: the job, terminal, an API JSON dict (its ``metadata.uid``, annotations, ``spec.runPolicy``, status).
     :param pods: its pods as listed, API JSON dicts (a successor's are left alone).
+    :param family: the job's API family (:class:`~airflow_trainjob.domain.family.JobFamily`: its phase's word).
     """
     policy = user_run_policy(job)
     uid = (job.get("metadata") or {}).get("uid")
     stopping = tuple(p for p in pods_to_stop(pods, policy) if owned_by(p, uid))
     line = (
-        f"{ref} is {conditions.phase(job.get('status'))}: stopping {', '.join(pod_name(p) for p in stopping)} "
+        f"{ref} is {family.phase(job.get('status'))}: stopping {', '.join(pod_name(p) for p in stopping)} "
         f"(pods deleted), as cleanPodPolicy {policy.clean_pod_policy} asks"
         if stopping
         else None

@@ -99,6 +99,7 @@ from airflow_trainjob.exceptions import (
     TrainingJobStoppedError,
     TrainingJobTimeoutError,
 )
+from airflow_trainjob.families import kubeflow_v1
 from airflow_trainjob.hooks.api_errors import RAISED_ERRORS, one_line
 from airflow_trainjob.hooks.evidence import announced_end, failure_exception, read_tails
 from airflow_trainjob.hooks.retries import is_transient
@@ -589,7 +590,8 @@ class TrainingJobRun:
             startup_timeout=settings.startup_timeout,
             queue_timeout=settings.queue_timeout,
         )
-        wait = JobWait(ref, deadlines, desired=JOB_KINDS[self.kind].desired_replicas(manifest))
+        family = kubeflow_v1.family(self.kind)
+        wait = JobWait(ref, deadlines, family, desired=family.desired_replicas(manifest))
 
         def next_look() -> float | None:
             # The next deadline as it stands now, or the next "still queued" line (the pods, a container restarted
@@ -634,7 +636,8 @@ class TrainingJobRun:
                 f"down) while the job was {conditions.phase(seen.job.get('status'))}; it deleted the job and its "
                 "pods on the way out"
             )
-        decision = judge_gone(ref, seen.job, replaced=seen.replaced)
+        family = kubeflow_v1.family(self.kind)
+        decision = judge_gone(ref, seen.job, family, replaced=seen.replaced)
         if isinstance(decision, Gone) and not decision.replaced:
             try:
                 announced = announced_end(self.hook, seen.job)
@@ -642,7 +645,7 @@ class TrainingJobRun:
                 self.log.warning("Could not read the events of %s (%s)", ref, one_line(e))
                 announced = None
             if announced is not None:
-                decision = judge_gone(ref, announced)
+                decision = judge_gone(ref, announced, family)
         if isinstance(decision, Gone):
             raise JobDeletedError(decision.message)
         return decision
@@ -715,7 +718,7 @@ class TrainingJobRun:
                 seconds,
                 status=status,
                 queue=queue,
-                kind=kind,
+                family=kubeflow_v1.family(self.kind),
                 namespace=namespace,
                 pods=pods,
                 warnings=warnings,
@@ -730,7 +733,7 @@ class TrainingJobRun:
         meta = job["metadata"]
         try:
             pods = self.hook.list_job_pods(meta["name"], meta["namespace"])
-            stop = pods_stopped_at_terminal(job_ref(job), job, pods)
+            stop = pods_stopped_at_terminal(job_ref(job), job, pods, kubeflow_v1.family(self.kind))
             for pod in stop.pods:
                 self.hook.delete_pod(pod["metadata"]["name"], meta["namespace"], uid=pod["metadata"].get("uid"))
         except Exception as e:

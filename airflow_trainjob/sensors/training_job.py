@@ -18,6 +18,7 @@ from airflow_trainjob.domain.names import namespace_problem
 from airflow_trainjob.domain.params import DEFAULTS, SENSOR, problems, refuse, values_of
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import InvalidJobSpecError, JobDeletedError, TrainingJobError, TrainingJobTimeoutError
+from airflow_trainjob.families import kubeflow_v1
 from airflow_trainjob.hooks.evidence import announced_end, failure_exception
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.triggers.args import TriggerArgs
@@ -124,7 +125,8 @@ class TrainingJobSensor(BaseSensorOperator):
         :raises JobDeletedError: no terminal condition was announced."""
         job = announced_end(self.hook, last_seen)
         if job is None:
-            gone = judge_gone(job_ref(last_seen), last_seen, self.target_conditions, said_of_task=False)
+            family = kubeflow_v1.family(self.kind)
+            gone = judge_gone(job_ref(last_seen), last_seen, family, self.target_conditions, said_of_task=False)
             if isinstance(gone, Gone):
                 raise JobDeletedError(gone.message)
             return last_seen  # it had finished when last seen: judged as it was
@@ -184,7 +186,7 @@ class TrainingJobSensor(BaseSensorOperator):
                 return False
             job = self._final_state(self._last_seen)
         self._last_seen = job
-        look = one_look(job_ref(job), job, self.target_conditions, time.time())
+        look = one_look(job_ref(job), job, kubeflow_v1.family(self.kind), self.target_conditions, time.time())
         self.log.info("%s", look.lines.progress)
         if look.lines.queue is not None:  # Kueue holds it: waiting, not failed
             self.log.info("%s", look.lines.queue)

@@ -62,7 +62,8 @@ from airflow_trainjob.domain.lifecycle import (
     pods_stopped_at_terminal,
 )
 from airflow_trainjob.domain.ownership import why_not_followed
-from airflow_trainjob.domain.pods import lead_pod, owned_by, pod_name
+from airflow_trainjob.domain.pods import owned_by, pod_name
+from airflow_trainjob.families import kubeflow_v1
 from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.triggers import kubernetes_side, log_pacing
 from airflow_trainjob.triggers.args import TriggerArgs
@@ -127,7 +128,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         self._masked = False  # the job's secrets were handed to Airflow's masker
         self._seen_uid: str | None = None  # the job's uid once seen (a sensor's wait starts without one)
         # What each look at the job means (the progress line logged last and the deadlines are its memory).
-        self._wait = JobWait(self._address.ref, self._deadlines, args.target_conditions)
+        self._wait = JobWait(self._address.ref, self._deadlines, kubeflow_v1.family(args.kind), args.target_conditions)
         # The copy of the lead replica's log: where it stands, the task that looks at it, when the job may be writing.
         self._lead_copy: LeadLogCopy | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -334,7 +335,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         entering and leaving its queue, and its progress line when it changed, as the synchronous wait does."""
         self._seen(job)
         self._note_phase(job)
-        decision = self._wait.seen(job, time.time(), desired=JOB_KINDS[self.kind].desired_replicas(job))
+        decision = self._wait.seen(job, time.time())
         lines = decision.lines
         if lines.queue is not None:
             (self.log.warning if lines.queue_warns else self.log.info)("%s", lines.queue)
@@ -374,8 +375,8 @@ class TrainingJobTrigger(BaseEventTrigger):
             return None
         copied: dict[str, Any] | None = None
         try:
-            stop = pods_stopped_at_terminal(self._ref, job, pods)
-            lead = lead_pod(pods, JOB_KINDS[self.kind])
+            stop = pods_stopped_at_terminal(self._ref, job, pods, self._wait.family)
+            lead = self._wait.family.lead_pod(pods)
             if lead is not None and self._follows_lead_log and any(p is lead for p in stop.pods):
                 # Copied here, not carried in the event: the event is stored and printed whole, and stays small.
                 copied = await self._copy_rest_of_lead_log(stream, job, pods)

@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.domain.cleanup_hold import ANNOTATION_HELD_RUN_POLICY
 from airflow_trainjob.domain.deadlines import (
     LOOK_MARGIN,
@@ -30,10 +29,12 @@ from airflow_trainjob.domain.lifecycle import (
     one_look,
     pods_stopped_at_terminal,
 )
+from airflow_trainjob.families import kubeflow_v1
 
 REF = "PyTorchJob ml/train"
 T0 = 1_000_000.0  # the try's start, epoch seconds
 STAMP = "1970-01-12T13:46:40Z"  # T0 as the API server writes it
+FAMILY = kubeflow_v1.family("PyTorchJob")
 
 
 def condition(kind: str, status: str = "True", reason: str = "", message: str = "") -> dict:
@@ -53,7 +54,7 @@ def job(*true: str, suspend: bool = False, queue: str | None = None, uid: str = 
 
 
 def waiting(**limits) -> JobWait:
-    return JobWait(REF, Deadlines(started_at=T0, **limits))
+    return JobWait(REF, Deadlines(started_at=T0, **limits), FAMILY)
 
 
 # --- keep waiting: the lines to log, and when to look again --------------------------------------------------------
@@ -70,13 +71,12 @@ def test_the_progress_line_is_said_once_per_change():
 def test_the_progress_line_counts_replicas_against_the_desired_ones():
     running = job("Created", "Running")
     running["status"]["replicaStatuses"] = {"Master": {"active": 1}, "Worker": {"active": 1}}
-    assert JobWait(REF, Deadlines(started_at=T0), desired={"Master": 1, "Worker": 2}).seen(
+    assert JobWait(REF, Deadlines(started_at=T0), FAMILY, desired={"Master": 1, "Worker": 2}).seen(
         running, T0
     ).lines.progress == (f"{REF}: Running — Master 1/1 active, Worker 1/2 active")
     # The trigger's: from the job as read, per look.
-    assert waiting().seen(running, T0, desired={"Worker": 3}).lines.progress == (
-        f"{REF}: Running — Worker 1/3 active, Master 1 active"
-    )
+    running["spec"]["pytorchReplicaSpecs"] = {"Worker": {"replicas": 3}}
+    assert waiting().seen(running, T0).lines.progress == f"{REF}: Running — Worker 1/3 active, Master 1 active"
 
 
 @pytest.mark.parametrize(
@@ -158,13 +158,13 @@ def test_succeeded_finishes_the_wait_with_the_summary():
 def test_failed_finishes_any_wait_and_says_why():
     failed = job("Created", "Running")
     failed["status"]["conditions"].append(condition("Failed", reason="PyTorchJobFailed", message="Master failed"))
-    done = JobWait(REF, Deadlines(started_at=T0), targets=("Running",)).seen(failed, T0)
+    done = JobWait(REF, Deadlines(started_at=T0), FAMILY, targets=("Running",)).seen(failed, T0)
     assert isinstance(done, Finished) and done.failed
     assert done.message == f"{REF}: Failed (PyTorchJobFailed: Master failed)"
 
 
 def test_a_target_condition_other_than_succeeded_ends_the_wait():
-    wait = JobWait(REF, Deadlines(started_at=T0), targets=("Running",))
+    wait = JobWait(REF, Deadlines(started_at=T0), FAMILY, targets=("Running",))
     assert isinstance(wait.seen(job("Created"), T0), KeepWaiting)
     running = wait.seen(job("Created", "Running"), T0 + 1)
     assert isinstance(running, Finished) and not running.failed
@@ -229,17 +229,17 @@ def test_gone_with_nothing_known_and_replaced():
 
 def test_the_announced_end_is_judged_like_a_last_state():
     announced = job("Failed")
-    decision = judge_gone(REF, announced)
+    decision = judge_gone(REF, announced, FAMILY)
     assert isinstance(decision, Finished) and decision.failed and decision.gone
 
 
 def test_a_wait_for_another_target_is_gone_when_its_job_succeeded_and_went():
-    decision = judge_gone(REF, job("Created", "Succeeded"), targets=("Scaling",))
+    decision = judge_gone(REF, job("Created", "Succeeded"), FAMILY, targets=("Scaling",))
     assert isinstance(decision, Gone) and "(last seen Succeeded)" in decision.message
 
 
 def test_a_sensors_poke_owns_nothing_and_says_so():
-    decision = judge_gone(REF, job("Created", "Running"), said_of_task=False)
+    decision = judge_gone(REF, job("Created", "Running"), FAMILY, said_of_task=False)
     assert isinstance(decision, Gone)
     assert decision.message == f"{REF} was deleted before it finished (last seen Running)"
 
@@ -250,15 +250,15 @@ def test_a_sensors_poke_owns_nothing_and_says_so():
 def test_a_look_says_the_summary_every_time_and_the_queue_whenever_queued():
     queued = job("Created", "Running", "Suspended", suspend=True)
     for _ in range(2):
-        look = one_look(REF, queued, ("Succeeded",), T0)
+        look = one_look(REF, queued, FAMILY, ("Succeeded",), T0)
         assert look == KeepWaiting(
             Lines(
                 progress=f"{REF}: Suspended",
                 queue=f"{REF} is waiting in its queue (runPolicy.suspend is true) (suspended: not admitted yet) for 0 s",
             )
         )
-    assert one_look(REF, job("Created"), ("Succeeded",), T0) == KeepWaiting(Lines(progress=f"{REF}: Created"))
-    done = one_look(REF, job("Created", "Succeeded"), ("Succeeded",), T0)
+    assert one_look(REF, job("Created"), FAMILY, ("Succeeded",), T0) == KeepWaiting(Lines(progress=f"{REF}: Created"))
+    done = one_look(REF, job("Created", "Succeeded"), FAMILY, ("Succeeded",), T0)
     assert isinstance(done, Finished) and not done.failed
 
 
@@ -272,7 +272,7 @@ def words(which: str, status: dict | None, pods=(), **evidence) -> str:
         30,
         status=status,
         queue=evidence.pop("queue", None),
-        kind=JOB_KINDS["PyTorchJob"],
+        family=FAMILY,
         namespace="ml",
         pods=list(pods),
         **evidence,
@@ -333,15 +333,92 @@ PODS = [pod("a", "Running"), pod("b", "Succeeded"), pod("c", "Pending"), pod("d"
 
 @pytest.mark.parametrize("policy", ["Running", "All"])
 def test_a_held_policy_stops_the_jobs_own_active_pods_and_says_so(policy):
-    stop = pods_stopped_at_terminal(REF, held(policy, "Created", "Succeeded"), PODS)
+    stop = pods_stopped_at_terminal(REF, held(policy, "Created", "Succeeded"), PODS, FAMILY)
     assert [p["metadata"]["name"] for p in stop.pods] == ["a", "c"]  # d is a successor's; b has finished
     assert stop.policy.held and stop.policy.clean_pod_policy == policy
     assert stop.line == f"{REF} is Succeeded: stopping a, c (pods deleted), as cleanPodPolicy {policy} asks"
 
 
 def test_nothing_is_stopped_for_none_or_when_the_controller_was_sent_the_policy():
-    assert pods_stopped_at_terminal(REF, held("None", "Failed"), PODS).pods == ()
+    assert pods_stopped_at_terminal(REF, held("None", "Failed"), PODS, FAMILY).pods == ()
     not_held = job("Failed")
     not_held["spec"]["runPolicy"]["cleanPodPolicy"] = "Running"
-    stop = pods_stopped_at_terminal(REF, not_held, PODS)
+    stop = pods_stopped_at_terminal(REF, not_held, PODS, FAMILY)
     assert (stop.pods, stop.line, stop.policy.held) == ((), None, False)
+
+
+# --- the family: the core reads a job's API family through its port, nothing else -------------------------------
+
+
+class TrainJobLike:
+    """A family of another vocabulary (``Complete``, ``Failed``; one ``node`` replica type): the core judges its jobs
+    with no word of ``kubeflow.org/v1`` in it."""
+
+    kind = "TrainJob"
+    replica_types = ("node",)
+
+    def _true(self, status, condition_type):
+        return any(
+            c.get("type") == condition_type and c.get("status") == "True" for c in (status or {}).get("conditions", [])
+        )
+
+    def is_failed(self, status):
+        return self._true(status, "Failed")
+
+    def is_succeeded(self, status):
+        return self._true(status, "Complete")
+
+    def is_terminal(self, status):
+        return self.is_failed(status) or self.is_succeeded(status)
+
+    def has_condition(self, status, condition_type):
+        return self._true(status, condition_type)
+
+    def phase(self, status):
+        return "Complete" if self.is_succeeded(status) else "Failed" if self.is_failed(status) else "Active"
+
+    def summary(self, status, desired=None):
+        return self.phase(status) + (f" of {desired['node']} nodes" if desired else "")
+
+    def controller_has_acted(self, status):
+        return bool(status)
+
+    def desired_replicas(self, job):
+        return {"node": job["spec"]["numNodes"]}
+
+    def lead_pod(self, pods):
+        return None
+
+    def pending_reasons(self, pods):
+        return []
+
+
+def test_the_core_judges_another_familys_job_by_its_port():
+    other = TrainJobLike()
+    train_job = {"metadata": {"uid": "t-1"}, "spec": {"numNodes": 4}, "status": {"conditions": []}}
+    wait = JobWait("TrainJob ml/t", Deadlines(started_at=T0, timeout=60), other)
+    assert wait.seen(train_job, T0).lines.progress == "TrainJob ml/t: Active of 4 nodes"
+    train_job["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
+    done = wait.seen(train_job, T0 + 1)
+    assert isinstance(done, Finished) and not done.failed and done.message == "TrainJob ml/t: Complete"
+    assert (
+        judge_gone("TrainJob ml/t", train_job, other).message
+        == "TrainJob ml/t: Complete (then deleted outside this task)"
+    )
+
+
+def test_the_core_names_no_kind_and_reads_no_condition_of_its_own():
+    import ast
+    from pathlib import Path
+
+    import airflow_trainjob.domain.lifecycle as core
+
+    tree = ast.parse(Path(core.__file__).read_text())
+    imported = {
+        f"{node.module}.{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert not {n for n in imported if n.endswith((".JOB_KINDS", ".JobKind", ".conditions"))}, imported
+    assert not any("airflow_trainjob.constants" in n for n in imported), imported
