@@ -14,6 +14,7 @@ from airflow_trainjob.domain.params import DEFAULTS, OPERATOR, SENSOR, RunSettin
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
+from tests.support.jobs import TaskInstanceStandIn
 
 SPECS = {"Master": {"template": {"spec": {"containers": [{"name": "pytorch", "image": "python:3.12"}]}}}}
 
@@ -25,12 +26,16 @@ class ConnectionKnown:
         pass
 
 
-def operator_problems(**arguments) -> list[str]:
-    op = TrainingJobOperator(task_id="train", **{"kind": "PyTorchJob", "replica_specs": SPECS, **arguments})
+def refused(op: TrainingJobOperator) -> list[str]:
+    """The problems the operator's request refuses (its one check: before any parsing or API call)."""
     op.__dict__["hook"] = ConnectionKnown()
     with pytest.raises(InvalidJobSpecError) as raised:
-        op._check_parameters()
+        op.build_job({"ti": TaskInstanceStandIn()}, "ml")
     return raised.value.problems
+
+
+def operator_problems(**arguments) -> list[str]:
+    return refused(TrainingJobOperator(task_id="train", **{"kind": "PyTorchJob", "replica_specs": SPECS, **arguments}))
 
 
 def sensor_problems(**arguments) -> list[str]:
@@ -96,11 +101,8 @@ def test_the_operator_words_the_rest_of_its_input_rules():
 
 def test_a_job_read_from_its_file_is_the_files_not_a_second_whole_job():
     op = TrainingJobOperator(task_id="train", job_template_file="job.yaml", run_policy={})
-    op.__dict__["hook"] = ConnectionKnown()
     op.job, op._job_from_file = "kind: PyTorchJob", True  # as render_template_fields leaves it
-    with pytest.raises(InvalidJobSpecError) as raised:
-        op._check_parameters()
-    assert raised.value.problems == [
+    assert refused(op) == [
         "run_policy: not allowed with job_template_file, which holds the whole job (its spec.<kind>ReplicaSpecs, "
         "spec.runPolicy and the kind's fields); give one or the other"
     ]

@@ -106,6 +106,6 @@ class TrainingJobLink(BaseOperatorLink):
 
 
 def _running_try(operator: Any) -> Any:
-    """The identity of the try the operator runs (its run's), or None before one."""
+    """The identity of the try the operator runs (its run's, else its kept request's), or None before one."""
     run = getattr(operator, "_run", None)
-    return getattr(run, "identity", None) or getattr(operator, "_manifest_for", None)
+    return getattr(run, "identity", None) or getattr(getattr(operator, "_request", None), "identity", None)

@@ -1,6 +1,7 @@
 """``TrainingJobOperator``: run one Kubeflow training job to its end from an Airflow task.
 
-The operator holds the task's parameters, renders and checks them, and builds the manifest; one
+The operator holds the task's parameters and renders them; :mod:`~airflow_trainjob.operators.request` checks them
+and builds the try's manifest, once (:class:`~airflow_trainjob.operators.request.TrainingJobRequest`); one
 :class:`~airflow_trainjob.operators.run.TrainingJobRun` per try does the rest (create or attach, wait, verdict,
 cleanup, summary), called by the entry points below in the order :mod:`airflow_trainjob.operators.run` states.
 """
@@ -17,26 +18,16 @@ import jinja2
 import yaml
 from airflow.providers.common.compat.sdk import BaseOperator, ResumableJobMixin, conf
 
-from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, LABEL_KUEUE_QUEUE_NAME
-from airflow_trainjob.domain.cleanup_hold import hold
-from airflow_trainjob.domain.names import generate_job_name, max_job_name_length
-from airflow_trainjob.domain.ownership import RESERVED_ANNOTATIONS, RESERVED_LABELS, TaskInstanceIdentity
-from airflow_trainjob.domain.params import (
-    DEFAULTS,
-    OPERATOR,
-    RunSettings,
-    problems,
-    refuse,
-    values_of,
-)
+from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED
+from airflow_trainjob.domain.ownership import TaskInstanceIdentity
+from airflow_trainjob.domain.params import DEFAULTS, OPERATOR, RunSettings, values_of
 from airflow_trainjob.domain.records import TrySeries
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.links.training_job import TrainingJobLink
-from airflow_trainjob.models.job import TrainingJobSpec, to_plain
-from airflow_trainjob.models.manifest import build_manifest
-from airflow_trainjob.models.whole_job import WholeJob, parse_whole_job
+from airflow_trainjob.models.job import to_plain
 from airflow_trainjob.operators.recorder import JobRecorder, rendered_manifest
+from airflow_trainjob.operators.request import TrainingJobRequest, build_request
 from airflow_trainjob.operators.run import JOB_GONE, JOB_NOT_REUSED, TrainingJobRun
 
 
@@ -186,7 +177,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         self.replica_specs = to_plain(replica_specs, dump_models=True)  # plain data: Jinja renders inside it
         self.job = to_plain(job, dump_models=True)
         self.job_template_file = job_template_file
-        self._job_from_file = False  # self.job was read from job_template_file
+        self._job_from_file = False  # self.job was read from job_template_file (as rendered: see the request)
         self.job_name = job_name
         self.namespace = namespace
         self.run_policy = to_plain(run_policy, dump_models=True)
@@ -207,9 +198,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         #: The job object this task sends, as YAML text, for the rendered template view; set after rendering. Text,
         #: not a dict: Airflow's secret masker stops a few levels deep in a dict, a container's env is deeper.
         self.manifest: str | None = None
-        self._manifest: dict[str, Any] | None = None  # the same, as sent
-        self._manifest_for: TaskInstanceIdentity | None = None  # whose try self.manifest was rendered for
-        self._input_notes: list[str] = []  # what the provider normalised, dropped or overrode in the input
+        #: The request of the try rendered last (or prepared: see :meth:`_prepare`), its manifest the one shown.
+        self._request: TrainingJobRequest | None = None
         #: The current try's run (create or attach, wait, verdict, cleanup): see :meth:`_run_for`.
         self._run: TrainingJobRun | None = None
 
@@ -217,37 +207,26 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     def hook(self) -> TrainingJobHook:
         return TrainingJobHook(kubernetes_conn_id=self.kubernetes_conn_id)
 
-    # ---- input -------------------------------------------------------------------------------
+    # ---- input: one TrainingJobRequest per try (operators/request.py) ----------------------------------------
 
-    def _check_parameters(self) -> None:
-        """Refuse invalid parameters (as rendered) before any API call: every problem of :data:`params.PARAMS`."""
-        # ``job``: the parameter as given; a job read from job_template_file is that file's.
-        values = {**values_of(self, OPERATOR), "job": None if self._job_from_file else self.job}
-        refuse(problems(values, OPERATOR), self.hook)
+    @property
+    def _manifest(self) -> dict[str, Any] | None:
+        """The job as sent by the try of the request kept (the rendered one, or the one :meth:`_prepare` built); None
+        before one, or when the input is invalid. Read by the ``Training job`` link."""
+        return self._request.manifest if self._request is not None else None
 
-    def _parse_input(self) -> tuple[TrainingJobSpec, WholeJob | None]:
-        """The validated spec, and the whole job it came from (if given whole). :raises InvalidJobSpecError:"""
-        if self.job is None:
-            return TrainingJobSpec.parse(self.kind, self.replica_specs, self.run_policy, self.kind_fields), None
-        path = "job_template_file" if self._job_from_file else "job"
-        whole = parse_whole_job(self.job, path=path)
-        if self.kind is not None and self.kind != whole.spec.kind.kind:
-            raise InvalidJobSpecError(
-                [
-                    f"kind: {self.kind!r} differs from the {path}'s kind "
-                    f"{whole.spec.kind.kind!r}; leave kind unset with a whole job"
-                ]
-            )
-        self.kind = whole.spec.kind.kind  # every API call below addresses the job's own kind
-        return whole.spec, whole
+    def _build_request(self, context: Mapping[str, Any], namespace: str | None = None) -> TrainingJobRequest:
+        """The request of the try ``context`` names, from the parameters as rendered: checked and parsed once.
 
-    def _resolve_namespace(self) -> str:
-        """``namespace``, else the whole job's ``metadata.namespace``, else the connection's."""
-        if self.namespace is None and self.job is not None:
-            _, whole = self._parse_input()
-            if whole is not None and whole.namespace:
-                return whole.namespace
-        return self.hook.resolve_namespace(self.namespace)
+        :raises InvalidJobSpecError: bad input, naming each field."""
+        rendered = {**values_of(self, OPERATOR), "job_name": self.job_name}
+        return build_request(
+            rendered,
+            TaskInstanceIdentity.from_context(context),
+            self.hook,
+            job_from_file=self._job_from_file,
+            namespace=namespace,
+        )
 
     def build_job(self, context: Mapping[str, Any], namespace: str) -> dict[str, Any]:
         """The manifest for this task instance (validated), with the cleanup held.
@@ -256,63 +235,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         :param namespace: the job's ``metadata.namespace``.
         :raises InvalidJobSpecError: bad input, naming each field.
         """
-        self._check_parameters()
-        spec, whole = self._parse_input()
-        identity = TaskInstanceIdentity.from_context(context)
-        # Not a whole job's own metadata.name: copied YAML names every run's job alike (a second run would meet the
-        # first one's job); the name rule gives each task instance its own, the same on every try.
-        name = self.job_name or generate_job_name(
-            identity.dag_id,
-            identity.task_id,
-            identity.run_id,
-            identity.map_index,
-            max_job_name_length(spec.highest_indexes()),
-        )
-        given_labels = {**(whole.labels if whole else {}), **(self.labels or {})}
-        queue = {LABEL_KUEUE_QUEUE_NAME: self.queue_name} if self.queue_name else {}
-        labels = {**given_labels, **queue, **identity.labels()}
-        annotations = self.annotations  # anything but a mapping is refused, by name, in build_manifest
-        if whole is not None and isinstance(annotations, (Mapping, type(None))):
-            annotations = {**whole.annotations, **(annotations or {})} or None
-        if isinstance(annotations, (Mapping, type(None))):
-            annotations = {**(annotations or {}), **identity.annotations()}
-        self._input_notes = [
-            *spec.warnings,
-            *(self._whole_job_notes(whole, name, namespace, given_labels) if whole else []),
-        ]
-        if self.queue_name:
-            self._input_notes.append(f"metadata.labels: {LABEL_KUEUE_QUEUE_NAME}={self.queue_name} (queue_name)")
-        # Sent with the cleanup held (cleanPodPolicy None, no TTL): see cleanup_hold. The user's policy is applied
-        # by the task once the logs and the verdict have been read.
-        return hold(build_manifest(spec=spec, name=name, namespace=namespace, labels=labels, annotations=annotations))
-
-    def _whole_job_notes(self, whole: WholeJob, name: str, namespace: str, labels: Mapping[str, str]) -> list[str]:
-        """What the provider does to a whole job it was given, field by field, for the task log."""
-        path = "job_template_file" if self._job_from_file else "job"
-        notes = []
-        if whole.name != name:
-            why = (
-                "job_name"
-                if self.job_name
-                else ("the generated name, one per task instance and the same on every try (set job_name to choose it)")
-            )
-            notes.append(f"metadata.name: {name!r} from {why}" + (f", not {whole.name!r}" if whole.name else ""))
-        if whole.namespace and whole.namespace != namespace:
-            notes.append(f"metadata.namespace: {namespace!r} from the namespace parameter, not {whole.namespace!r}")
-        elif whole.namespace:
-            notes.append(f"metadata.namespace: {namespace!r} from the job (the namespace parameter overrides it)")
-        overridden = sorted(k for k in RESERVED_LABELS if k in labels)
-        if overridden:
-            notes.append(f"metadata.labels: {', '.join(overridden)} replaced by this task instance's")
-        notes.append(f"metadata.labels: {', '.join(RESERVED_LABELS)} added (this task instance's ownership)")
-        notes.append(f"metadata.annotations: {', '.join(RESERVED_ANNOTATIONS)} added (the same identity, unsanitised)")
-        notes.append(
-            "spec.runPolicy.cleanPodPolicy, ttlSecondsAfterFinished: held until the task has read the logs "
-            "and the verdict, then applied as written"
-        )
-        if whole.ignored:
-            notes.append(f"dropped: {', '.join(whole.ignored)} (written by the server, kubectl or this provider)")
-        return [f"{path}: {n}" for n in notes]
+        return self._build_request(context, namespace).manifest
 
     def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
         """Render as usual (and the file of ``job_template_file``), then build the manifest so the rendered template
@@ -325,11 +248,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if "ti" not in context:
             return
         try:
-            self._check_parameters()  # before the connection is read for the namespace
-            self._show(self.build_job(context, self._resolve_namespace()))
-            self._manifest_for = TaskInstanceIdentity.from_context(context)  # execute uses it: built once per try
+            self._keep(self._build_request(context))  # execute sends it: built once per try
         except InvalidJobSpecError:
-            self.manifest = self._manifest = None
+            self.manifest, self._request = None, None
 
     def _fields_as_text(self) -> None:
         """The rendered job fields as YAML text, which they are parsed from the same way. Airflow masks the secrets
@@ -343,11 +264,12 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 except yaml.YAMLError:
                     pass  # not plain data: left as it is, and refused by name when parsed
 
-    def _show(self, manifest: dict[str, Any]) -> None:
-        self._manifest = manifest
+    def _keep(self, request: TrainingJobRequest) -> None:
+        """Keep the try's request, and show its manifest in the rendered template view."""
+        self._request = request
         # Within [core] max_templated_field_length: beyond it Airflow would cut the text mid-structure. The record
         # of the try keeps the whole manifest (the Training job tab).
-        self.manifest = rendered_manifest(manifest)
+        self.manifest = rendered_manifest(request.manifest)
 
     def _render_job_template_file(self, context: Any, jinja_env: Any = None) -> str:
         """The text of ``job_template_file``, rendered with the task's context as Airflow renders template files.
@@ -414,24 +336,17 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             context["ti"].xcom_push(key=link.xcom_key, value=url)
 
     def _prepare(self, context: Any) -> dict[str, Any]:
-        """Validate and build this task instance's manifest (unless rendering built it for this try); log the input
-        notes; push ``job_name``/``job_namespace``. Called once per try, by its run."""
-        identity = TaskInstanceIdentity.from_context(context)
-        if self._manifest is not None and self._manifest_for == identity:
-            manifest, namespace = (
-                self._manifest,
-                self._manifest["metadata"]["namespace"],
-            )  # built by render_template_fields
-        else:
-            self._check_parameters()  # before the connection is read for the namespace
-            namespace = self._resolve_namespace()
-            manifest = self.build_job(context, namespace)
-            self._show(manifest)
-        for note in self._input_notes:
+        """This try's manifest: the request rendering built for this try, else one built now (checked and parsed
+        once); log its input notes; push ``job_name``/``job_namespace``. Called once per try, by its run."""
+        request = self._request  # built by render_template_fields
+        if request is None or request.identity != TaskInstanceIdentity.from_context(context):
+            request = self._build_request(context)
+            self._keep(request)
+        for note in request.notes:
             self.log.info("Input: %s", note)
-        context["ti"].xcom_push(key="job_name", value=manifest["metadata"]["name"])
-        context["ti"].xcom_push(key="job_namespace", value=namespace)
-        return manifest
+        context["ti"].xcom_push(key="job_name", value=request.name)
+        context["ti"].xcom_push(key="job_namespace", value=request.namespace)
+        return request.manifest
 
     def execute(self, context: Any) -> dict[str, Any]:
         run = self._run_for(context)

@@ -676,7 +676,7 @@ def test_the_closed_port_would_show_an_api_call(closed_port_conn, fast_backoff):
 
 def test_the_manifest_is_built_once_per_try(closed_port_conn, monkeypatch):
     """render_template_fields builds the manifest the rendered view shows; execute sends that one."""
-    import airflow_trainjob.operators.training_job as module
+    import airflow_trainjob.operators.request as module  # where the manifest is built
 
     built = []
     real = module.build_manifest
