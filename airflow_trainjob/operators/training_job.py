@@ -20,6 +20,7 @@ from airflow.providers.common.compat.sdk import BaseOperator, ResumableJobMixin,
 from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED, LABEL_KUEUE_QUEUE_NAME
 from airflow_trainjob.domain.cleanup_hold import hold
 from airflow_trainjob.domain.names import generate_job_name, max_job_name_length
+from airflow_trainjob.domain.own_keys import own_keys_in
 from airflow_trainjob.domain.ownership import RESERVED_ANNOTATIONS, RESERVED_LABELS, TaskInstanceIdentity
 from airflow_trainjob.domain.params import (
     DEFAULTS,
@@ -68,8 +69,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     :param kind_fields: the kind's own spec fields (e.g. ``{"nprocPerNode": "auto"}``).
     :param labels: extra ``metadata.labels`` (key -> value); templated.
     :param annotations: extra ``metadata.annotations`` (key -> value); templated. The provider's own keys
-        (``airflow-trainjob.apache.org/...``: the task instance's identity, as labels and unsanitised as
-        annotations) are refused in ``labels`` and ``annotations`` and dropped from a whole job.
+        (``airflow-trainjob/...``: the task instance's identity, as labels and unsanitised as annotations; also
+        under ``airflow-trainjob.apache.org/``, the prefix of releases before 1.0) are refused in ``labels`` and
+        ``annotations`` and dropped from a whole job.
     :param queue_name: the Kueue ``LocalQueue`` to submit to: sets the label ``kueue.x-k8s.io/queue-name``; Kueue's
         webhook then creates the job suspended (``runPolicy.suspend``) until the queue admits it. Templated.
     :param queue_timeout: seconds the job may wait in its queue (suspended) each time it enters it, counted
@@ -301,7 +303,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             notes.append(f"metadata.namespace: {namespace!r} from the namespace parameter, not {whole.namespace!r}")
         elif whole.namespace:
             notes.append(f"metadata.namespace: {namespace!r} from the job (the namespace parameter overrides it)")
-        overridden = sorted(k for k in RESERVED_LABELS if k in labels)
+        overridden = own_keys_in(labels, RESERVED_LABELS)
         if overridden:
             notes.append(f"metadata.labels: {', '.join(overridden)} replaced by this task instance's")
         notes.append(f"metadata.labels: {', '.join(RESERVED_LABELS)} added (this task instance's ownership)")

@@ -11,6 +11,7 @@ from airflow.providers.common.compat.sdk import AirflowFailException
 
 from airflow_trainjob.constants import GROUP, LABEL_JOB_NAME, LABEL_TRY_NUMBER, VERSION
 from airflow_trainjob.domain.cleanup_hold import ANNOTATION_HELD_RUN_POLICY
+from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY
 from airflow_trainjob.exceptions import (
     InvalidJobSpecError,
     JobDeletedError,
@@ -366,11 +367,7 @@ def test_a_late_on_kill_of_an_earlier_try_leaves_the_job_the_next_try_follows(na
     second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
     thread, outcome = run_in_thread(make(pytorch_specs(code, workers=0)), {"ti": second})
     wait_for(
-        lambda: (
-            jobs(custom_objects, namespace)[0]["metadata"]
-            .get("annotations", {})
-            .get("airflow-trainjob.apache.org/followed-by-try")
-        ),
+        lambda: jobs(custom_objects, namespace)[0]["metadata"].get("annotations", {}).get(ANNOTATION_FOLLOWED_BY_TRY),
         what="try 2 attached",
     )
     old.on_kill()  # try 1's kill arrives after try 2 attached: it must leave the job
