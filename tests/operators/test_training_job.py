@@ -33,6 +33,7 @@ from tests.support.jobs import (
     pytorch_specs,
     run_in_thread,
 )
+from tests.support.legacy import as_legacy
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
 
@@ -240,6 +241,27 @@ def test_retry_after_a_lost_worker_leaves_one_job(namespace, custom_objects, rea
     assert (
         summary["conditions"][0]["lastTransitionTime"] == original["status"]["conditions"][0]["lastTransitionTime"]
     ) == same_uid
+
+
+def test_a_retry_after_an_upgrade_reattaches_to_the_job_an_earlier_release_created(
+    namespace, custom_objects, core_v1, capfd
+):
+    """Try 1 ran on a release before 1.0: its job carries the provider's keys under the legacy prefix, its cleanup
+    held there too. Try 2, on this release, attaches to that job, follows it to its end and cleans it up."""
+    code = "import time; time.sleep(4); print('done')"
+    first = TaskInstanceStandIn(try_number=1)
+    earlier = make(pytorch_specs(code, workers=1), run_policy={"cleanPodPolicy": "All"}, get_logs=False)
+    manifest = as_legacy(earlier._prepare({"ti": first}))  # as the earlier release sent it
+    created = custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", manifest)
+    name = created["metadata"]["name"]
+    wait_for(lambda: _running(custom_objects, namespace), what="the earlier release's job running")
+
+    second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
+    summary = make(pytorch_specs(code, workers=1), run_policy={"cleanPodPolicy": "All"}).execute({"ti": second})
+    assert summary["name"] == name and summary["conditions"][-1]["type"] == "Succeeded"
+    assert f"Attaching to PyTorchJob {namespace}/{name}, still Running, created by try 1" in capfd.readouterr().out
+    assert jobs(custom_objects, namespace) == []  # delete_succeeded_job
+    wait_for(lambda: pods(core_v1, namespace, name) == [], what="the job's pods gone")
 
 
 def test_templated_specs_render_into_the_created_job(ti, namespace, custom_objects):
