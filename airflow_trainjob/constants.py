@@ -29,7 +29,13 @@ LABEL_JOB_ROLE = "training.kubeflow.org/job-role"
 JOB_ROLE_MASTER = "master"
 
 # Labels this provider puts on the jobs it creates: the Airflow task instance that owns the job.
-LABEL_PREFIX = "airflow-trainjob.apache.org"
+#: The prefix of every label and annotation key the provider writes: its own name (its distribution's), as a
+#: single-label DNS subdomain. The project owns no domain, and a name it holds claims nobody else's (Kubernetes
+#: reserves only ``kubernetes.io`` and ``k8s.io``). See docs/labels.md.
+LABEL_PREFIX = "airflow-trainjob"
+#: The prefix releases before 1.0 wrote (a domain the project does not own): never written, still read, so that a
+#: retry after an upgrade finds the job an earlier release created its own (:mod:`airflow_trainjob.domain.own_keys`).
+LEGACY_PREFIX = "airflow-trainjob.apache.org"
 LABEL_DAG_ID = f"{LABEL_PREFIX}/dag-id"
 LABEL_TASK_ID = f"{LABEL_PREFIX}/task-id"
 LABEL_RUN_ID = f"{LABEL_PREFIX}/run-id"

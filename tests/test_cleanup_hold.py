@@ -16,6 +16,7 @@ from airflow_trainjob.domain.cleanup_hold import (
     release_patch,
     user_run_policy,
 )
+from tests.support.legacy import as_legacy
 
 
 def manifest(**run_policy) -> dict:
@@ -89,6 +90,18 @@ def test_release_gives_the_run_policy_back_and_drops_the_annotation():
     }
     no_ttl = release_patch(hold(manifest(cleanPodPolicy="Running")))
     assert no_ttl["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "ttlSecondsAfterFinished": None}
+
+
+def test_a_policy_an_earlier_release_held_is_read_and_released():
+    """Held under the legacy prefix (a job created before the upgrade): the user's policy still applies, and the
+    release drops that annotation."""
+    legacy = as_legacy(hold(manifest(cleanPodPolicy="All", ttlSecondsAfterFinished=0)))
+    assert ANNOTATION_HELD_RUN_POLICY not in legacy["metadata"]["annotations"]
+    assert user_run_policy(legacy) == UserRunPolicy("All", 0, held=True)
+    assert release_patch(legacy) == {
+        "metadata": {"annotations": {"airflow-trainjob.apache.org/held-run-policy": None}},
+        "spec": {"runPolicy": {"cleanPodPolicy": "All", "ttlSecondsAfterFinished": 0}},
+    }
 
 
 #: A job's pods at the end of the task: pending, running, finished, and one of each being deleted.

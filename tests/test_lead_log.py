@@ -12,14 +12,18 @@ import pytest
 
 from airflow_trainjob.constants import JOB_KINDS, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from airflow_trainjob.domain.lead_log import (
+    ANNOTATION_LEAD_LOG_CURSOR,
     LIVE_READ_BYTES,
     LIVE_READS_PER_LOOK,
     LeadLogCopy,
     LogCursor,
     LogRead,
+    cursor_annotation,
+    cursor_on_job,
     since_time,
     timestamp_ns,
 )
+from tests.support.legacy import as_legacy
 
 KIND = JOB_KINDS["PyTorchJob"]
 T0 = 1_796_000_000 * 1_000_000_000  # ns
@@ -301,3 +305,16 @@ def test_a_pod_replaced_after_the_cursor_was_read_back_is_named_by_its_uid_and_r
     )
     assert lines_of(out) == ["new pod"]
     assert kubelet.reads[-1].since_time is None  # the new pod from its start
+
+
+def test_a_cursor_an_earlier_release_recorded_is_read():
+    """Recorded under the legacy prefix by a trigger before the triggerer was upgraded: the next run goes on from it;
+    one recorded since (under the new prefix) wins."""
+    cursor = LogCursor(since=stamp(T0), at_since=1, lines=7, size=70)
+    job = {"metadata": {"annotations": {ANNOTATION_LEAD_LOG_CURSOR: cursor_annotation(cursor, 2)}}}
+    legacy = as_legacy(job)
+    assert ANNOTATION_LEAD_LOG_CURSOR not in legacy["metadata"]["annotations"]
+    assert cursor_on_job(legacy, 2) == cursor and cursor_on_job(legacy, 3) is None
+    newer = LogCursor(since=stamp(T0 + 1), at_since=1, lines=9, size=90)
+    legacy["metadata"]["annotations"][ANNOTATION_LEAD_LOG_CURSOR] = cursor_annotation(newer, 2)
+    assert cursor_on_job(legacy, 2) == newer

@@ -13,6 +13,7 @@ from airflow_trainjob.domain.ownership import (
     following_try,
     why_not_followed,
 )
+from tests.support.legacy import as_legacy
 
 TRY_2 = TaskInstanceIdentity(dag_id="dag", task_id="train", run_id="manual__2026", map_index=-1, try_number=2)
 
@@ -97,3 +98,25 @@ def test_the_task_and_the_trigger_decide_alike():
     ]
     for job in jobs:
         assert TRY_2.follows(job) == (why_not_followed(job, owner_labels(TRY_2), try_number=2) is None)
+
+
+def test_a_job_an_earlier_release_created_is_still_ours():
+    """Labelled under the legacy prefix (before 1.0): a retry after the upgrade owns it and follows it; a trigger
+    serialised by that release (its ``owner_labels`` under the legacy prefix) owns a job labelled now."""
+    legacy = as_legacy(job_of(TRY_2))
+    assert TRY_2.owns(legacy) and TRY_2.follows(legacy) and TRY_2.created_by_this_try(legacy)
+    assert why_not_followed(legacy, owner_labels(TRY_2), uid="u-1", try_number=2) is None
+    assert carries_labels(job_of(TRY_2), as_legacy({"metadata": {"labels": owner_labels(TRY_2)}})["metadata"]["labels"])
+    try_3 = TaskInstanceIdentity("dag", "train", "manual__2026", -1, 3)
+    followed = as_legacy(job_of(TRY_2, followed_by=3))
+    assert following_try(followed) == "3" and try_3.follows(followed) and not TRY_2.follows(followed)
+    assert not try_3.created_by_this_try(followed)
+    other = as_legacy(job_of(TaskInstanceIdentity("dag", "other-task", "manual__2026", -1, 2)))
+    assert not TRY_2.owns(other)
+
+
+def test_the_annotation_written_now_wins_over_a_legacy_one():
+    """A retry after the upgrade records that it follows the job under the new prefix; the legacy record is older."""
+    job = as_legacy(job_of(TRY_2, followed_by=3))
+    job["metadata"]["annotations"][ANNOTATION_FOLLOWED_BY_TRY] = "4"
+    assert following_try(job) == "4"

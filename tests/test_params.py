@@ -8,13 +8,17 @@ from dataclasses import fields
 
 import pytest
 
-from airflow_trainjob.constants import LABEL_DAG_ID, LABEL_KUEUE_QUEUE_NAME
+from airflow_trainjob.constants import ANNOTATION_RUN_ID, LABEL_DAG_ID, LABEL_KUEUE_QUEUE_NAME
 from airflow_trainjob.domain import params
+from airflow_trainjob.domain.own_keys import legacy_key
 from airflow_trainjob.domain.params import DEFAULTS, OPERATOR, SENSOR, RunSettings, problems, read_by, values_of
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from tests.support.jobs import TaskInstanceStandIn
+
+#: A reserved key under the prefix of releases before 1.0: refused as well.
+LEGACY_RUN_ID = legacy_key(ANNOTATION_RUN_ID)
 
 SPECS = {"Master": {"template": {"spec": {"containers": [{"name": "pytorch", "image": "python:3.12"}]}}}}
 
@@ -63,7 +67,7 @@ def test_the_operator_reports_every_problem_in_its_order():
         queue_timeout=0,
         log_tail_lines=-1,
         labels={LABEL_DAG_ID: "x", LABEL_KUEUE_QUEUE_NAME: "other"},
-        annotations={"airflow-trainjob.apache.org/run-id": "r"},
+        annotations={ANNOTATION_RUN_ID: "r", LEGACY_RUN_ID: "r"},  # the prefix of releases before 1.0 too
         job={"kind": "PyTorchJob"},
         job_template_file=7,
         queue_name="ml",
@@ -81,7 +85,7 @@ def test_the_operator_reports_every_problem_in_its_order():
         "queue_timeout: must be a positive number of seconds, got 0",
         "log_tail_lines: must be a count (0 or more), got -1",
         f"labels: {LABEL_DAG_ID} are set by this provider to identify the task instance",
-        "annotations: airflow-trainjob.apache.org/run-id are set by this provider to identify the task instance",
+        f"annotations: {LEGACY_RUN_ID}, {ANNOTATION_RUN_ID} are set by this provider to identify the task instance",
         "job, job_template_file: give one whole job, not both",
         "replica_specs: not allowed with job, which holds the whole job (its spec.<kind>ReplicaSpecs, spec.runPolicy "
         "and the kind's fields); give one or the other",

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_trainjob.constants import LABEL_PREFIX, CleanPodPolicy
+from airflow_trainjob.domain.own_keys import legacy_key, read_own_key
 from airflow_trainjob.domain.pods import Pod, is_active, is_being_deleted, pods_to_clean
 
 #: The user's ``cleanPodPolicy`` and ``ttlSecondsAfterFinished`` while the provider holds them, as JSON.
@@ -78,13 +79,13 @@ def hold(manifest: Mapping[str, Any]) -> dict[str, Any]:
 
 def user_run_policy(job: Mapping[str, Any]) -> UserRunPolicy:
     """The user's cleanup for ``job``: from the annotation while held, else from ``spec.runPolicy`` (a job made
-    by an earlier version, or one already released). An annotation that does not parse counts as absent.
+    by an earlier version, or one already released). An annotation that does not parse counts as absent; one under
+    the legacy prefix (a job an earlier release created) counts.
 
     :param job: the job, an API JSON dict (its ``metadata.annotations`` and ``spec.runPolicy``).
     """
     run_policy = ((job.get("spec") or {}).get("runPolicy")) or {}
-    annotations = (job.get("metadata") or {}).get("annotations") or {}
-    raw = annotations.get(ANNOTATION_HELD_RUN_POLICY)
+    raw = read_own_key((job.get("metadata") or {}).get("annotations"), ANNOTATION_HELD_RUN_POLICY)
     if raw is not None:
         try:
             asked = json.loads(raw)
@@ -148,14 +149,16 @@ def pods_left(pods: Iterable[Pod], clean_pod_policy: str, *, job_deleted: bool) 
 
 def release_patch(job: Mapping[str, Any]) -> dict[str, Any] | None:
     """A JSON merge patch that gives a kept job its ``runPolicy`` back as the user wrote it and drops the
-    annotation (the spec speaks for itself again); None when nothing is held.
+    annotation (the spec speaks for itself again: under whichever prefix it was); None when nothing is held.
 
     :param job: the job as last read, an API JSON dict.
     """
     policy = user_run_policy(job)
     if not policy.held:
         return None
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    keys = [k for k in (ANNOTATION_HELD_RUN_POLICY, legacy_key(ANNOTATION_HELD_RUN_POLICY)) if k in annotations]
     return {
-        "metadata": {"annotations": {ANNOTATION_HELD_RUN_POLICY: None}},
+        "metadata": {"annotations": dict.fromkeys(keys)},
         "spec": {"runPolicy": {_CLEAN: policy.clean_pod_policy, _TTL: policy.ttl_seconds_after_finished}},
     }

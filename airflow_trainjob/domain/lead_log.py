@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from airflow_trainjob.constants import LABEL_PREFIX, JobKind
+from airflow_trainjob.domain.own_keys import read_own_key
 from airflow_trainjob.domain.pods import lead_pod, log_container, phase_of, pod_name, replica_of
 
 #: Bytes of the lead replica's log text (its lines, without timestamps) a deferred task's log takes, 8 MiB; past it,
@@ -608,12 +609,13 @@ def cursor_annotation(cursor: LogCursor, try_number: int | None) -> str:
 
 
 def cursor_on_job(job: Mapping[str, Any], try_number: int | None) -> LogCursor | None:
-    """The cursor recorded on ``job`` for try ``try_number`` (see :func:`cursor_annotation`), or None.
+    """The cursor recorded on ``job`` for try ``try_number`` (see :func:`cursor_annotation`), or None. One recorded
+    under the legacy prefix counts (a trigger of an earlier release, before the triggerer was upgraded).
 
     :param job: the job, an API JSON dict.
     :param try_number: the task try whose cursor is wanted.
     """
-    value = ((job.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_LEAD_LOG_CURSOR)
+    value = read_own_key((job.get("metadata") or {}).get("annotations"), ANNOTATION_LEAD_LOG_CURSOR)
     try:
         data = json.loads(value) if isinstance(value, str) else None
     except ValueError:

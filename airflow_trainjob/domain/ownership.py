@@ -2,7 +2,9 @@
 
 Every job this provider creates carries its task instance's identity (dag_id, task_id, run_id,
 map_index, try_number) as labels. That is how a retry finds the job of an earlier try, and how
-cleanup makes sure it only ever deletes what is its own.
+cleanup makes sure it only ever deletes what is its own. The keys are read under either prefix
+(:func:`~airflow_trainjob.domain.own_keys.read_own_key`): a job an earlier release created is still this
+task instance's after an upgrade.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from airflow_trainjob.constants import (
     LABEL_TRY_NUMBER,
 )
 from airflow_trainjob.domain.names import sanitize_label_value
+from airflow_trainjob.domain.own_keys import read_own_key
 
 #: The try that follows the job now, when it is not the one that created it (a retry attached or reconnected to it).
 ANNOTATION_FOLLOWED_BY_TRY = f"{LABEL_PREFIX}/followed-by-try"
@@ -121,8 +124,7 @@ class TaskInstanceIdentity:
 
         :param job: the job, an API JSON dict (its ``metadata.labels``).
         """
-        job_labels = (job.get("metadata") or {}).get("labels") or {}
-        return self.owns(job) and job_labels.get(LABEL_TRY_NUMBER) == str(self.try_number)
+        return self.owns(job) and created_by_try(job) == str(self.try_number)
 
     def follows(self, job: Mapping[str, Any]) -> bool:
         """True when ``job`` is this task instance's and this try follows it now (it created it, or attached or
@@ -134,25 +136,34 @@ class TaskInstanceIdentity:
         return why_not_followed(job, self.instance_labels(), try_number=self.try_number) is None
 
 
+def created_by_try(job: Mapping[str, Any]) -> str | None:
+    """The try number that created ``job`` (its label :data:`~airflow_trainjob.constants.LABEL_TRY_NUMBER`), or None.
+
+    :param job: the job, an API JSON dict (its ``metadata.labels``).
+    """
+    return read_own_key((job.get("metadata") or {}).get("labels"), LABEL_TRY_NUMBER)
+
+
 def following_try(job: Mapping[str, Any]) -> str | None:
     """The try number that follows ``job`` now: the one that attached last, else the one that created it.
 
     :param job: the job, an API JSON dict (the annotation :data:`ANNOTATION_FOLLOWED_BY_TRY`, else the try label).
     """
-    meta = job.get("metadata") or {}
-    return (meta.get("annotations") or {}).get(ANNOTATION_FOLLOWED_BY_TRY) or (meta.get("labels") or {}).get(
-        LABEL_TRY_NUMBER
+    return read_own_key((job.get("metadata") or {}).get("annotations"), ANNOTATION_FOLLOWED_BY_TRY) or created_by_try(
+        job
     )
 
 
 def carries_labels(job: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """True when ``job`` has every one of ``labels`` with the same value (and ``labels`` is not empty).
+    """True when ``job`` has every one of ``labels`` with the same value (and ``labels`` is not empty). The
+    provider's own keys count under either prefix, on either side: the job's, or a trigger's ``owner_labels``
+    serialised by an earlier release.
 
     :param job: the job, an API JSON dict (its ``metadata.labels``).
     :param labels: label key -> value the job must carry.
     """
     job_labels = (job.get("metadata") or {}).get("labels") or {}
-    return bool(labels) and all(job_labels.get(k) == v for k, v in labels.items())
+    return bool(labels) and all(read_own_key(job_labels, k) == v for k, v in labels.items())
 
 
 def why_not_followed(

@@ -24,6 +24,7 @@ from airflow_trainjob.constants import (
     JobConditionType,
 )
 from airflow_trainjob.domain.names import job_name_problem, namespace_problem
+from airflow_trainjob.domain.own_keys import own_keys_in
 from airflow_trainjob.domain.ownership import RESERVED_ANNOTATIONS, RESERVED_LABELS
 from airflow_trainjob.exceptions import InvalidJobSpecError
 
@@ -160,7 +161,7 @@ def _on_finish(field: str, on_finish: object) -> str | None:
 
 
 def _reserved(field: str, given: object, reserved: tuple[str, ...]) -> str | None:
-    taken = sorted(set(given) & set(reserved)) if isinstance(given, Mapping) else []
+    taken = own_keys_in(given, reserved) if isinstance(given, Mapping) else []  # under either prefix
     return f"{field}: {', '.join(taken)} are set by this provider to identify the task instance" if taken else None
 
 

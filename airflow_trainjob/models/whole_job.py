@@ -13,7 +13,8 @@ from typing import Any
 
 import yaml
 
-from airflow_trainjob.constants import API_VERSION, JOB_KINDS, LABEL_PREFIX, JobKind
+from airflow_trainjob.constants import API_VERSION, JOB_KINDS, JobKind
+from airflow_trainjob.domain.own_keys import is_own_key
 from airflow_trainjob.domain.params import kind_problem
 from airflow_trainjob.models.errors import raise_if
 from airflow_trainjob.models.job import MISSING, SpecPaths, TrainingJobSpec, parse_parts, to_plain
@@ -83,8 +84,8 @@ def parse_whole_job(job: Any, *, path: str = "job") -> WholeJob:
     (``uid``, ``resourceVersion``, ``creationTimestamp``, ``deletionTimestamp``,
     ``deletionGracePeriodSeconds``, ``generation``, ``managedFields``, ``selfLink``); kubectl's
     ``kubectl.kubernetes.io/last-applied-configuration`` annotation; and the provider's own
-    ``airflow-trainjob.apache.org/`` labels and annotations, which describe the job it made and are
-    written afresh for the new one. Other metadata fields (``ownerReferences``, ``finalizers``...) are
+    ``airflow-trainjob/`` labels and annotations (and those under ``airflow-trainjob.apache.org/``, the prefix
+    of releases before 1.0), which describe the job it made and are written afresh for the new one. Other metadata fields (``ownerReferences``, ``finalizers``...) are
     refused.
     """
     problems: list[str] = []
@@ -223,9 +224,9 @@ def _string_map(value: Any, path: str, problems: list[str], ignored: list[str], 
         return {}
     kept = {}
     for key, item in value.items():
-        # The provider's own labels and annotations (ownership, held run policy) describe the job it
-        # made; a copy of that job gets fresh ones, never the stale ones.
-        if key == _LAST_APPLIED or (isinstance(key, str) and key.startswith(f"{LABEL_PREFIX}/")):
+        # The provider's own labels and annotations (ownership, held run policy), under either prefix, describe
+        # the job it made; a copy of that job gets fresh ones, never the stale ones.
+        if key == _LAST_APPLIED or is_own_key(key):
             ignored.append(f"{shown}[{key!r}]")
             continue
         if not isinstance(key, str):

@@ -16,6 +16,7 @@ from typing import Any
 from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME
 from airflow_trainjob.domain.cleanup_hold import hold
 from airflow_trainjob.domain.names import generate_job_name, max_job_name_length
+from airflow_trainjob.domain.own_keys import own_keys_in
 from airflow_trainjob.domain.ownership import RESERVED_ANNOTATIONS, RESERVED_LABELS, TaskInstanceIdentity
 from airflow_trainjob.domain.params import OPERATOR, problems, refuse
 from airflow_trainjob.exceptions import InvalidJobSpecError
@@ -165,7 +166,7 @@ def _whole_job_notes(
         notes.append(f"metadata.namespace: {namespace!r} from the namespace parameter, not {whole.namespace!r}")
     elif whole.namespace:
         notes.append(f"metadata.namespace: {namespace!r} from the job (the namespace parameter overrides it)")
-    overridden = sorted(k for k in RESERVED_LABELS if k in labels)
+    overridden = own_keys_in(labels, RESERVED_LABELS)
     if overridden:
         notes.append(f"metadata.labels: {', '.join(overridden)} replaced by this task instance's")
     notes.append(f"metadata.labels: {', '.join(RESERVED_LABELS)} added (this task instance's ownership)")

@@ -58,7 +58,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_TRY_NUMBER
+from airflow_trainjob.constants import GROUP, JOB_KINDS
 from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.cleanup_hold import pods_left, release_patch, user_run_policy
 from airflow_trainjob.domain.deadlines import (
@@ -87,7 +87,12 @@ from airflow_trainjob.domain.lifecycle import (
     judge_gone,
     pods_stopped_at_terminal,
 )
-from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, following_try
+from airflow_trainjob.domain.ownership import (
+    ANNOTATION_FOLLOWED_BY_TRY,
+    TaskInstanceIdentity,
+    created_by_try,
+    following_try,
+)
 from airflow_trainjob.domain.params import RunSettings
 from airflow_trainjob.domain.pods import is_active, owned_by, pods_to_clean, restart_counts
 from airflow_trainjob.domain.records import JobRecord, TrySeries, outcome_of, spec_digest
@@ -468,7 +473,7 @@ class TrainingJobRun:
                 namespace,
                 name,
                 phase if conditions.is_terminal(existing.get("status")) else f"still {phase}",
-                existing["metadata"]["labels"].get(LABEL_TRY_NUMBER),
+                created_by_try(existing),
             )
             return self._follow(existing)
         self.log.info(

@@ -38,6 +38,7 @@ from airflow_trainjob.constants import (
 from airflow_trainjob.domain import conditions, failures, pods
 from airflow_trainjob.domain.deadlines import queue_state
 from airflow_trainjob.domain.failures import ExitClass
+from airflow_trainjob.domain.own_keys import read_own_key
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.domain.verdict import failure_ends
 
@@ -621,27 +622,32 @@ def events(found: Iterable[Mapping[str, Any]], limit: int = EVENTS_SHOWN) -> lis
 
 def job_identity(job: Mapping[str, Any]) -> TaskInstanceIdentity | None:
     """The task instance that launched ``job``, from the provider's raw-identity annotations
-    (``airflow-trainjob.apache.org/dag-id`` ...), when they agree with its ownership labels; None for a job the
+    (``airflow-trainjob/dag-id`` ...), when they agree with its ownership labels; None for a job the
     provider did not launch, or whose annotations and labels disagree (label values are sanitised: they cannot
-    be read back, and an annotation that does not match them is not trusted).
+    be read back, and an annotation that does not match them is not trusted). Keys count under either prefix: a
+    job an earlier release launched is listed too (the jobs come from a stream of every job of the kind in the
+    namespace, selected by no label, so no second selector is needed for them).
 
     :param job: the job as an API JSON dict.
     """
     meta = _meta(job)
-    annotations, labels = meta.get("annotations") or {}, meta.get("labels") or {}
-    if LABEL_DAG_ID not in labels or not all(
-        annotations.get(k) for k in (ANNOTATION_DAG_ID, ANNOTATION_RUN_ID, ANNOTATION_TASK_ID)
-    ):
+    annotations, labels = meta.get("annotations"), meta.get("labels")
+    dag_id, run_id, task_id = (
+        read_own_key(annotations, k) for k in (ANNOTATION_DAG_ID, ANNOTATION_RUN_ID, ANNOTATION_TASK_ID)
+    )
+    if read_own_key(labels, LABEL_DAG_ID) is None or not (dag_id and run_id and task_id):
         return None
     try:
-        map_index = int(annotations.get(ANNOTATION_MAP_INDEX) or -1)
-        try_number = int(annotations.get(ANNOTATION_TRY_NUMBER) or labels.get(LABEL_TRY_NUMBER) or 1)
+        map_index = int(read_own_key(annotations, ANNOTATION_MAP_INDEX) or -1)
+        try_number = int(
+            read_own_key(annotations, ANNOTATION_TRY_NUMBER) or read_own_key(labels, LABEL_TRY_NUMBER) or 1
+        )
     except ValueError:
         return None
     identity = TaskInstanceIdentity(
-        dag_id=annotations[ANNOTATION_DAG_ID],
-        task_id=annotations[ANNOTATION_TASK_ID],
-        run_id=annotations[ANNOTATION_RUN_ID],
+        dag_id=dag_id,
+        task_id=task_id,
+        run_id=run_id,
         map_index=map_index,
         try_number=try_number,
     )

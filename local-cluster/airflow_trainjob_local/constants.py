@@ -74,11 +74,14 @@ EVENT_REASON_MIN_AVAILABLE_NOT_MET = "MinAvailableNotMet"
 # Kubernetes object names and label values: DNS-1035 label, at most 63 characters.
 MAX_NAME_LENGTH = 63
 
+# Local cluster only: the prefix of the keys the local cluster writes itself, its own name (its distribution's), as
+# the provider's are its own (``airflow-trainjob/``): a reader tells the stand-in's bookkeeping from the provider's.
+LOCAL_KEY_PREFIX = "airflow-trainjob-local"
 # Local cluster only: the loopback ports the local controller gave a job's replicas, as JSON
 # {"<replicatype lowercase>-<index>": port}, kept on the job so they survive a controller restart.
-ANNOTATION_LOCAL_PORTS = "airflow-trainjob.apache.org/local-ports"
+ANNOTATION_LOCAL_PORTS = f"{LOCAL_KEY_PREFIX}/local-ports"
 # Local cluster only: how many replica pods the local controller deleted and recreated (counted for backoffLimit).
-ANNOTATION_LOCAL_RESTARTS = "airflow-trainjob.apache.org/local-restarts"
+ANNOTATION_LOCAL_RESTARTS = f"{LOCAL_KEY_PREFIX}/local-restarts"
 
 
 @dataclass(frozen=True)

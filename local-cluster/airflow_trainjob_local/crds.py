@@ -14,11 +14,12 @@ import hashlib
 import json
 
 from airflow_trainjob_local import crd_schema
-from airflow_trainjob_local.constants import GROUP, JOB_KINDS, VERSION, JobKind
+from airflow_trainjob_local.constants import GROUP, JOB_KINDS, LOCAL_KEY_PREFIX, VERSION, JobKind
 
 #: Annotation holding the SHA-256 of the CRD's ``spec`` as built here: ``install_crds`` replaces an installed CRD
-#: only when it differs (a state dir made by an older version gets the current schema on its next ``up``).
-SPEC_HASH_ANNOTATION = "airflow-trainjob.apache.org/crd-spec-sha256"
+#: only when it differs (a state dir made by an older version, whose CRDs may carry no hash under this key, gets the
+#: current schema on its next ``up``).
+SPEC_HASH_ANNOTATION = f"{LOCAL_KEY_PREFIX}/crd-spec-sha256"
 
 
 def crd_name(kind: JobKind) -> str:

@@ -8,7 +8,9 @@ import json
 import pytest
 import yaml
 
+from airflow_trainjob.constants import LABEL_DAG_ID
 from airflow_trainjob.domain.cleanup_hold import ANNOTATION_HELD_RUN_POLICY, hold
+from airflow_trainjob.domain.own_keys import legacy_key
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.models import RunPolicy, TrainingJobSpec, WholeJob, parse_whole_job
 from airflow_trainjob.models.manifest import build_manifest
@@ -175,7 +177,7 @@ def test_what_the_server_kubectl_and_provider_wrote_is_dropped_and_listed():
             ANNOTATION_HELD_RUN_POLICY: '{"cleanPodPolicy": "All"}',
         }
     )
-    job["metadata"]["labels"]["airflow-trainjob.apache.org/dag-id"] = "old-dag"
+    job["metadata"]["labels"].update({LABEL_DAG_ID: "old-dag", legacy_key(LABEL_DAG_ID): "older-dag"})
     job["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}
     whole = parse_whole_job(job)
     assert whole.labels == {"team": "ml"} and whole.annotations == {"owner": "me"}
@@ -187,7 +189,8 @@ def test_what_the_server_kubectl_and_provider_wrote_is_dropped_and_listed():
         "metadata.generation",
         "metadata.managedFields",
         "metadata.selfLink",
-        "metadata.labels['airflow-trainjob.apache.org/dag-id']",
+        f"metadata.labels[{LABEL_DAG_ID!r}]",
+        f"metadata.labels[{legacy_key(LABEL_DAG_ID)!r}]",
         "metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']",
         f"metadata.annotations[{ANNOTATION_HELD_RUN_POLICY!r}]",
     )

@@ -210,6 +210,7 @@ def run_dag(mode: str, home: Path, migrated: Path, watch: bool = False) -> tuple
 
 
 def test_a_synchronous_run_records_its_tries_and_links_to_its_tab(kubernetes_default_conn, migrated, tmp_path):
+    from airflow_trainjob.constants import ANNOTATION_RUN_ID, LABEL_DAG_ID
     from airflow_trainjob.domain.records import RECORD_KEY, read_records
 
     result, _, seen = run_dag("sync", tmp_path / "home", migrated, watch=True)
@@ -225,12 +226,9 @@ def test_a_synchronous_run_records_its_tries_and_links_to_its_tab(kubernetes_def
     assert first["ti_state"] == "success" and first["links"] == {"Training job": tab}
     (record,) = read_records(first["store"][RECORD_KEY])
     assert record.try_number == 1 and record.final is not None and record.final.outcome == "succeeded"
-    assert (
-        record.final.job is not None
-        and record.final.job["metadata"]["annotations"]["airflow-trainjob.apache.org/run-id"] == run_id
-    )
+    assert record.final.job is not None and record.final.job["metadata"]["annotations"][ANNOTATION_RUN_ID] == run_id
     assert {p["metadata"]["name"].rsplit("-", 2)[-2] for p in record.final.pods} == {"master", "worker"}
-    assert record.manifest_yaml and "airflow-trainjob.apache.org/dag-id: record_sync" in record.manifest_yaml
+    assert record.manifest_yaml and f"{LABEL_DAG_ID}: record_sync" in record.manifest_yaml
     assert first["expires_at"][RECORD_KEY] is None  # NEVER_EXPIRE: it goes with the DAG run
 
     # Cleared: the record is still there; the next try is added in front of it.

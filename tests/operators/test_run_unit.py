@@ -17,7 +17,7 @@ from airflow.providers.common.compat.sdk import AirflowFailException, TaskDeferr
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME, LABEL_TRY_NUMBER
-from airflow_trainjob.domain.cleanup_hold import ANNOTATION_HELD_RUN_POLICY, hold
+from airflow_trainjob.domain.cleanup_hold import ANNOTATION_HELD_RUN_POLICY, hold, user_run_policy
 from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity
 from airflow_trainjob.exceptions import (
     InvalidJobSpecError,
@@ -42,6 +42,7 @@ from tests.support.fake_hook import (
     api_error,
     job_status,
 )
+from tests.support.legacy import as_legacy
 
 NAME, NS = "train-job", "default"
 REF = f"PyTorchJob {NS}/{NAME}"
@@ -186,6 +187,19 @@ def test_attach_to_an_earlier_trys_running_job_records_that_this_try_follows_it(
     assert job["metadata"]["uid"] == stored["metadata"]["uid"]
     assert hook.job(NAME)["metadata"]["annotations"][ANNOTATION_FOLLOWED_BY_TRY] == "2"
     assert f"Attaching to {REF}, still Running, created by try 1" in log_text()
+
+
+def test_attach_to_a_job_an_earlier_release_created(hook, log_text):
+    """Labelled under the legacy prefix (before 1.0), created by try 1: try 2, after the upgrade, attaches to it and
+    records that it follows it under the prefix written now."""
+    stored = hook.put_job(
+        {**as_legacy(manifest_for(identity(1), run_policy={"cleanPodPolicy": "All"})), "status": RUNNING}
+    )
+    job = make_run(hook, 2).create_or_attach()
+    assert job["metadata"]["uid"] == stored["metadata"]["uid"] and not hook.called("delete_job")
+    assert hook.job(NAME)["metadata"]["annotations"][ANNOTATION_FOLLOWED_BY_TRY] == "2"
+    assert f"Attaching to {REF}, still Running, created by try 1" in log_text()
+    assert identity(2).follows(hook.job(NAME)) and user_run_policy(hook.job(NAME)).held
 
 
 def test_a_failed_follow_annotation_is_a_warning(hook, log_text):

@@ -11,6 +11,7 @@ from airflow.providers.common.compat.sdk import AirflowFailException
 
 from airflow_trainjob.constants import GROUP, LABEL_JOB_NAME, LABEL_TRY_NUMBER, VERSION
 from airflow_trainjob.domain.cleanup_hold import ANNOTATION_HELD_RUN_POLICY
+from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY
 from airflow_trainjob.exceptions import (
     InvalidJobSpecError,
     JobDeletedError,
@@ -32,6 +33,7 @@ from tests.support.jobs import (
     pytorch_specs,
     run_in_thread,
 )
+from tests.support.legacy import as_legacy
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
 
@@ -241,6 +243,27 @@ def test_retry_after_a_lost_worker_leaves_one_job(namespace, custom_objects, rea
     ) == same_uid
 
 
+def test_a_retry_after_an_upgrade_reattaches_to_the_job_an_earlier_release_created(
+    namespace, custom_objects, core_v1, capfd
+):
+    """Try 1 ran on a release before 1.0: its job carries the provider's keys under the legacy prefix, its cleanup
+    held there too. Try 2, on this release, attaches to that job, follows it to its end and cleans it up."""
+    code = "import time; time.sleep(4); print('done')"
+    first = TaskInstanceStandIn(try_number=1)
+    earlier = make(pytorch_specs(code, workers=1), run_policy={"cleanPodPolicy": "All"}, get_logs=False)
+    manifest = as_legacy(earlier._prepare({"ti": first}))  # as the earlier release sent it
+    created = custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", manifest)
+    name = created["metadata"]["name"]
+    wait_for(lambda: _running(custom_objects, namespace), what="the earlier release's job running")
+
+    second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
+    summary = make(pytorch_specs(code, workers=1), run_policy={"cleanPodPolicy": "All"}).execute({"ti": second})
+    assert summary["name"] == name and summary["conditions"][-1]["type"] == "Succeeded"
+    assert f"Attaching to PyTorchJob {namespace}/{name}, still Running, created by try 1" in capfd.readouterr().out
+    assert jobs(custom_objects, namespace) == []  # delete_succeeded_job
+    wait_for(lambda: pods(core_v1, namespace, name) == [], what="the job's pods gone")
+
+
 def test_templated_specs_render_into_the_created_job(ti, namespace, custom_objects):
     operator = make(
         {
@@ -366,11 +389,7 @@ def test_a_late_on_kill_of_an_earlier_try_leaves_the_job_the_next_try_follows(na
     second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
     thread, outcome = run_in_thread(make(pytorch_specs(code, workers=0)), {"ti": second})
     wait_for(
-        lambda: (
-            jobs(custom_objects, namespace)[0]["metadata"]
-            .get("annotations", {})
-            .get("airflow-trainjob.apache.org/followed-by-try")
-        ),
+        lambda: jobs(custom_objects, namespace)[0]["metadata"].get("annotations", {}).get(ANNOTATION_FOLLOWED_BY_TRY),
         what="try 2 attached",
     )
     old.on_kill()  # try 1's kill arrives after try 2 attached: it must leave the job

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from airflow.providers.common.compat.sdk import AirflowFailException
 
-from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_DAG_ID, VERSION
+from airflow_trainjob.constants import GROUP, JOB_KINDS, LABEL_DAG_ID, LABEL_TRY_NUMBER, VERSION
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
@@ -690,7 +690,7 @@ def test_the_manifest_is_built_once_per_try(closed_port_conn, monkeypatch):
     # Another try (another identity) builds its own.
     other = TaskInstanceStandIn(run_id=ti.run_id, try_number=2)
     operator._prepared = False
-    assert operator._prepare({"ti": other})["metadata"]["labels"]["airflow-trainjob.apache.org/try-number"] == "2"
+    assert operator._prepare({"ti": other})["metadata"]["labels"][LABEL_TRY_NUMBER] == "2"
     assert len(built) == 2
 
 

@@ -17,6 +17,7 @@ from airflow_trainjob.models.job import TrainingJobSpec
 from airflow_trainjob.models.manifest import build_manifest
 from airflow_trainjob.triggers.training_job import DELETED, FINISHED, TIMED_OUT, TrainingJobTrigger
 from airflow_trainjob.watching.job_stream import StreamSource
+from airflow_trainjob_local.testing.plugin import TEST_NAMESPACE_LABEL
 from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.deferred import in_triggerer, synced_stream
 from tests.support.jobs import EXIT_1, OK, SLEEP, create, pytorch_specs
@@ -63,7 +64,7 @@ def test_triggers_on_one_source_share_one_key_and_others_do_not():
 @pytest.mark.usefixtures("kubernetes_default_conn")
 def test_many_jobs_two_namespaces_two_watches(namespace, core_v1, custom_objects, kube_api_client, tmp_path):
     other = f"{namespace[:50]}-b"
-    core_v1.create_namespace({"metadata": {"name": other, "labels": {"airflow-trainjob.apache.org/test": "true"}}})
+    core_v1.create_namespace({"metadata": {"name": other, "labels": {TEST_NAMESPACE_LABEL: "true"}}})
     finish = tmp_path / "finish"
     try:
         # Still running once the streams are up and counted, however long that takes on a loaded machine.

@@ -10,7 +10,8 @@ import time
 import pytest
 from airflow.providers.common.compat.sdk import AirflowFailException, TaskDeferred
 
-from airflow_trainjob.constants import GROUP, VERSION
+from airflow_trainjob.constants import GROUP, LABEL_DAG_ID, VERSION
+from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobTimeoutError
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
@@ -164,7 +165,7 @@ def test_on_kill_leaves_a_job_that_is_not_ours(namespace, custom_objects):
         kind="PyTorchJob",
         name="theirs",
         namespace=namespace,
-        owner_labels={"airflow-trainjob.apache.org/dag-id": "retrain"},
+        owner_labels={LABEL_DAG_ID: "retrain"},
     )
     asyncio.run(trigger.on_kill())
     assert [j["metadata"]["name"] for j in jobs(custom_objects, namespace)] == ["theirs"]
@@ -339,7 +340,7 @@ def test_a_clear_that_races_the_next_try_leaves_the_job_to_that_try(namespace, c
     )
     new_trigger = rebuild(defer(new, second))  # attaches to the running job, and says so on it
     (job,) = jobs(custom_objects, namespace)
-    assert job["metadata"]["annotations"]["airflow-trainjob.apache.org/followed-by-try"] == "2"
+    assert job["metadata"]["annotations"][ANNOTATION_FOLLOWED_BY_TRY] == "2"
     asyncio.run(old_trigger.on_kill())  # the old try's kill arrives late
     (still,) = jobs(custom_objects, namespace)
     assert still["metadata"]["uid"] == job["metadata"]["uid"] and "deletionTimestamp" not in still["metadata"]

@@ -51,13 +51,13 @@ metadata:
   name: {name}
   namespace: default
   labels:
-    airflow-trainjob.apache.org/dag-id: {dag}
-    airflow-trainjob.apache.org/task-id: train
-    airflow-trainjob.apache.org/run-id: scheduled__2026-12-02T05.00.00-00.00-5f1c
-    airflow-trainjob.apache.org/try-number: "{try_number}"
+    airflow-trainjob/dag-id: {dag}
+    airflow-trainjob/task-id: train
+    airflow-trainjob/run-id: scheduled__2026-12-02T05.00.00-00.00-5f1c
+    airflow-trainjob/try-number: "{try_number}"
   annotations:
-    airflow-trainjob.apache.org/dag-id: {dag}
-    airflow-trainjob.apache.org/run-id: scheduled__2026-12-02T05:00:00+00:00
+    airflow-trainjob/dag-id: {dag}
+    airflow-trainjob/run-id: scheduled__2026-12-02T05:00:00+00:00
 spec:
   runPolicy:
     cleanPodPolicy: None

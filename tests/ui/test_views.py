@@ -25,6 +25,7 @@ from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.domain.records import trim_event, trim_job, trim_pod
 from airflow_trainjob.ui import settings, store, views
 from airflow_trainjob.ui.try_view import try_has_ended, try_view
+from tests.support.legacy import as_legacy
 
 NOW = datetime(2026, 12, 2, 5, 10, 0, tzinfo=timezone.utc)
 IDENTITY = TaskInstanceIdentity("retrain_digits", "train", "manual__2026-12-02T05:00:00+00:00", -1, 2)
@@ -522,6 +523,15 @@ def test_identity_from_annotations_only_when_the_labels_agree():
     stranger = job()
     stranger["metadata"]["labels"] = {}
     assert views.job_identity(stranger) is None
+
+
+def test_a_job_an_earlier_release_launched_is_listed_as_its_task_instances():
+    """Its labels and annotations under the legacy prefix (before 1.0): the jobs page still names its task instance."""
+    legacy = as_legacy(job())
+    assert ANNOTATION_DAG_ID not in legacy["metadata"]["annotations"]
+    assert views.job_identity(legacy) == IDENTITY
+    legacy["metadata"]["annotations"]["airflow-trainjob.apache.org/dag-id"] = "someone_elses_dag"
+    assert views.job_identity(legacy) is None
 
 
 def test_links_into_airflow_are_percent_encoded_and_know_mapped_instances():

@@ -22,7 +22,7 @@ Where it differs from, or is simpler than, the real operator:
 - **Addresses and ports.** All pods are processes on one host, so the injected addresses are ``127.0.0.1``
   instead of service DNS names, and every replica gets its own free loopback port (default range
   20000-29999) instead of the kind's fixed port (23456, 2222, ...). The ports are kept in the job's
-  ``airflow-trainjob.apache.org/local-ports`` annotation so they survive controller restarts and pod
+  ``airflow-trainjob-local/local-ports`` annotation so they survive controller restarts and pod
   recreation. The replica's port replaces the number of the kind's named port (``pytorchjob-port``...) on
   its default container and is the port of its headless service; a port number the job declares under
   that name is not used. A TFJob's ``TF_CONFIG`` lists ``127.0.0.1:<port>`` per replica; a PyTorch elastic
@@ -39,7 +39,7 @@ Where it differs from, or is simpler than, the real operator:
   server; creates use fixed names, so a duplicate create is a harmless 409.
 - **backoffLimit** counts container restarts of all the job's pods (the real one: Running pods only) plus the
   pods this controller deleted and recreated (ExitCode 128-255, OnFailure/Always pods that failed), kept in
-  the ``airflow-trainjob.apache.org/local-restarts`` annotation; the real count forgets recreated pods. The
+  the ``airflow-trainjob-local/local-restarts`` annotation; the real count forgets recreated pods. The
   real "new failure since the last requeue" check, which depends on the work queue, is not reproduced.
   Reaching the limit fails the job with reason ``<Kind>Failed`` and the real message.
 - **activeDeadlineSeconds** fails the job with reason ``<Kind>Failed`` and message "... active longer than

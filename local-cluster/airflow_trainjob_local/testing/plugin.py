@@ -39,13 +39,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from airflow_trainjob_local.constants import LOCAL_KEY_PREFIX
+
 if TYPE_CHECKING:
     from kubernetes import client
 
     from airflow_trainjob_local.cluster import LocalCluster, Ports
 
 #: Label on every namespace the ``namespace`` fixture creates, to find leftovers of interrupted runs.
-TEST_NAMESPACE_LABEL = "airflow-trainjob.apache.org/test"
+TEST_NAMESPACE_LABEL = f"{LOCAL_KEY_PREFIX}/test"
 #: Set to ``1`` to forbid clusters (the unit tier).
 NO_CLUSTER_ENV = "AIRFLOW_TRAINJOB_TEST_NO_CLUSTER"
 
