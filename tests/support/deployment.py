@@ -66,6 +66,9 @@ FINISHED_STATES = frozenset({"success", "failed", "skipped", "upstream_failed", 
 #: Default users: user name -> simple auth manager role.
 DEFAULT_USERS: Mapping[str, str] = {"admin": "admin", "viewer": "viewer"}
 
+#: How many times a GET to the api-server is sent when it times out (see ApiClient._send).
+READ_ATTEMPTS = 3
+
 
 class DeploymentError(RuntimeError):
     """A component did not start or exited; the message carries the end of its log."""
@@ -379,12 +382,25 @@ class AirflowApi:
     def __init__(self, client: httpx.Client) -> None:
         self.client = client
 
+    def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        """Send; a read (GET) that times out is sent again, up to :data:`READ_ATTEMPTS` times: on a loaded machine the
+        api-server may take longer than the client's 30 s to answer one request, which says nothing of the state
+        the test waits for (a write is sent once: it may have been done)."""
+        attempts = READ_ATTEMPTS if method.upper() == "GET" else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return self.client.request(method, url, **kwargs)
+            except httpx.TimeoutException:
+                if attempt == attempts:
+                    raise
+        raise AssertionError("unreachable")
+
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """``method`` ``/api/v2<path>``; the decoded JSON body (None when empty).
 
         :raises httpx.HTTPStatusError: not a 2xx answer (the message carries the body).
         """
-        response = self.client.request(method, f"/api/v2{path}", **kwargs)
+        response = self._send(method, f"/api/v2{path}", **kwargs)
         if response.is_error:
             raise httpx.HTTPStatusError(
                 f"{method} /api/v2{path}: {response.status_code} {response.text[:2000]}",
@@ -406,7 +422,7 @@ class AirflowApi:
                 "DAG import errors:\n" + "\n".join(f"{e['filename']}:\n{e['stack_trace']}" for e in errors)
             )
         for dag_id in dag_ids:
-            response = self.client.get(f"/api/v2/dags/{dag_id}/details")
+            response = self._send("GET", f"/api/v2/dags/{dag_id}/details")
             if response.status_code == 404:
                 return False
             response.raise_for_status()

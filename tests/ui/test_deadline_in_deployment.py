@@ -68,7 +68,7 @@ def airflow(start_airflow) -> AirflowDeployment:
     return start_airflow(dags={f"{DAG_ID}.py": DAG_SOURCE}, dag_ids=[DAG_ID])
 
 
-def suspend_each_job_once_created(custom_objects, namespace: str, timeout: float = 240.0) -> dict[str, float]:
+def suspend_each_job_once_created(custom_objects, namespace: str, timeout: float = 600.0) -> dict[str, float]:
     """Act as Kueue's controller on this module's jobs: set ``runPolicy.suspend`` on each the moment it exists.
     Task id -> when its job's suspension was sent (epoch seconds)."""
     suspended: dict[str, float] = {}
