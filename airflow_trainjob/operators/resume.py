@@ -1,0 +1,149 @@
+"""What a deferred try reads when it resumes after its trigger fired (see
+:meth:`~airflow_trainjob.operators.run.TrainingJobRun.complete`): the job as the API has it now, its pods, and the
+rest of the lead replica's log, which the trigger did not copy while it waited.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from airflow_trainjob.constants import JOB_KINDS
+from airflow_trainjob.domain.lead_log import (
+    LOG_NOT_THERE,
+    LeadLogCopy,
+    LogCursor,
+    cursor_on_job,
+    quote_log,
+    write_lines,
+)
+from airflow_trainjob.domain.ownership import TaskInstanceIdentity
+from airflow_trainjob.domain.pods import owned_by
+from airflow_trainjob.domain.verdict import job_ref
+from airflow_trainjob.exceptions import JobDeletedError
+from airflow_trainjob.hooks.api_errors import RAISED_ERRORS, one_line
+
+
+def current_job(hook: Any, identity: TaskInstanceIdentity, job: dict[str, Any], log: Any) -> dict[str, Any]:
+    """The job as the API has it now, if it is still the object the event is about: the event carries only its
+    identity and status (see :class:`~airflow_trainjob.triggers.training_job.TrainingJobTrigger`); else (gone,
+    replaced, unreadable) the event's.
+
+    :param hook: the task's hook.
+    :param identity: the task instance and try.
+    :param job: the event's job (``kind``, ``metadata``, ``status``).
+    :param log: the task's logger.
+    """
+    meta = job["metadata"]
+    try:
+        current = hook.get_job(job["kind"], meta["name"], meta["namespace"])
+    except ApiException as e:
+        if e.status != 404:
+            log.warning("Could not read %s again (%s): judging it by the trigger's event", job_ref(job), one_line(e))
+        return job
+    except (HTTPError, OSError) as e:
+        log.warning("Could not read %s again (%s): judging it by the trigger's event", job_ref(job), one_line(e))
+        return job
+    same = current["metadata"].get("uid") == meta.get("uid") or not meta.get("uid")
+    return current if same and identity.owns(current) else job
+
+
+def own_job(
+    hook: Any, identity: TaskInstanceIdentity, kind: str, metadata: dict[str, Any], message: str
+) -> dict[str, Any]:
+    """This task instance's job as the API has it now.
+
+    :param hook: the task's hook.
+    :param identity: the task instance and try.
+    :param kind: the job's kind.
+    :param metadata: the manifest's ``metadata`` (``name``, ``namespace``).
+    :param message: the event's message, the error's when the job is gone.
+    :raises JobDeletedError: it is gone or not ours.
+    """
+    try:
+        job = hook.get_job(kind, metadata["name"], metadata["namespace"])
+    except ApiException as e:
+        if e.status == 404:
+            raise JobDeletedError(message) from e
+        raise
+    if not identity.owns(job):
+        raise JobDeletedError(message)
+    return job
+
+
+def pods_if_any(hook: Any, job: dict[str, Any], log: Any) -> list[dict[str, Any]]:
+    """The job's pods now; none, with a warning, when they cannot be listed.
+
+    :param hook: the task's hook.
+    :param job: the job, as last read.
+    :param log: the task's logger.
+    """
+    try:
+        return hook.list_job_pods(job["metadata"]["name"], job["metadata"]["namespace"])
+    except ApiException as e:
+        log.warning("Could not list the pods of %s: %s", job_ref(job), one_line(e))
+        return []
+
+
+def copy_rest_of_lead_log(
+    hook: Any,
+    log: Any,
+    job: dict[str, Any],
+    pods: list[dict[str, Any]],
+    copied: dict[str, Any] | None,
+    *,
+    try_number: int,
+    tail_lines: int,
+) -> None:
+    """Copy into the task log what the trigger did not copy of the lead replica's log: from the event's cursor (else
+    the one the trigger recorded on the job for this try, else from the start), up to the size bound of
+    :mod:`~airflow_trainjob.domain.lead_log`, read now, before the cleanup removes the pod.
+
+    :param hook: the task's hook.
+    :param log: the task's logger.
+    :param job: the job, as last read.
+    :param pods: its pods, as listed now (and those the event kept of a failed job).
+    :param copied: the event's ``lead_log``: the trigger's cursor (see :mod:`~airflow_trainjob.triggers.events`).
+    :param try_number: this try's number (the cursor recorded on the job is this try's).
+    :param tail_lines: lines quoted of the lead's end when the copy passed its size bound (count).
+    """
+    if copied and copied.get("quoted"):
+        return  # an event of an earlier version of the trigger: it quoted the tail before stopping the lead's pod
+    kind = JOB_KINDS[job["kind"]]
+    if copied and "text" in copied:  # ... or carried the tail in the event
+        quote_log(log, copied["pod"], copied["pod"], copied["text"], tail_lines)
+        return
+    cursor = LogCursor.from_dict(copied) if copied else cursor_on_job(job, try_number)
+    copy = LeadLogCopy(kind, cursor, final=True, tail_lines=tail_lines)
+    uid, namespace = job["metadata"].get("uid"), job["metadata"]["namespace"]
+    before = copy.cursor.lines
+    write_lines(log, copy.look([p for p in pods if owned_by(p, uid)]))
+    if before and copy.next_read() is not None:
+        log.info("The rest of the lead replica's log, after the %d lines copied while the task waited:", before)
+    while (read := copy.next_read()) is not None:
+        try:
+            data = hook.read_timestamped_log(
+                read.pod,
+                namespace,
+                read.container,
+                previous=read.previous,
+                since_time=read.since_time,
+                limit_bytes=read.limit_bytes,
+                tail_lines=read.tail_lines,
+            )
+        except (*RAISED_ERRORS, ApiException, HTTPError, OSError) as e:  # a 400 comes as a JobRejectedError
+            if getattr(e, "status", None) in LOG_NOT_THERE:
+                write_lines(log, copy.missing(read, one_line(e)))
+                continue
+            log.warning("Could not read the rest of the lead replica's log: %s", one_line(e))
+            return
+        write_lines(log, copy.take(read, data))
+    if copy.cursor.lines:
+        log.info(
+            "The lead replica's log: %d lines in this task log (%d copied while the task waited)%s",
+            copy.cursor.lines,
+            before,
+            f"; cut at {copy.max_bytes} bytes" if copy.cursor.cut else "",
+        )
