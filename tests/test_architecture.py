@@ -48,6 +48,7 @@ PURE_MODULES = (
     "airflow_trainjob.watching.job_cache",
     "airflow_trainjob.triggers.log_pacing",
     "airflow_trainjob.watching.stream_source",
+    "airflow_trainjob.operators.try_state",
 )
 #: What ``domain/`` may import of the provider: itself and the bottom layer.
 DOMAIN_MAY_IMPORT = ("airflow_trainjob.domain", "airflow_trainjob.constants", "airflow_trainjob.exceptions")

@@ -75,6 +75,7 @@ from airflow_trainjob.hooks.evidence import announced_end, failure_exception, re
 from airflow_trainjob.operators import ending, resume
 from airflow_trainjob.operators.recorder import KILL_WRITE_SECONDS, JobRecorder
 from airflow_trainjob.operators.take_up import TakeUp, is_earlier_result, with_summary
+from airflow_trainjob.operators.try_state import TryProgress
 from airflow_trainjob.triggers.args import TriggerArgs
 from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED, TIMED_OUT
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
@@ -151,20 +152,16 @@ class TrainingJobRun:
         self._pod_feed: Any = None
         self._last_restarts: dict[str, int] = {}  # pod name -> restartCount last seen (the pod feed's thread)
         self._kind: str | None = None
-        self._job: dict[str, Any] | None = None
+        #: Where the try is, the job it holds and the end it recorded (the moves checked in one place).
+        self._progress = TryProgress()
         #: The summary, once the job succeeded (the XCom ``return_value``).
         self.summary: dict[str, Any] | None = None
         self._follower: Any = None
         self._seen_pods: dict[str, dict[str, Any]] = {}  # pod name -> last seen, for the verdict
-        self._stopped_by_airflow = False  # kill() ran: a deletion seen after it is this task's own
         self._recorder = recorder
         self._last_seen: dict[str, Any] | None = None  # the job as the wait or the event last showed it
-        #: The outcome recorded of the try's end (once, by whichever way out comes first; see _record_end).
-        self._recorded_end: Outcome | None = None
         #: What earlier_success decided, when it found an earlier try whose job's success may be this try's result.
         self._earlier: Reuse | None = None
-        #: The try's success is in its record (what a try that Airflow runs after it returns; see _cleanup).
-        self._success_recorded = False
         self._take_up = TakeUp(hook, identity, log)
         self._job_cleanup = ending.JobCleanup(hook, identity, settings.on_finish, log)
 
@@ -186,19 +183,24 @@ class TrainingJobRun:
     @property
     def job(self) -> dict[str, Any] | None:
         """The job this try created or attached to, until its cleanup; None before (and after)."""
-        return self._job
+        return self._progress.job
 
     @job.setter
-    def job(self, job: dict[str, Any] | None) -> None:
-        self._job = job
-        if job is not None and job.get("kind"):
+    def job(self, job: dict[str, Any]) -> None:
+        self._progress.take_up(job)
+        if job.get("kind"):
             self._kind = job["kind"]
+
+    @property
+    def _stopped_by_airflow(self) -> bool:
+        """kill() ran: a deletion seen after it is this task's own."""
+        return self._progress.stopped_by_airflow
 
     def _taken(self) -> dict[str, Any]:
         """The job this run has taken up; the entry points' order (module docstring) guarantees there is one."""
-        if self._job is None:
+        if self._progress.job is None:
             raise RuntimeError("no job taken up yet: create_or_attach() or reconnect() comes first")
-        return self._job
+        return self._progress.job
 
     @property
     def external_id(self) -> dict[str, Any]:
@@ -263,12 +265,11 @@ class TrainingJobRun:
             self.log.info("%s", line)
         summary = self.summary = decision.summary
         assert summary is not None  # with_summary
-        if recorder is not None:
-            self._recorded_end = "succeeded"  # this try's record is this one
-            self._success_recorded = recorder.reused(decision.source, decision.succeeded_try, summary, job)
         if job is not None:
             self.job = job
-            self._cleanup("succeeded")
+        if self._progress.end("succeeded") and recorder is not None:  # this try's record is this one
+            self._progress.success_written(recorder.reused(decision.source, decision.succeeded_try, summary, job))
+        self._cleanup("succeeded")
         return summary
 
     def reconnect(self, external_id: Mapping[str, Any]) -> str:
@@ -296,7 +297,7 @@ class TrainingJobRun:
 
     def _require_job(self, external_id: Mapping[str, Any] | None) -> dict[str, Any]:
         """The job of this run; read from ``external_id`` when no step before took it up."""
-        if self._job is None and external_id is not None:
+        if self._progress.job is None and external_id is not None:
             job = self._take_up.stored(external_id, self.kind)
             if job is None:
                 raise JobDeletedError(
@@ -304,9 +305,9 @@ class TrainingJobRun:
                     "exists as this task instance's job"
                 )
             self.job = job
-        if self._job is None:
+        if self._progress.job is None:
             raise TrainingJobError("no job to follow: create_or_attach or reconnect comes first")
-        return self._job
+        return self._progress.job
 
     # ---- 2. wait (synchronous), verdict, cleanup ---------------------------------------------------
 
@@ -324,9 +325,11 @@ class TrainingJobRun:
         job = self._require_job(external_id)
         meta = job["metadata"]
         ref = f"{self.kind} {meta['namespace']}/{meta['name']}"
+        self._progress.start_waiting()
         outcome = "killed"
         try:
-            job = self._job = self._take_up.follow(job, self.kind)  # reconnected through task_state_store: followed now
+            job = self._take_up.follow(job, self.kind)  # reconnected through task_state_store: this try follows it now
+            self._progress.hold(job)
             final = self._last_seen = self._follow_to_end(ref, manifest, job)
             self._stop_pods_at_terminal(final)
             self._stop_follower(drain=True)
@@ -562,7 +565,7 @@ class TrainingJobRun:
         :raises TrainingJobError: neither happened in this run."""
         if self.summary is not None:
             return self.summary
-        job, earlier = self._job, self._earlier
+        job, earlier = self._progress.job, self._earlier
         if job is not None and isinstance(earlier, Reuse) and is_earlier_result(job, earlier):
             return self._return_earlier(earlier, job)
         raise TrainingJobError("no summary: wait() comes first")
@@ -603,6 +606,7 @@ class TrainingJobRun:
             raise error
         self.job = self._last_seen = job if live else resume.current_job(self.hook, self.identity, job, self.log)
         job = self._taken()
+        self._progress.start_waiting()
         outcome = "killed"
         try:
             if event["outcome"] == TIMED_OUT:
@@ -656,7 +660,7 @@ class TrainingJobRun:
     def kill(self) -> None:
         """Airflow stopped the task (marked failed/success, cleared, timed out, worker shutdown): end the wait as
         stopped, stop following the log, delete the job (unless a later try follows it now)."""
-        self._stopped_by_airflow = True
+        self._progress.stop()
         self._stop_follower()
         self._stop_pod_feed()
         self._record_end(None, wait_seconds=KILL_WRITE_SECONDS)
@@ -671,7 +675,7 @@ class TrainingJobRun:
         """Record the job as the wait sees it now, with its pods as last seen, when its phase or replica counts
         changed (:meth:`JobRecorder.seen`): a try killed where it cannot record its end (a clear) still says what it
         saw last."""
-        if self._recorder is not None and not self._recorded_end:
+        if self._recorder is not None and not self._progress.end_recorded:
             self._recorder.seen(job, list(self._seen_pods.values()))
 
     def _record_end(
@@ -695,15 +699,12 @@ class TrainingJobRun:
         # signal handler; the try goes on until its process is killed): a retry of the same series returns it.
         seen_success = error is None and self.summary is not None
         outcome: Outcome = "succeeded" if seen_success else outcome_of(error, stopped=self._stopped_by_airflow)
-        if self._recorder is None or not self._recorder.enabled:
+        if not self._progress.end(outcome) or self._recorder is None or not self._recorder.enabled:
             return
-        if self._recorded_end is not None and not (seen_success and self._recorded_end == "stopped"):
-            return
-        self._recorded_end = outcome
         written = ending.record_end(
             self._recorder,
             outcome,
-            job or self._last_seen or self._job,
+            job or self._last_seen or self._progress.job,
             list(self._seen_pods.values()),
             error=error,
             summary=self.summary,
@@ -711,12 +712,12 @@ class TrainingJobRun:
             wait_seconds=wait_seconds,
         )
         if outcome == "succeeded":
-            self._success_recorded = written
+            self._progress.success_written(written)
 
     def _success_unrecorded(self) -> bool:
         """There is a store, and this try's success is not in it (a try that Airflow has moved the task instance
         past cannot write: the API answers 404)."""
-        return self._recorder is not None and self._recorder.enabled and not self._success_recorded
+        return self._recorder is not None and self._recorder.enabled and not self._progress.success_recorded
 
     def _stop_follower(self, drain: bool = False) -> None:
         follower, self._follower = self._follower, None
@@ -727,7 +728,7 @@ class TrainingJobRun:
         self._cleanup(outcome, keep_verdict=True)
 
     def _cleanup(self, outcome: str, *, keep_verdict: bool = False) -> None:
-        job, self._job = self._job, None  # once: kill() and the wait's way out may both get here
+        job = self._progress.let_go()  # once: kill() and the wait's way out may both get here
         if job is None:
             return
         self._job_cleanup.clean_up(
