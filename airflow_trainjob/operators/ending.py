@@ -15,7 +15,7 @@ it).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -24,14 +24,22 @@ from urllib3.exceptions import HTTPError
 
 from airflow_trainjob.constants import GROUP, JOB_KINDS
 from airflow_trainjob.domain import conditions
-from airflow_trainjob.domain.cleanup_hold import pods_left, release_patch, user_run_policy
+from airflow_trainjob.domain.cleanup_hold import (
+    FOLLOWED_BY_LATER_TRY,
+    REPLACED,
+    CleanupPlan,
+    UserRunPolicy,
+    cleanup_plan,
+    pods_left,
+)
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity, following_try
 from airflow_trainjob.domain.pods import is_active, owned_by, pods_to_clean
-from airflow_trainjob.domain.records import Outcome
+from airflow_trainjob.domain.records import Outcome, outcome_of
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.hooks.api_errors import one_line
 from airflow_trainjob.hooks.retries import is_transient
 from airflow_trainjob.operators.recorder import JobRecorder
+from airflow_trainjob.operators.try_state import TryProgress
 
 #: Seconds the end of the task waits for the pods it removed to be gone (their containers stopped and the pods
 #: removed by the kubelet): above the default ``terminationGracePeriodSeconds`` (30 s), after which the kubelet kills
@@ -59,8 +67,8 @@ def record_start(
 
 
 def record_end(
-    recorder: JobRecorder,
-    outcome: Outcome,
+    recorder: JobRecorder | None,
+    progress: TryProgress,
     job: dict[str, Any] | None,
     seen_pods: list[dict[str, Any]],
     *,
@@ -68,26 +76,32 @@ def record_end(
     summary: dict[str, Any] | None,
     look: Callable[[dict[str, Any], list[dict[str, Any]]], tuple[Any, Any, Any]] | None,
     wait_seconds: float | None,
-) -> bool:
-    """Record how the try ended, with the job, its pods and their events as they are now (read before the cleanup
-    removes anything).
+) -> None:
+    """Record how the try ended (once, as ``progress`` says: the first way out that gets here; but a success seen
+    after the stop was recorded is recorded over it), with the job, its pods and their events as they are now, read
+    before the cleanup removes anything.
 
-    :param recorder: the try's recorder, enabled.
-    :param outcome: the try's outcome (:func:`~airflow_trainjob.domain.records.outcome_of`).
+    :param recorder: the try's recorder; None: no record.
+    :param progress: the try's state; it ends here (stopped by Airflow, or not).
     :param job: the job as last known, or None.
     :param seen_pods: its pods as last seen.
     :param error: the try's verdict (None: succeeded, or stopped).
-    :param summary: the summary returned, after a success.
-    :param look: reads the job, its pods and events again (:func:`final_look`); None: not (the API is failing, or
-        the job is gone).
+    :param summary: the summary returned, after a success (then the try succeeded, even if stopped meanwhile).
+    :param look: reads the job, its pods and events again (:func:`final_look`); None: not (the job is gone). Not
+        either when the verdict is that the API is failing: each read would ride out its retries.
     :param wait_seconds: see :meth:`JobRecorder.ended`.
-    :returns: the record was written.
     """
+    # A success is recorded as one even when Airflow stopped the try while it returned it (on_kill runs in a
+    # signal handler; the try goes on until its process is killed): a retry of the same series returns it.
+    seen_success = error is None and summary is not None
+    outcome: Outcome = "succeeded" if seen_success else outcome_of(error, stopped=progress.stopped_by_airflow)
+    if not progress.end(outcome) or recorder is None or not recorder.enabled:
+        return
     pods: list[dict[str, Any]] = list(seen_pods)
     events: list[dict[str, Any]] = []
     if job is not None and look is not None and not (error is not None and is_transient(error)):
         job, pods, events = look(job, pods)
-    return recorder.ended(
+    written = recorder.ended(
         outcome,
         job,
         pods,
@@ -98,6 +112,8 @@ def record_end(
         summary=summary if outcome == "succeeded" else None,
         wait_seconds=wait_seconds,
     )
+    if outcome == "succeeded":
+        progress.success_written(written)
 
 
 def final_look(
@@ -220,19 +236,28 @@ class JobCleanup:
         success_unrecorded: bool,
         stopped_by_airflow: Callable[[], bool],
     ) -> None:
+        """:meth:`clean_up`, raising what fails: as :func:`~airflow_trainjob.domain.cleanup_hold.cleanup_plan` says."""
         meta = job["metadata"]
         name, namespace, uid = meta["name"], meta["namespace"], meta.get("uid")
-        on_finish = self.on_finish
         try:
             current = self.hook.get_job(kind, name, namespace)
         except ApiException as e:
             if e.status == 404:
                 return
             raise
-        if current["metadata"].get("uid") != uid or not self.identity.owns(current):
+        plan = cleanup_plan(
+            current,
+            held_uid=uid,
+            owned=self.identity.owns(current),
+            followed=self.identity.follows(current),
+            outcome=outcome,
+            on_finish=self.on_finish,
+            success_unrecorded=success_unrecorded,
+        )
+        if plan.leave_alone == REPLACED:
             self.log.warning("Not cleaning up %s/%s: it is no longer the job this task created", namespace, name)
             return
-        if outcome == "killed" and not self.identity.follows(current):
+        if plan.leave_alone == FOLLOWED_BY_LATER_TRY:
             self.log.warning(
                 "Not deleting %s %s/%s: try %s of this task follows it now",
                 kind,
@@ -241,21 +266,8 @@ class JobCleanup:
                 following_try(current),
             )
             return
-        policy = user_run_policy(current)
-        running = not conditions.is_terminal(current.get("status"))
-        deleting = (
-            running or on_finish == "delete_job" or (on_finish == "delete_succeeded_job" and outcome == "succeeded")
-        )
-        left_running: list[str] = []
-        listed: list[dict[str, Any]] | None = None
-        if not running:  # a running job goes whole, its pods after it: none dies before it (it would be restarted)
-            listed = [p for p in self.hook.list_job_pods(name, namespace) if owned_by(p, uid)]
-            cleaned = pods_to_clean(listed, policy.clean_pod_policy)
-            for pod in cleaned:
-                self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
-            left_running = [p["metadata"]["name"] for p in listed if p not in cleaned and is_active(p)]
-        if deleting and not running and outcome == "succeeded" and success_unrecorded:
-            deleting = False
+        listed, left_running = self._clean_pods(current, plan.policy) if plan.clean_pods_first else (None, [])
+        if plan.keep_unrecorded_success:
             self.log.warning(
                 "Not deleting Succeeded %s %s/%s: its success could not be recorded in task_state_store, and the job "
                 "is then what tells a try that Airflow runs after this one (its scheduler's race, a lost worker) that "
@@ -264,27 +276,45 @@ class JobCleanup:
                 namespace,
                 name,
             )
-        if deleting:
-            self.log.info(
-                "Deleting %s %s/%s (%s)%s",
-                kind,
-                namespace,
-                name,
-                "not finished" if running else on_finish,
-                f"; its pods still running stop with it: {', '.join(left_running)}" if left_running else "",
-            )
-            self.hook.delete_job(kind, name, namespace, uid=uid)
+        if plan.delete_job:
+            self._delete_job(current, kind, plan.deletion_reason, left_running)
         if not stopped_by_airflow():  # on_kill has seconds before Airflow kills the process: deletions are asked
-            self.remove_pods_left(current, policy.clean_pod_policy, job_deleted=deleting, listed=listed)
-        if deleting:
-            return
-        patch = release_patch(current)
-        if patch is not None:
+            self.remove_pods_left(current, plan.policy.clean_pod_policy, job_deleted=plan.delete_job, listed=listed)
+        if not plan.delete_job:
+            self._keep(current, kind, plan)
+
+    def _delete_job(self, job: dict[str, Any], kind: str, reason: str, left_running: list[str]) -> None:
+        """Delete the job (``reason``: why, for the task log), naming its pods that still run and stop with it."""
+        meta = job["metadata"]
+        self.log.info(
+            "Deleting %s %s/%s (%s)%s",
+            kind,
+            meta["namespace"],
+            meta["name"],
+            reason,
+            f"; its pods still running stop with it: {', '.join(left_running)}" if left_running else "",
+        )
+        self.hook.delete_job(kind, meta["name"], meta["namespace"], uid=meta.get("uid"))
+
+    def _clean_pods(self, job: dict[str, Any], policy: UserRunPolicy) -> tuple[list[dict[str, Any]], list[str]]:
+        """Delete the finished job's pods that ``cleanPodPolicy`` removes; the pods listed, and the names of those
+        left that still run."""
+        meta = job["metadata"]
+        listed = [p for p in self.hook.list_job_pods(meta["name"], meta["namespace"]) if owned_by(p, meta.get("uid"))]
+        cleaned = pods_to_clean(listed, policy.clean_pod_policy)
+        for pod in cleaned:
+            self.hook.delete_pod(pod["metadata"]["name"], meta["namespace"], uid=pod["metadata"].get("uid"))
+        return listed, [p["metadata"]["name"] for p in listed if p not in cleaned and is_active(p)]
+
+    def _keep(self, job: dict[str, Any], kind: str, plan: CleanupPlan) -> None:
+        """Keep the job: give it its ``runPolicy`` back, and say what becomes of it."""
+        meta = job["metadata"]
+        name, namespace = meta["name"], meta["namespace"]
+        if plan.release is not None:
             # The runPolicy as the user wrote it: the controller now applies ttlSecondsAfterFinished (counted from
             # completionTime) and cleanPodPolicy itself. The uid makes the patch a precondition: never a successor.
-            patch["metadata"]["uid"] = uid
             try:
-                self.hook.patch_job(kind, name, namespace, patch)
+                self.hook.patch_job(kind, name, namespace, plan.release)
             except Exception as e:
                 self.log.warning(
                     "Could not give %s %s/%s back its runPolicy (%s): it keeps cleanPodPolicy None and "
@@ -294,21 +324,21 @@ class JobCleanup:
                     name,
                     one_line(e),
                 )
-        ttl = policy.ttl_seconds_after_finished
+        ttl = plan.policy.ttl_seconds_after_finished
         fate = f"remove it with: kubectl delete {JOB_KINDS[kind].plural}.{GROUP} {name} -n {namespace}"
         if ttl is not None:
-            left = seconds_until_ttl(current, ttl)
+            left = seconds_until_ttl(job, ttl)
             fate = f"the training operator deletes it {ttl} s after it finished (ttlSecondsAfterFinished)" + (
                 f", in about {left:.0f} s" if left and left > 0 else ", now: that time has passed"
             )
         self.log.info(
             "Keeping %s %s %s/%s for inspection (on_finish=%r; its pods follow cleanPodPolicy %s); %s",
-            conditions.phase(current.get("status")),
+            conditions.phase(job.get("status")),
             kind,
             namespace,
             name,
-            on_finish,
-            policy.clean_pod_policy,
+            self.on_finish,
+            plan.policy.clean_pod_policy,
             fate,
         )
 
@@ -338,15 +368,7 @@ class JobCleanup:
                 pods = [p for p in self.hook.list_job_pods(name, namespace) if owned_by(p, uid)]
                 left = pods_left(pods, clean_pod_policy, job_deleted=job_deleted)
                 known = known if known is not None else {p["metadata"].get("uid") for p in pods}
-                appeared = [p["metadata"]["name"] for p in left.to_delete if p["metadata"].get("uid") not in known]
-                if appeared:
-                    self.log.info(
-                        "Deleting %s of %s too: created after the cleanup listed the job's pods",
-                        ", ".join(appeared),
-                        job_ref(job),
-                    )
-                for pod in left.to_delete:
-                    self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
+                self._delete_left(job, left.to_delete, known)
                 known.update(p["metadata"].get("uid") for p in pods)
                 if left.done:
                     break
@@ -373,3 +395,15 @@ class JobCleanup:
                 time.monotonic() - started,
                 ", ".join(sorted(waited_for)),
             )
+
+    def _delete_left(self, job: dict[str, Any], pods: Sequence[Mapping[str, Any]], known: set[str | None]) -> None:
+        """Delete ``pods``, saying which appeared after the cleanup listed the job's pods (not in ``known``, uids)."""
+        appeared = [p["metadata"]["name"] for p in pods if p["metadata"].get("uid") not in known]
+        if appeared:
+            self.log.info(
+                "Deleting %s of %s too: created after the cleanup listed the job's pods",
+                ", ".join(appeared),
+                job_ref(job),
+            )
+        for pod in pods:
+            self.hook.delete_pod(pod["metadata"]["name"], job["metadata"]["namespace"], uid=pod["metadata"].get("uid"))

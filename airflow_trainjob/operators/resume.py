@@ -1,18 +1,21 @@
-"""What a deferred try reads when it resumes after its trigger fired (see
-:meth:`~airflow_trainjob.operators.run.TrainingJobRun.complete`): the job as the API has it now, its pods, and the
-rest of the lead replica's log, which the trigger did not copy while it waited.
+"""The deferred try: what it gives the trigger (the spans of the manifest's secrets), and what it reads when it
+resumes after the trigger fired (see :meth:`~airflow_trainjob.operators.run.TrainingJobRun.complete`): the job as the
+API has it now, its pods, and the rest of the lead replica's log, which the trigger did not copy while it waited.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from airflow_trainjob.constants import JOB_KINDS
+from airflow_trainjob.domain.deadlines import queue_state
 from airflow_trainjob.domain.lead_log import (
     LOG_NOT_THERE,
+    SECRET_MARK,
     LeadLogCopy,
     LogCursor,
     cursor_on_job,
@@ -20,10 +23,72 @@ from airflow_trainjob.domain.lead_log import (
     write_lines,
 )
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
+from airflow_trainjob.domain.params import RunSettings
 from airflow_trainjob.domain.pods import owned_by
 from airflow_trainjob.domain.verdict import job_ref
-from airflow_trainjob.exceptions import JobDeletedError
+from airflow_trainjob.exceptions import JobDeletedError, TrainingJobError
 from airflow_trainjob.hooks.api_errors import RAISED_ERRORS, one_line
+from airflow_trainjob.triggers.events import FINISHED, TIMED_OUT
+
+
+def marked_secrets(text: str) -> str:
+    """``text`` with each secret the task's masker knows replaced by
+    :data:`~airflow_trainjob.domain.lead_log.SECRET_MARK` (Airflow's ``redact``).
+
+    :param text: a value of the manifest.
+    """
+    from airflow.providers.common.compat.sdk import redact
+
+    redacted = redact(text, replacement=SECRET_MARK)
+    return redacted if isinstance(redacted, str) else text
+
+
+def event_end(
+    hook: Any,
+    log: Any,
+    job: dict[str, Any],
+    event: dict[str, Any],
+    settings: RunSettings,
+    *,
+    try_number: int,
+    timeout: Callable[..., Exception],
+) -> list[dict[str, Any]]:
+    """What the trigger's event says of the job's end: the pods to judge the job by, after the rest of the lead
+    replica's log (with ``get_logs``), read before the cleanup deletes the job and its pods.
+
+    :param hook: the task's hook.
+    :param log: the task's logger.
+    :param job: the job as read now (else the event's).
+    :param event: the trigger's event (``outcome``, ``message``, ``which``, ``pods``, ``lead_log``).
+    :param settings: the try's settings (``get_logs``, ``log_tail_lines``, the deadlines).
+    :param try_number: this try's number.
+    :param timeout: builds the error of a deadline passed: ``timeout(job, which, seconds, ref, status, pods, queue)``.
+    :returns: the pods as they are now, and those the trigger sent of a failed job that are gone since.
+    :raises TrainingJobTimeoutError: the event says a deadline passed.
+    :raises TrainingJobError: the event is an error (the trigger could not watch the job).
+    """
+
+    def copy_log(pods: list[dict[str, Any]]) -> None:
+        if settings.get_logs:  # before the cleanup deletes the job and its pods
+            lead_log = event.get("lead_log")
+            copy_rest_of_lead_log(
+                hook, log, job, pods, lead_log, try_number=try_number, tail_lines=settings.log_tail_lines
+            )
+
+    if event["outcome"] == TIMED_OUT:
+        which = event.get("which", "timeout")
+        pods = hook.list_job_pods(job["metadata"]["name"], job["metadata"]["namespace"])
+        copy_log(pods)
+        status = job.get("status")
+        raise timeout(job, which, settings.limit(which) or 0, job_ref(job), status, pods, queue_state(job))
+    if event["outcome"] != FINISHED:
+        raise TrainingJobError(event["message"])
+    log.info("%s", event["message"])
+    pods = pods_if_any(hook, job, log)
+    present = {p["metadata"]["name"] for p in pods}
+    pods += [p for p in event.get("pods") or [] if p["metadata"]["name"] not in present]
+    copy_log(pods)
+    return pods
 
 
 def current_job(hook: Any, identity: TaskInstanceIdentity, job: dict[str, Any], log: Any) -> dict[str, Any]:

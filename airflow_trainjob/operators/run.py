@@ -1,52 +1,29 @@
-"""``TrainingJobRun``: one try of a :class:`~airflow_trainjob.operators.training_job.TrainingJobOperator` task,
-from the job's creation to its XCom summary.
+"""``TrainingJobRun``: one try of a :class:`~airflow_trainjob.operators.training_job.TrainingJobOperator` task, from
+the job's creation to its XCom summary. It keeps the try's state (:mod:`~airflow_trainjob.operators.try_state`) and
+calls :mod:`~airflow_trainjob.operators.take_up` (the job created, attached to, replaced or reconnected to, or an
+earlier try's success returned), :mod:`~airflow_trainjob.operators.resume` (the deferred try) and
+:mod:`~airflow_trainjob.operators.ending` (the try's record, the cleanup). The operator's entry points build one per
+try and call it in this order:
 
-The operator checks its parameters and builds the manifest; what happens to the job during a try happens here,
-in one object per try, which keeps the try's state and calls its collaborators: taking up the job
-(:mod:`~airflow_trainjob.operators.take_up`), the deferred resume's reads (:mod:`~airflow_trainjob.operators.resume`),
-the record and cleanup at the end (:mod:`~airflow_trainjob.operators.ending`). The operator's entry points build it
-(``TrainingJobOperator._run_for``: a new run when the context names another try) and call it in this order:
-
-First, in both modes (``durable``, the default): ``execute`` -> :meth:`TrainingJobRun.earlier_success`: when the
-records say an earlier try of the same series (no clear since) saw its job succeed, the try returns that summary and
-creates nothing (see :mod:`~airflow_trainjob.domain.earlier_success`); else it goes on:
-
-Synchronous (``execute`` -> Airflow's ``ResumableJobMixin.execute_resumable``):
-
-1. ``submit_job`` -> :meth:`TrainingJobRun.create_or_attach`, then :attr:`~TrainingJobRun.external_id`. *Or*, when
-   ``task_state_store`` holds an earlier try's job, ``get_job_status`` -> :meth:`TrainingJobRun.reconnect` (its
-   phase, :data:`JOB_GONE`, or :data:`JOB_NOT_REUSED`); Airflow then reconnects (step 2), or, for a failed, gone or
-   not reused job, submits (step 1) after all.
-2. ``poll_until_complete`` -> :meth:`TrainingJobRun.wait`: record on the job that this try follows it, follow its
-   pods (:class:`~airflow_trainjob.watching.job_watch.PodFeed`) and the lead replica's log, wait by
-   :class:`~airflow_trainjob.watching.job_watch.JobWatch` (the deadlines of
-   :mod:`~airflow_trainjob.domain.deadlines`, API outages ridden out for :data:`API_OUTAGE_TOLERANCE`), stop the pods
-   the user's ``cleanPodPolicy`` stops at the end, give the verdict (:mod:`~airflow_trainjob.domain.verdict`,
-   :mod:`~airflow_trainjob.domain.conditions`), clean up; returns the summary.
-3. ``get_job_result`` -> :meth:`TrainingJobRun.result`: the summary of step 2.
-
-Deferrable:
-
-1. ``execute`` -> :meth:`TrainingJobRun.create_or_attach` (as above), then :meth:`TrainingJobRun.trigger`, which
-   the operator defers to.
-2. ``execute_complete`` -> :meth:`TrainingJobRun.complete` with the trigger's event: the verdict, the rest of the
-   lead replica's log (what the trigger did not copy while it waited), cleanup; returns the summary.
-
-At any time, ``on_kill`` -> :meth:`TrainingJobRun.kill`: the wait ends as "stopped by Airflow", and the job is
-deleted if this try still follows it.
-
-The try's record is written when step 1 takes up the job (``create_or_attach``, or ``reconnect`` to a job that is not
-``Failed``), as the synchronous wait sees the job change (its last sight), and once more when the try ends, by
-whichever way out comes first, before the cleanup removes anything. A try that returns an earlier try's success
-writes one record, naming that try (``reused_from_try``). The cleanup runs once per run, on every way out of
-:meth:`~TrainingJobRun.wait`, :meth:`~TrainingJobRun.complete` and :meth:`~TrainingJobRun.earlier_success`, or in
-:meth:`~TrainingJobRun.kill`, whichever comes first.
+- both modes (``durable``): ``execute`` -> :meth:`~TrainingJobRun.earlier_success` (an earlier try's success, if
+  the records make it this try's result: returned, nothing created); else
+- synchronous (Airflow's ``ResumableJobMixin``): ``submit_job`` -> :meth:`~TrainingJobRun.create_or_attach` and
+  :attr:`~TrainingJobRun.external_id`, or ``get_job_status`` -> :meth:`~TrainingJobRun.reconnect` (Airflow submits
+  after all for a failed, gone or not reused job); ``poll_until_complete`` -> :meth:`~TrainingJobRun.wait` (follow
+  the job, its pods and the lead's log to its end, the verdict, the record, the cleanup); ``get_job_result`` ->
+  :meth:`~TrainingJobRun.result`;
+- deferrable: ``execute`` -> :meth:`~TrainingJobRun.create_or_attach`, :meth:`~TrainingJobRun.trigger` (deferred to);
+  ``execute_complete`` -> :meth:`~TrainingJobRun.complete` (the event's verdict, the rest of the lead's log, the
+  record, the cleanup);
+- at any time, ``on_kill`` -> :meth:`~TrainingJobRun.kill`: the wait ends as stopped by Airflow; the job is deleted
+  unless a later try follows it. The end is recorded, and the job cleaned up, once: by the first way out.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -54,14 +31,14 @@ from kubernetes.client.exceptions import ApiException
 from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.cleanup_hold import pods_to_stop, user_run_policy
-from airflow_trainjob.domain.deadlines import QUEUE_TIMEOUT, Deadlines, QueueState, queue_line, queue_state
+from airflow_trainjob.domain.deadlines import QUEUE_TIMEOUT, Deadlines, QueueState, queue_line
 from airflow_trainjob.domain.earlier_success import Reuse, reuse_lines
 from airflow_trainjob.domain.failures import container_ends, pending_failures, pending_reasons, quoted_tails
-from airflow_trainjob.domain.lead_log import SECRET_MARK, secret_spans
+from airflow_trainjob.domain.lead_log import secret_spans
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.domain.params import RunSettings
 from airflow_trainjob.domain.pods import owned_by, restart_counts
-from airflow_trainjob.domain.records import Outcome, TrySeries, outcome_of
+from airflow_trainjob.domain.records import TrySeries
 from airflow_trainjob.domain.summary import job_summary
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import (
@@ -77,7 +54,7 @@ from airflow_trainjob.operators.recorder import KILL_WRITE_SECONDS, JobRecorder
 from airflow_trainjob.operators.take_up import TakeUp, is_earlier_result, with_summary
 from airflow_trainjob.operators.try_state import TryProgress
 from airflow_trainjob.triggers.args import TriggerArgs
-from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED, TIMED_OUT
+from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 from airflow_trainjob.watching.job_watch import JobWatch, PodFeed
 from airflow_trainjob.watching.lead_log_follower import LeadLogFollower
@@ -95,18 +72,8 @@ POD_LOOK_SECONDS = 60.0
 API_OUTAGE_TOLERANCE = 300.0
 
 
-def _marked_secrets(text: str) -> str:
-    """``text`` with each secret the task's masker knows replaced by :data:`~airflow_trainjob.domain.lead_log.SECRET_MARK`
-    (Airflow's ``redact``)."""
-    from airflow.providers.common.compat.sdk import redact
-
-    redacted = redact(text, replacement=SECRET_MARK)
-    return redacted if isinstance(redacted, str) else text
-
-
 class TrainingJobRun:
-    """One try of a training job task: create or attach, wait, verdict, cleanup, summary (see the module's
-    docstring for the order the operator calls them in).
+    """One try of a training job task (the module's docstring says in which order the operator calls it).
 
     :param hook: a :class:`~airflow_trainjob.hooks.training_job.TrainingJobHook` (or anything with its methods).
     :param identity: the task instance and try this run is for.
@@ -115,15 +82,13 @@ class TrainingJobRun:
         ``job_name``/``job_namespace`` XComs); called once, when the run first needs it — never for a deferred
         task's resume unless the trigger could not tell the job's state.
     :param log: the task's logger.
-    :param watch: builds the watch of the synchronous wait: called as
-        ``watch(hook, job, poll_interval=..., outage_tolerance=..., log=...)``, returns an object whose
-        ``follow(look_within)`` yields :class:`~airflow_trainjob.watching.job_watch.Seen`; default :class:`JobWatch`.
+    :param watch: builds the synchronous wait's watch: ``watch(hook, job, poll_interval=..., outage_tolerance=...,
+        log=...)``, whose ``follow(look_within)`` yields :class:`~airflow_trainjob.watching.job_watch.Seen`.
     :param follower: builds the lead replica's log follower: ``follower(hook, kind, name, namespace, log, pods=...)``
-        (``pods``: a callable returning the pods as the wait last saw them), a thread with ``start``, ``finish``,
-        ``stop`` and ``pods_changed``; default :class:`LeadLogFollower`.
-    :param pod_feed: builds what follows the job's pods while the synchronous wait runs:
-        ``pod_feed(hook, job, on_change=..., poll_interval=..., log=...)``, a thread with ``start``, ``stop``,
-        ``pods`` and ``look``; default :class:`~airflow_trainjob.watching.job_watch.PodFeed` (a watch).
+        (``pods``: returns the pods as the wait last saw them), a thread with ``start``, ``finish``, ``stop`` and
+        ``pods_changed``.
+    :param pod_feed: builds what follows the job's pods during the synchronous wait: ``pod_feed(hook, job,
+        on_change=..., poll_interval=..., log=...)``, a thread with ``start``, ``stop``, ``pods`` and ``look``.
     :param recorder: writes the try's record (:class:`~airflow_trainjob.operators.recorder.JobRecorder`); None: none.
     """
 
@@ -140,32 +105,23 @@ class TrainingJobRun:
         pod_feed: Callable[..., Any] = PodFeed,
         recorder: JobRecorder | None = None,
     ) -> None:
-        self.hook = hook
-        self.identity = identity
-        self.settings = settings
-        self.log = log
+        self.hook, self.identity, self.settings, self.log = hook, identity, settings, log
         self._build_manifest = manifest if callable(manifest) else (lambda: manifest)
         self._manifest: dict[str, Any] | None = None
-        self._watch = watch
-        self._follower_factory = follower
-        self._pod_feed_factory = pod_feed
-        self._pod_feed: Any = None
-        self._last_restarts: dict[str, int] = {}  # pod name -> restartCount last seen (the pod feed's thread)
         self._kind: str | None = None
-        #: Where the try is, the job it holds and the end it recorded (the moves checked in one place).
-        self._progress = TryProgress()
+        self._watch, self._follower_factory, self._pod_feed_factory = watch, follower, pod_feed
+        self._pod_feed: Any = None
+        self._follower: Any = None
+        self._last_restarts: dict[str, int] = {}  # pod name -> restartCount last seen (the pod feed's thread)
+        self._seen_pods: dict[str, dict[str, Any]] = {}  # pod name -> last seen, for the verdict
+        self._last_seen: dict[str, Any] | None = None  # the job as the wait or the event last showed it
         #: The summary, once the job succeeded (the XCom ``return_value``).
         self.summary: dict[str, Any] | None = None
-        self._follower: Any = None
-        self._seen_pods: dict[str, dict[str, Any]] = {}  # pod name -> last seen, for the verdict
         self._recorder = recorder
-        self._last_seen: dict[str, Any] | None = None  # the job as the wait or the event last showed it
-        #: What earlier_success decided, when it found an earlier try whose job's success may be this try's result.
-        self._earlier: Reuse | None = None
+        self._progress = TryProgress()  # where the try is, the job it holds, the end it recorded
+        self._earlier: Reuse | None = None  # what earlier_success found: an earlier try's success, maybe this try's
         self._take_up = TakeUp(hook, identity, log)
         self._job_cleanup = ending.JobCleanup(hook, identity, settings.on_finish, log)
-
-    # ---- what the run is about -------------------------------------------------------------------
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -188,8 +144,7 @@ class TrainingJobRun:
     @job.setter
     def job(self, job: dict[str, Any]) -> None:
         self._progress.take_up(job)
-        if job.get("kind"):
-            self._kind = job["kind"]
+        self._kind = job.get("kind") or self._kind
 
     @property
     def _stopped_by_airflow(self) -> bool:
@@ -197,7 +152,6 @@ class TrainingJobRun:
         return self._progress.stopped_by_airflow
 
     def _taken(self) -> dict[str, Any]:
-        """The job this run has taken up; the entry points' order (module docstring) guarantees there is one."""
         if self._progress.job is None:
             raise RuntimeError("no job taken up yet: create_or_attach() or reconnect() comes first")
         return self._progress.job
@@ -208,40 +162,32 @@ class TrainingJobRun:
         meta = self._taken()["metadata"]
         return {"name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid")}
 
-    # ---- 1. take up the job (operators/take_up.py) -----------------------------------------------------
+    # ---- 1. take up the job --------------------------------------------------------------------------
 
     def create_or_attach(self) -> dict[str, Any]:
-        """Create this try's job, or attach to / replace the one of that name this task instance left (see
-        :meth:`~airflow_trainjob.operators.take_up.TakeUp.create_or_attach`).
+        """Create this try's job, or attach to / replace the one of that name this task instance left
+        (:meth:`~airflow_trainjob.operators.take_up.TakeUp.create_or_attach`, which says what it raises); record it.
 
-        :returns: the job, as created or attached to.
-        :raises JobNotOwnedError: a job of that name is not this task instance's (left untouched).
-        :raises TrainingJobError: a replaced job was not gone after :data:`~airflow_trainjob.operators.take_up.REPLACE_TIMEOUT` seconds.
-        """
-        self.job = self._take_up.create_or_attach(
-            self.manifest, self.kind, reattach_on_restart=self.settings.reattach_on_restart, earlier=self._earlier
+        :returns: the job, as created or attached to."""
+        settings = self.settings
+        self.job = job = self._take_up.create_or_attach(
+            self.manifest, self.kind, reattach_on_restart=settings.reattach_on_restart, earlier=self._earlier
         )
-        job = self._taken()
-        self._record_start(job)
+        ending.record_start(self._recorder, self.identity, job, self._manifest)
         return job
 
     def earlier_success(self) -> dict[str, Any] | None:
-        """The success of an earlier try's job, when Airflow runs the task instance again after it (see
-        :mod:`~airflow_trainjob.domain.earlier_success`): the summary that try returned, without creating a job. Logs that
-        the training is not repeated, and why; records this try as succeeded with that job; cleans the job up if it
-        is still there (the cleanup that try did not live to finish). Called before anything else in a try.
-
-        When the earlier try ended without a word and its job still runs, the try follows it as usual
-        (:meth:`reconnect`, :meth:`create_or_attach`); should it succeed before they read it, they take it up as this
-        try's result instead of replacing it (:func:`~airflow_trainjob.operators.take_up.is_earlier_result`).
+        """The success of an earlier try's job, when Airflow runs the task instance again after it
+        (:mod:`~airflow_trainjob.domain.earlier_success`): the summary that try returned, without creating a job; logs
+        why, records this try as succeeded with that job, and cleans the job up if it is still there. Called first.
+        A job still running is followed as usual (:meth:`reconnect`, :meth:`create_or_attach`), and taken up as this
+        try's result should it succeed before they read it.
 
         :returns: the summary (the XCom ``return_value``), or None: this try trains (creates or attaches as usual).
-        :raises ApiException: the job could not be read (not a 404): the retry decides again.
-        """
-        recorder = self._recorder
-        if recorder is None or not recorder.enabled:
+        :raises ApiException: the job could not be read (not a 404): the retry decides again."""
+        if self._recorder is None or not self._recorder.enabled:
             return None
-        found = self._take_up.earlier_success(recorder, lambda: self.manifest)
+        found = self._take_up.earlier_success(self._recorder, lambda: self.manifest)
         if found is None:
             return None
         self._earlier, job = found
@@ -250,18 +196,12 @@ class TrainingJobRun:
         return self._return_earlier(self._earlier, job)
 
     def _return_earlier(self, decision: Reuse, job: dict[str, Any] | None) -> dict[str, Any]:
-        """Return the earlier try's success as this try's: say so, record it, clean up the job if it is still there.
-
-        :param decision: the reuse (:func:`~airflow_trainjob.domain.earlier_success.decide`).
-        :param job: the job as read now, Succeeded, or None when it is gone (then ``decision`` has the summary).
-        """
-        decision = with_summary(decision, job)
-        recorder = self._recorder
-        series = recorder.series if recorder is not None else TrySeries()
-        settings = self.settings
-        for line in reuse_lines(
-            decision, self.identity.try_number, series, job_exists=job is not None, on_finish=settings.on_finish
-        ):
+        """Return the earlier try's success as this try's (``job``: as read now, or None when gone): say so, record
+        it, clean up the job if it is still there."""
+        decision, recorder = with_summary(decision, job), self._recorder
+        series, try_number = recorder.series if recorder is not None else TrySeries(), self.identity.try_number
+        exists, on_finish = job is not None, self.settings.on_finish
+        for line in reuse_lines(decision, try_number, series, job_exists=exists, on_finish=on_finish):
             self.log.info("%s", line)
         summary = self.summary = decision.summary
         assert summary is not None  # with_summary
@@ -269,7 +209,7 @@ class TrainingJobRun:
             self.job = job
         if self._progress.end("succeeded") and recorder is not None:  # this try's record is this one
             self._progress.success_written(recorder.reused(decision.source, decision.succeeded_try, summary, job))
-        self._cleanup("succeeded")
+        self._clean_up("succeeded")
         return summary
 
     def reconnect(self, external_id: Mapping[str, Any]) -> str:
@@ -279,37 +219,31 @@ class TrainingJobRun:
         :returns: its phase (see :func:`conditions.phase`), :data:`JOB_GONE` when it no longer exists as this
             task instance's job (deleted, or replaced by another object), or :data:`JOB_NOT_REUSED` when it succeeded:
             unless :meth:`earlier_success`, which runs first, found it to be this try's result (then ``Succeeded``,
-            and :meth:`result` returns it).
-        """
+            and :meth:`result` returns it)."""
         _ = self.manifest  # built first: the task's rendered fields show it, and the kind comes from it
         job = self._take_up.stored(external_id, self.kind)
         if job is None:
             return JOB_GONE
         if conditions.is_succeeded(job.get("status")) and not is_earlier_result(job, self._earlier):
-            # The records of this series do not make it this try's result (earlier_success ran first): a clear, or no
-            # record of the try says under which clear it ran. Replaced, as a failed one is.
-            return JOB_NOT_REUSED
+            return JOB_NOT_REUSED  # not this try's result by the records of this series: replaced, as a failed one is
         self.job = job
-        phase = conditions.phase(job.get("status"))
         if not conditions.is_failed(job.get("status")):  # a failed one is replaced: its successor is recorded
-            self._record_start(job)
-        return phase
+            ending.record_start(self._recorder, self.identity, job, self._manifest)
+        return conditions.phase(job.get("status"))
 
     def _require_job(self, external_id: Mapping[str, Any] | None) -> dict[str, Any]:
         """The job of this run; read from ``external_id`` when no step before took it up."""
         if self._progress.job is None and external_id is not None:
             job = self._take_up.stored(external_id, self.kind)
             if job is None:
-                raise JobDeletedError(
-                    f"{self.kind} {external_id['namespace']}/{external_id['name']} no longer "
-                    "exists as this task instance's job"
-                )
+                ref = f"{self.kind} {external_id['namespace']}/{external_id['name']}"
+                raise JobDeletedError(f"{ref} no longer exists as this task instance's job")
             self.job = job
         if self._progress.job is None:
             raise TrainingJobError("no job to follow: create_or_attach or reconnect comes first")
         return self._progress.job
 
-    # ---- 2. wait (synchronous), verdict, cleanup ---------------------------------------------------
+    # ---- 2. wait (synchronous), verdict, record, cleanup -------------------------------------------------
 
     def wait(self, external_id: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Follow the job to its end, give the verdict, and clean up on every way out.
@@ -323,31 +257,45 @@ class TrainingJobRun:
         """
         manifest = self.manifest
         job = self._require_job(external_id)
-        meta = job["metadata"]
-        ref = f"{self.kind} {meta['namespace']}/{meta['name']}"
+        ref = f"{self.kind} {job['metadata']['namespace']}/{job['metadata']['name']}"
         self._progress.start_waiting()
-        outcome = "killed"
-        try:
-            job = self._take_up.follow(job, self.kind)  # reconnected through task_state_store: this try follows it now
-            self._progress.hold(job)
-            final = self._last_seen = self._follow_to_end(ref, manifest, job)
+
+        def follow() -> tuple[dict[str, Any], Iterable[dict[str, Any]]]:
+            followed = self._take_up.follow(job, self.kind)  # reconnected through task_state_store: followed now
+            self._progress.hold(followed)
+            final = self._last_seen = self._follow_to_end(ref, manifest, followed)
             self._stop_pods_at_terminal(final)
             self._stop_follower(drain=True)
             self._stop_pod_feed()
+            return final, self._seen_pods.values()
+
+        return self._judged(ref, follow, on_error=self._stop_following)
+
+    def _judged(
+        self,
+        ref: str,
+        judge: Callable[[], tuple[dict[str, Any], Iterable[dict[str, Any]]]],
+        on_error: Callable[[], None] | None = None,
+    ) -> dict[str, Any]:
+        """The verdict on the job at its end (``judge()``: the job and its pods, or raises), the try's end recorded
+        and the job cleaned up on every way out (``on_error`` first, when it raises); returns the summary."""
+        outcome = "killed"
+        try:
+            final, pods = judge()
             if not conditions.is_succeeded(final.get("status")):
                 outcome = "failed"
-                raise failure_exception(self.hook, final, self.settings.log_tail_lines, self._seen_pods.values())
+                raise failure_exception(self.hook, final, self.settings.log_tail_lines, pods)
             self.log.info("%s succeeded", ref)
-            self.summary = job_summary(final)
+            summary = self.summary = job_summary(final)
         except BaseException as e:
-            self._stop_follower()
-            self._stop_pod_feed()
+            if on_error is not None:
+                on_error()
             self._record_end(e)
-            self._cleanup_keeping_verdict(outcome)
+            self._clean_up(outcome, keep_verdict=True)
             raise
         self._record_end(None)
-        self._cleanup("succeeded")
-        return self.summary
+        self._clean_up("succeeded")
+        return summary
 
     def _follow_to_end(self, ref: str, manifest: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
         """Start following the job's pods (:class:`~airflow_trainjob.watching.job_watch.PodFeed`) and, with ``get_logs``,
@@ -566,7 +514,7 @@ class TrainingJobRun:
         if self.summary is not None:
             return self.summary
         job, earlier = self._progress.job, self._earlier
-        if job is not None and isinstance(earlier, Reuse) and is_earlier_result(job, earlier):
+        if job is not None and earlier is not None and is_earlier_result(job, earlier):
             return self._return_earlier(earlier, job)
         raise TrainingJobError("no summary: wait() comes first")
 
@@ -582,7 +530,7 @@ class TrainingJobRun:
             owner_labels=self.identity.instance_labels(),
             try_number=self.identity.try_number,
             started_at=time.time(),
-            secret_spans=secret_spans(self.manifest, _marked_secrets) if settings.get_logs else None,
+            secret_spans=secret_spans(self.manifest, resume.marked_secrets) if settings.get_logs else None,
         )
         return TrainingJobTrigger(**args.kwargs())
 
@@ -605,55 +553,14 @@ class TrainingJobRun:
             self._record_end(error, job, look=False)  # gone: its last state is the event's
             raise error
         self.job = self._last_seen = job if live else resume.current_job(self.hook, self.identity, job, self.log)
-        job = self._taken()
         self._progress.start_waiting()
-        outcome = "killed"
-        try:
-            if event["outcome"] == TIMED_OUT:
-                name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
-                which = event.get("which", "timeout")
-                pods = self.hook.list_job_pods(name, namespace)
-                if self.settings.get_logs:  # before the cleanup deletes the job and its pods
-                    self._copy_rest_of_lead_log(job, pods, event.get("lead_log"))
-                raise self._timeout(
-                    job, which, self.settings.limit(which) or 0, job_ref(job), job.get("status"), pods, queue_state(job)
-                )
-            if event["outcome"] != FINISHED:
-                raise TrainingJobError(event["message"])
-            ref = job_ref(job)
-            self.log.info("%s", event["message"])
-            # The pods as they are now, and those the trigger sent of a failed job that are gone since.
-            pods = resume.pods_if_any(self.hook, job, self.log)
-            present = {p["metadata"]["name"] for p in pods}
-            pods += [p for p in event.get("pods") or [] if p["metadata"]["name"] not in present]
-            self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
-            if self.settings.get_logs:
-                self._copy_rest_of_lead_log(job, pods, event.get("lead_log"))
-            if not conditions.is_succeeded(job.get("status")):
-                outcome = "failed"
-                raise failure_exception(self.hook, job, self.settings.log_tail_lines, pods)
-            self.log.info("%s succeeded", ref)
-            self.summary = job_summary(job)
-        except BaseException as e:
-            self._record_end(e)
-            self._cleanup_keeping_verdict(outcome)
-            raise
-        self._record_end(None)
-        self._cleanup("succeeded")
-        return self.summary
+        return self._judged(job_ref(self._taken()), partial(self._event_end, self._taken(), event))
 
-    def _copy_rest_of_lead_log(
-        self, job: dict[str, Any], pods: list[dict[str, Any]], copied: dict[str, Any] | None
-    ) -> None:
-        resume.copy_rest_of_lead_log(
-            self.hook,
-            self.log,
-            job,
-            pods,
-            copied,
-            try_number=self.identity.try_number,
-            tail_lines=self.settings.log_tail_lines,
-        )
+    def _event_end(self, job: dict[str, Any], event: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        try_number, timeout = self.identity.try_number, self._timeout
+        pods = resume.event_end(self.hook, self.log, job, event, self.settings, try_number=try_number, timeout=timeout)
+        self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
+        return job, pods
 
     # ---- stopped by Airflow ------------------------------------------------------------------------
 
@@ -661,15 +568,11 @@ class TrainingJobRun:
         """Airflow stopped the task (marked failed/success, cleared, timed out, worker shutdown): end the wait as
         stopped, stop following the log, delete the job (unless a later try follows it now)."""
         self._progress.stop()
-        self._stop_follower()
-        self._stop_pod_feed()
+        self._stop_following()
         self._record_end(None, wait_seconds=KILL_WRITE_SECONDS)
-        self._cleanup("killed")
+        self._clean_up("killed")
 
-    # ---- the end of the try (operators/ending.py) ---------------------------------------------------
-
-    def _record_start(self, job: dict[str, Any]) -> None:
-        ending.record_start(self._recorder, self.identity, job, self._manifest)
+    # ---- the end of the try (operators/ending.py) -----------------------------------------------------
 
     def _record_seen(self, job: dict[str, Any]) -> None:
         """Record the job as the wait sees it now, with its pods as last seen, when its phase or replica counts
@@ -686,56 +589,32 @@ class TrainingJobRun:
         look: bool = True,
         wait_seconds: float | None = None,
     ) -> None:
-        """Record how the try ended (once: the first way out that gets here; but a success seen after :meth:`kill`
-        recorded the try as stopped is recorded over it), before the cleanup removes anything
-        (:func:`~airflow_trainjob.operators.ending.record_end`).
+        """Record how the try ended (``error``: its verdict; None: succeeded, or stopped), once, with ``job`` (default:
+        as last seen) read again unless ``look`` is false (see :func:`~airflow_trainjob.operators.ending.record_end`)."""
+        job, pods = job or self._last_seen or self._progress.job, list(self._seen_pods.values())
+        final_look = partial(ending.final_look, self.hook, self.kind, self.log) if look else None
+        record_end = partial(ending.record_end, self._recorder, self._progress, summary=self.summary)
+        record_end(job, pods, error=error, look=final_look, wait_seconds=wait_seconds)
 
-        :param error: the try's verdict (None: succeeded, or stopped when :meth:`kill` ran).
-        :param job: the job as last known; default: as the wait or the event last showed it.
-        :param look: read the job, its pods and events again; not when the job is gone.
-        :param wait_seconds: see :meth:`JobRecorder.ended`.
-        """
-        # A success is recorded as one even when Airflow stopped the try while it returned it (on_kill runs in a
-        # signal handler; the try goes on until its process is killed): a retry of the same series returns it.
-        seen_success = error is None and self.summary is not None
-        outcome: Outcome = "succeeded" if seen_success else outcome_of(error, stopped=self._stopped_by_airflow)
-        if not self._progress.end(outcome) or self._recorder is None or not self._recorder.enabled:
-            return
-        written = ending.record_end(
-            self._recorder,
-            outcome,
-            job or self._last_seen or self._progress.job,
-            list(self._seen_pods.values()),
-            error=error,
-            summary=self.summary,
-            look=(lambda job, pods: ending.final_look(self.hook, self.kind, self.log, job, pods)) if look else None,
-            wait_seconds=wait_seconds,
-        )
-        if outcome == "succeeded":
-            self._progress.success_written(written)
-
-    def _success_unrecorded(self) -> bool:
-        """There is a store, and this try's success is not in it (a try that Airflow has moved the task instance
-        past cannot write: the API answers 404)."""
-        return self._recorder is not None and self._recorder.enabled and not self._progress.success_recorded
+    def _stop_following(self) -> None:
+        self._stop_follower()
+        self._stop_pod_feed()
 
     def _stop_follower(self, drain: bool = False) -> None:
         follower, self._follower = self._follower, None
         if follower is not None:
             follower.finish() if drain else follower.stop()
 
-    def _cleanup_keeping_verdict(self, outcome: str) -> None:
-        self._cleanup(outcome, keep_verdict=True)
-
-    def _cleanup(self, outcome: str, *, keep_verdict: bool = False) -> None:
+    def _clean_up(self, outcome: str, *, keep_verdict: bool = False) -> None:
         job = self._progress.let_go()  # once: kill() and the wait's way out may both get here
         if job is None:
             return
+        recorder = self._recorder
         self._job_cleanup.clean_up(
             job,
             self.kind,
             outcome,
-            success_unrecorded=self._success_unrecorded(),
-            stopped_by_airflow=lambda: self._stopped_by_airflow,
+            success_unrecorded=recorder is not None and recorder.enabled and not self._progress.success_recorded,
+            stopped_by_airflow=lambda: self._stopped_by_airflow,  # read when the cleanup gets there
             keep_verdict=keep_verdict,
         )

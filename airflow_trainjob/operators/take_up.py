@@ -176,6 +176,19 @@ class TakeUp:
                 f"instance's (dag_id={identity.dag_id}, task_id={identity.task_id}, run_id={identity.run_id}, "
                 f"map_index={identity.map_index}); it was left untouched. Set another job_name or remove it."
             )
+        return self._attach_or_replace(manifest, kind, existing, reattach_on_restart, earlier)
+
+    def _attach_or_replace(
+        self,
+        manifest: dict[str, Any],
+        kind: str,
+        existing: dict[str, Any],
+        reattach_on_restart: bool,
+        earlier: Reuse | None,
+    ) -> dict[str, Any]:
+        """Attach to ``existing``, this task instance's job of that name, or replace it (see
+        :meth:`create_or_attach`)."""
+        identity, meta = self.identity, existing["metadata"]
         # A finished job is replaced (this try starts over), unless it succeeded for this try: taken up, its end is
         # seen at once. That is this try's own job (Airflow ran this try's execute again, e.g. after its trigger fired;
         # even when the records cannot be read: a stale try's store reads come back empty), or the earlier try's job
@@ -185,26 +198,33 @@ class TakeUp:
         )
         finished = conditions.is_terminal(existing.get("status")) and not taken_up
         same_try = identity.created_by_this_try(existing)
-        deleting = bool(existing["metadata"].get("deletionTimestamp"))  # e.g. by the killed try before this one
+        deleting = bool(meta.get("deletionTimestamp"))  # e.g. by the killed try before this one
         if not finished and not deleting and (same_try or reattach_on_restart):
             phase = conditions.phase(existing.get("status"))
             self.log.info(
                 "Attaching to %s %s/%s, %s, created by try %s",
                 kind,
-                namespace,
-                name,
+                meta["namespace"],
+                meta["name"],
                 phase if conditions.is_terminal(existing.get("status")) else f"still {phase}",
-                existing["metadata"]["labels"].get(LABEL_TRY_NUMBER),
+                meta["labels"].get(LABEL_TRY_NUMBER),
             )
             return self.follow(existing, kind)
         self.log.info(
             "Replacing %s %s/%s left by an earlier try (%s%s)",
             kind,
-            namespace,
-            name,
+            meta["namespace"],
+            meta["name"],
             conditions.phase(existing.get("status")),
             ", being deleted" if deleting else "",
         )
+        return self._replace(manifest, kind, existing, deleting=deleting)
+
+    def _replace(
+        self, manifest: dict[str, Any], kind: str, existing: dict[str, Any], *, deleting: bool
+    ) -> dict[str, Any]:
+        """Delete ``existing`` (unless it is being deleted already), wait until it is gone, create ``manifest``."""
+        name, namespace = existing["metadata"]["name"], existing["metadata"]["namespace"]
         if not deleting:
             self.hook.delete_job(kind, name, namespace, uid=existing["metadata"]["uid"], propagation="Foreground")
         deadline = time.monotonic() + REPLACE_TIMEOUT
