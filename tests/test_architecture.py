@@ -26,10 +26,7 @@ MAX_FUNCTION_LINES = 60
 #: Today's functions over :data:`MAX_FUNCTION_LINES`, ``module:qualified name`` -> their length now, as a ceiling.
 #: One may only shrink: when it does, write its new length here; at 60 lines or fewer, remove it.
 LONG_FUNCTIONS = {
-    "airflow_trainjob.operators.run:TrainingJobRun._cleanup": 98,
     "airflow_trainjob.watching.job_watch:ListThenWatch._loop": 84,
-    "airflow_trainjob.operators.run:TrainingJobRun._create_or_attach": 68,
-    "airflow_trainjob.operators.run:TrainingJobRun._remove_pods_left": 61,
 }
 #: ``.py`` files directly in ``airflow_trainjob/`` (``__init__.py`` included), at most: the redesign moves them into
 #: subpackages; when one goes, lower this to the new count.
@@ -49,6 +46,7 @@ PURE_MODULES = (
     "airflow_trainjob.watching.job_cache",
     "airflow_trainjob.triggers.log_pacing",
     "airflow_trainjob.watching.stream_source",
+    "airflow_trainjob.operators.try_state",
 )
 #: What ``domain/`` may import of the provider: itself and the bottom layer.
 DOMAIN_MAY_IMPORT = ("airflow_trainjob.domain", "airflow_trainjob.constants", "airflow_trainjob.exceptions")

@@ -17,6 +17,8 @@ asked for on the job (annotation :data:`ANNOTATION_HELD_RUN_POLICY`), and applie
    creates a replica's pod after the terminal transition), so the task lists them again until none it removes is
    left, deleting those that appeared.
 
+What the end of the task does to its job is decided before any call (:func:`cleanup_plan`).
+
 Pure functions over API JSON dicts; the operator and the trigger do the calls.
 """
 
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_trainjob.constants import LABEL_PREFIX, CleanPodPolicy
+from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.own_keys import legacy_key, read_own_key
 from airflow_trainjob.domain.pods import Pod, is_active, is_being_deleted, pods_to_clean
 
@@ -162,3 +165,80 @@ def release_patch(job: Mapping[str, Any]) -> dict[str, Any] | None:
         "metadata": {"annotations": dict.fromkeys(keys)},
         "spec": {"runPolicy": {_CLEAN: policy.clean_pod_policy, _TTL: policy.ttl_seconds_after_finished}},
     }
+
+
+#: :attr:`CleanupPlan.leave_alone`: the job of that name is no longer the one this task created (another uid, or
+#: not labelled as this task instance's).
+REPLACED = "replaced"
+#: :attr:`CleanupPlan.leave_alone`: a killed try's job that a later try of the task follows now.
+FOLLOWED_BY_LATER_TRY = "followed by a later try"
+
+
+@dataclass(frozen=True)
+class CleanupPlan:
+    """What the end of the task does to its job, decided before any call.
+
+    :param policy: the user's cleanup (:func:`user_run_policy`).
+    :param leave_alone: why the cleanup touches nothing (:data:`REPLACED`, :data:`FOLLOWED_BY_LATER_TRY`); None: it
+        cleans up.
+    :param clean_pods_first: the job has finished: its pods go as ``cleanPodPolicy`` says, before the job does (a
+        running job goes whole, its pods after it: none dies before it, it would be restarted).
+    :param delete_job: delete the job (``on_finish`` says so, or it is still running).
+    :param deletion_reason: why, for the task log: ``not finished``, or the ``on_finish`` value.
+    :param keep_unrecorded_success: ``on_finish`` would delete the succeeded job, but its success is not in the
+        try's record: the job is kept, as what tells a try that Airflow runs after this one that it succeeded.
+    :param release: for a kept job that the provider holds the policy of, the JSON merge patch that gives it its
+        ``runPolicy`` back (:func:`release_patch`, with the job's uid as a precondition); else None.
+    """
+
+    policy: UserRunPolicy
+    leave_alone: str | None = None
+    clean_pods_first: bool = False
+    delete_job: bool = False
+    deletion_reason: str = ""
+    keep_unrecorded_success: bool = False
+    release: dict[str, Any] | None = None
+
+
+def cleanup_plan(
+    job: Mapping[str, Any],
+    *,
+    held_uid: str | None,
+    owned: bool,
+    followed: bool,
+    outcome: str,
+    on_finish: str,
+    success_unrecorded: bool,
+) -> CleanupPlan:
+    """What the end of the task does to ``job``: its pods as ``cleanPodPolicy`` says, then the job as ``on_finish``
+    says; a job still running is deleted whatever ``on_finish`` says.
+
+    :param job: the job as read now, an API JSON dict (``metadata.uid``, ``status``, the held policy).
+    :param held_uid: the uid of the job the try took up (``metadata.uid``).
+    :param owned: ``job`` is labelled as this task instance's
+        (:meth:`~airflow_trainjob.domain.ownership.TaskInstanceIdentity.owns`).
+    :param followed: ``job`` says this try follows it
+        (:meth:`~airflow_trainjob.domain.ownership.TaskInstanceIdentity.follows`).
+    :param outcome: how the try ended: ``succeeded``, ``failed`` or ``killed`` (Airflow stopped it, or an error).
+    :param on_finish: the operator's ``on_finish``: ``delete_job``, ``delete_succeeded_job`` or ``keep_job``.
+    :param success_unrecorded: there is a store, and the try's success is not in it.
+    """
+    policy = user_run_policy(job)
+    if (job.get("metadata") or {}).get("uid") != held_uid or not owned:
+        return CleanupPlan(policy, leave_alone=REPLACED)
+    if outcome == "killed" and not followed:
+        return CleanupPlan(policy, leave_alone=FOLLOWED_BY_LATER_TRY)
+    running = not conditions.is_terminal(job.get("status"))
+    deleting = running or on_finish == "delete_job" or (on_finish == "delete_succeeded_job" and outcome == "succeeded")
+    keep_unrecorded = deleting and not running and outcome == "succeeded" and success_unrecorded
+    release = None if deleting and not keep_unrecorded else release_patch(job)
+    if release is not None:
+        release["metadata"]["uid"] = held_uid  # a precondition: never a successor of that name
+    return CleanupPlan(
+        policy,
+        clean_pods_first=not running,
+        delete_job=deleting and not keep_unrecorded,
+        deletion_reason="not finished" if running else on_finish,
+        keep_unrecorded_success=keep_unrecorded,
+        release=release,
+    )

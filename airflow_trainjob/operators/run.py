@@ -1,82 +1,43 @@
-"""``TrainingJobRun``: one try of a :class:`~airflow_trainjob.operators.training_job.TrainingJobOperator` task,
-from the job's creation to its XCom summary.
+"""``TrainingJobRun``: one try of a :class:`~airflow_trainjob.operators.training_job.TrainingJobOperator` task, from
+the job's creation to its XCom summary. It keeps the try's state (:mod:`~airflow_trainjob.operators.try_state`) and
+calls :mod:`~airflow_trainjob.operators.take_up` (the job created, attached to, replaced or reconnected to, or an
+earlier try's success returned), :mod:`~airflow_trainjob.operators.resume` (the deferred try) and
+:mod:`~airflow_trainjob.operators.ending` (the try's record, the cleanup). The operator's entry points build one per
+try and call it in this order:
 
-The operator checks its parameters and builds the manifest; what happens to the job during a try happens here,
-in one object per try. The operator's entry points build it (``TrainingJobOperator._run_for``: a new run when the
-context names another try) and call it in this order:
-
-First, in both modes (``durable``, the default): ``execute`` -> :meth:`TrainingJobRun.earlier_success`: when the
-records say an earlier try of the same series (no clear since) saw its job succeed, the try returns that summary and
-creates nothing (see :mod:`~airflow_trainjob.domain.earlier_success`); else it goes on:
-
-Synchronous (``execute`` -> Airflow's ``ResumableJobMixin.execute_resumable``):
-
-1. ``submit_job`` -> :meth:`TrainingJobRun.create_or_attach`, then :attr:`~TrainingJobRun.external_id`: create the
-   job; on 409 attach to this try's job, or to an earlier try's running one (``reattach_on_restart``), or replace
-   one that has finished or is being deleted; when the job vanished between the 409 and the read, create again.
-   *Or*, when ``task_state_store`` holds an earlier try's job, ``get_job_status`` ->
-   :meth:`TrainingJobRun.reconnect` (its phase, :data:`JOB_GONE`, or :data:`JOB_NOT_REUSED`); Airflow then
-   reconnects (step 2), or, for a failed, gone or not reused job, submits (step 1) after all.
-2. ``poll_until_complete`` -> :meth:`TrainingJobRun.wait`: record on the job that this try follows it, follow its
-   pods (:class:`~airflow_trainjob.watching.job_watch.PodFeed`) and the lead replica's log, wait by
-   :class:`~airflow_trainjob.watching.job_watch.JobWatch` (the deadlines of
-   :mod:`~airflow_trainjob.domain.deadlines`, API outages ridden out for :data:`API_OUTAGE_TOLERANCE`), stop the pods the
-   user's ``cleanPodPolicy`` stops at the end, give the verdict (:mod:`~airflow_trainjob.domain.verdict`,
-   :mod:`~airflow_trainjob.domain.conditions`), clean up; returns the summary.
-3. ``get_job_result`` -> :meth:`TrainingJobRun.result`: the summary of step 2.
-
-Deferrable:
-
-1. ``execute`` -> :meth:`TrainingJobRun.create_or_attach` (as above), then :meth:`TrainingJobRun.trigger`, which
-   the operator defers to.
-2. ``execute_complete`` -> :meth:`TrainingJobRun.complete` with the trigger's event: the verdict, the rest of the
-   lead replica's log (what the trigger did not copy while it waited), cleanup; returns the summary.
-
-At any time, ``on_kill`` -> :meth:`TrainingJobRun.kill`: the wait ends as "stopped by Airflow", and the job is
-deleted if this try still follows it.
-
-The try's record (:mod:`~airflow_trainjob.operators.recorder`, when the context has a ``task_state_store``) is written when
-step 1 takes up the job (``create_or_attach``, or ``reconnect`` to a job that is not ``Failed``), as the synchronous
-wait sees the job change (its last sight), and once more when the try ends, by whichever way out comes first, before
-the cleanup removes anything: the job, its pods and their events as they were then, and after a success the summary
-returned. A try that returns an earlier try's success writes one record, naming that try (``reused_from_try``).
-
-Cleanup (the held ``cleanPodPolicy``, ``on_finish``, the released ``runPolicy``) runs once per run, on every way
-out of :meth:`~TrainingJobRun.wait`, :meth:`~TrainingJobRun.complete` and :meth:`~TrainingJobRun.earlier_success`,
-or in :meth:`~TrainingJobRun.kill`, whichever comes first. After a verdict that is an exception, a failed cleanup is
-logged and the verdict raised; after a success it is raised (the retry returns that success and finishes it).
+- both modes (``durable``): ``execute`` -> :meth:`~TrainingJobRun.earlier_success` (an earlier try's success, if
+  the records make it this try's result: returned, nothing created); else
+- synchronous (Airflow's ``ResumableJobMixin``): ``submit_job`` -> :meth:`~TrainingJobRun.create_or_attach` and
+  :attr:`~TrainingJobRun.external_id`, or ``get_job_status`` -> :meth:`~TrainingJobRun.reconnect` (Airflow submits
+  after all for a failed, gone or not reused job); ``poll_until_complete`` -> :meth:`~TrainingJobRun.wait` (follow
+  the job, its pods and the lead's log to its end, the verdict, the record, the cleanup); ``get_job_result`` ->
+  :meth:`~TrainingJobRun.result`;
+- deferrable: ``execute`` -> :meth:`~TrainingJobRun.create_or_attach`, :meth:`~TrainingJobRun.trigger` (deferred to);
+  ``execute_complete`` -> :meth:`~TrainingJobRun.complete` (the event's verdict, the rest of the lead's log, the
+  record, the cleanup);
+- at any time, ``on_kill`` -> :meth:`~TrainingJobRun.kill`: the wait ends as stopped by Airflow; the job is deleted
+  unless a later try follows it. The end is recorded, and the job cleaned up, once: by the first way out.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import replace
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
 
-from airflow_trainjob.constants import GROUP, JOB_KINDS
+from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.domain import conditions
-from airflow_trainjob.domain.cleanup_hold import pods_left, release_patch, user_run_policy
 from airflow_trainjob.domain.deadlines import (
     Deadlines,
     QueueState,
-    queue_state,
 )
-from airflow_trainjob.domain.earlier_success import Reuse, StartOver, decide, reuse_lines
+from airflow_trainjob.domain.earlier_success import Reuse, reuse_lines
 from airflow_trainjob.domain.failures import container_ends, pending_failures, quoted_tails
 from airflow_trainjob.domain.lead_log import (
-    LOG_NOT_THERE,
-    SECRET_MARK,
-    LeadLogCopy,
-    LogCursor,
-    cursor_on_job,
-    quote_log,
     secret_spans,
-    write_lines,
 )
 from airflow_trainjob.domain.lifecycle import (
     Finished,
@@ -88,29 +49,28 @@ from airflow_trainjob.domain.lifecycle import (
     pods_stopped_at_terminal,
 )
 from airflow_trainjob.domain.ownership import (
-    ANNOTATION_FOLLOWED_BY_TRY,
     TaskInstanceIdentity,
-    created_by_try,
-    following_try,
 )
 from airflow_trainjob.domain.params import RunSettings
-from airflow_trainjob.domain.pods import is_active, owned_by, pods_to_clean, restart_counts
-from airflow_trainjob.domain.records import JobRecord, TrySeries, outcome_of, spec_digest
+from airflow_trainjob.domain.pods import restart_counts
+from airflow_trainjob.domain.records import TrySeries
+from airflow_trainjob.domain.summary import job_summary
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import (
     JobDeletedError,
-    JobNotOwnedError,
     TrainingJobError,
     TrainingJobStoppedError,
     TrainingJobTimeoutError,
 )
 from airflow_trainjob.families import kubeflow_v1
-from airflow_trainjob.hooks.api_errors import RAISED_ERRORS, one_line
+from airflow_trainjob.hooks.api_errors import one_line
 from airflow_trainjob.hooks.evidence import announced_end, failure_exception, read_tails
-from airflow_trainjob.hooks.retries import is_transient
+from airflow_trainjob.operators import ending, resume
 from airflow_trainjob.operators.recorder import KILL_WRITE_SECONDS, JobRecorder
+from airflow_trainjob.operators.take_up import TakeUp, is_earlier_result, with_summary
+from airflow_trainjob.operators.try_state import TryProgress
 from airflow_trainjob.triggers.args import TriggerArgs
-from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED, TIMED_OUT
+from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 from airflow_trainjob.watching.job_watch import JobWatch, PodFeed
 from airflow_trainjob.watching.lead_log_follower import LeadLogFollower
@@ -120,71 +80,16 @@ JOB_GONE = "Gone"
 #: Status of a stored job that succeeded under an earlier try whose success is not this try's result (see
 #: :meth:`TrainingJobRun.earlier_success`): the task was cleared since, or no record says it was not.
 JOB_NOT_REUSED = "Succeeded, not this try's result"
-#: Seconds to wait for a replaced job to be gone before creating its successor.
-REPLACE_TIMEOUT = 120.0
-#: Seconds between two reads of a replaced job while it is being deleted.
-REPLACE_POLL_SECONDS = 1.0
 #: Seconds between two LISTs of a waiting job's pods while watching them fails (refused, e.g. a Role without ``watch``
 #: on pods, or failing again and again); while the watch works, every change of a pod is seen as it happens.
 POD_LOOK_SECONDS = 60.0
 #: Seconds the status polling rides out an API that keeps failing transiently (an apiserver restart, a long
 #: run of 5xx/resets) after each call's own retries are spent, before the task fails with the last error.
 API_OUTAGE_TOLERANCE = 300.0
-#: Seconds the end of the task waits for the pods it removed to be gone (their containers stopped and the pods
-#: removed by the kubelet): above the default ``terminationGracePeriodSeconds`` (30 s), after which the kubelet kills
-#: a container that ignores SIGTERM. A pod still there then is named in a warning; its deletion stands.
-PODS_GONE_SECONDS = 60.0
-#: Seconds between the end of the task's LISTs of the pods it waits for: the first, doubled up to the last.
-PODS_GONE_POLL_SECONDS = (0.2, 1.0)
-
-
-def job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
-    """The task's XCom ``return_value``: kind, name, namespace, conditions, replicaStatuses, startTime,
-    completionTime, duration (seconds, None until both times are known). JSON-safe.
-
-    :param job: the job as last read, an API JSON dict (``status.startTime``, ``status.completionTime``...).
-    """
-    status = job.get("status") or {}
-    start, end = status.get("startTime"), status.get("completionTime")
-    duration = None
-    if start and end:
-        duration = (
-            datetime.fromisoformat(end.replace("Z", "+00:00")) - datetime.fromisoformat(start.replace("Z", "+00:00"))
-        ).total_seconds()
-    return {
-        "kind": job["kind"],
-        "name": job["metadata"]["name"],
-        "namespace": job["metadata"]["namespace"],
-        "conditions": status.get("conditions") or [],
-        "replicaStatuses": status.get("replicaStatuses") or {},
-        "startTime": start,
-        "completionTime": end,
-        "duration": duration,
-    }
-
-
-def _marked_secrets(text: str) -> str:
-    """``text`` with each secret the task's masker knows replaced by :data:`~airflow_trainjob.domain.lead_log.SECRET_MARK`
-    (Airflow's ``redact``)."""
-    from airflow.providers.common.compat.sdk import redact
-
-    redacted = redact(text, replacement=SECRET_MARK)
-    return redacted if isinstance(redacted, str) else text
-
-
-def _seconds_until_ttl(job: Mapping[str, Any], ttl: int) -> float | None:
-    """Seconds until ``completionTime + ttl`` (negative once passed); None without a completionTime."""
-    done = ((job.get("status") or {}).get("completionTime")) or ""
-    try:
-        finished = datetime.fromisoformat(done.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (finished - datetime.now(timezone.utc)).total_seconds() + ttl
 
 
 class TrainingJobRun:
-    """One try of a training job task: create or attach, wait, verdict, cleanup, summary (see the module's
-    docstring for the order the operator calls them in).
+    """One try of a training job task (the module's docstring says in which order the operator calls it).
 
     :param hook: a :class:`~airflow_trainjob.hooks.training_job.TrainingJobHook` (or anything with its methods).
     :param identity: the task instance and try this run is for.
@@ -193,15 +98,13 @@ class TrainingJobRun:
         ``job_name``/``job_namespace`` XComs); called once, when the run first needs it — never for a deferred
         task's resume unless the trigger could not tell the job's state.
     :param log: the task's logger.
-    :param watch: builds the watch of the synchronous wait: called as
-        ``watch(hook, job, poll_interval=..., outage_tolerance=..., log=...)``, returns an object whose
-        ``follow(look_within)`` yields :class:`~airflow_trainjob.watching.job_watch.Seen`; default :class:`JobWatch`.
+    :param watch: builds the synchronous wait's watch: ``watch(hook, job, poll_interval=..., outage_tolerance=...,
+        log=...)``, whose ``follow(look_within)`` yields :class:`~airflow_trainjob.watching.job_watch.Seen`.
     :param follower: builds the lead replica's log follower: ``follower(hook, kind, name, namespace, log, pods=...)``
-        (``pods``: a callable returning the pods as the wait last saw them), a thread with ``start``, ``finish``,
-        ``stop`` and ``pods_changed``; default :class:`LeadLogFollower`.
-    :param pod_feed: builds what follows the job's pods while the synchronous wait runs:
-        ``pod_feed(hook, job, on_change=..., poll_interval=..., log=...)``, a thread with ``start``, ``stop``,
-        ``pods`` and ``look``; default :class:`~airflow_trainjob.watching.job_watch.PodFeed` (a watch).
+        (``pods``: returns the pods as the wait last saw them), a thread with ``start``, ``finish``, ``stop`` and
+        ``pods_changed``.
+    :param pod_feed: builds what follows the job's pods during the synchronous wait: ``pod_feed(hook, job,
+        on_change=..., poll_interval=..., log=...)``, a thread with ``start``, ``stop``, ``pods`` and ``look``.
     :param recorder: writes the try's record (:class:`~airflow_trainjob.operators.recorder.JobRecorder`); None: none.
     """
 
@@ -218,34 +121,23 @@ class TrainingJobRun:
         pod_feed: Callable[..., Any] = PodFeed,
         recorder: JobRecorder | None = None,
     ) -> None:
-        self.hook = hook
-        self.identity = identity
-        self.settings = settings
-        self.log = log
+        self.hook, self.identity, self.settings, self.log = hook, identity, settings, log
         self._build_manifest = manifest if callable(manifest) else (lambda: manifest)
         self._manifest: dict[str, Any] | None = None
-        self._watch = watch
-        self._follower_factory = follower
-        self._pod_feed_factory = pod_feed
-        self._pod_feed: Any = None
-        self._last_restarts: dict[str, int] = {}  # pod name -> restartCount last seen (the pod feed's thread)
         self._kind: str | None = None
-        self._job: dict[str, Any] | None = None
+        self._watch, self._follower_factory, self._pod_feed_factory = watch, follower, pod_feed
+        self._pod_feed: Any = None
+        self._follower: Any = None
+        self._last_restarts: dict[str, int] = {}  # pod name -> restartCount last seen (the pod feed's thread)
+        self._seen_pods: dict[str, dict[str, Any]] = {}  # pod name -> last seen, for the verdict
+        self._last_seen: dict[str, Any] | None = None  # the job as the wait or the event last showed it
         #: The summary, once the job succeeded (the XCom ``return_value``).
         self.summary: dict[str, Any] | None = None
-        self._follower: Any = None
-        self._seen_pods: dict[str, dict[str, Any]] = {}  # pod name -> last seen, for the verdict
-        self._stopped_by_airflow = False  # kill() ran: a deletion seen after it is this task's own
         self._recorder = recorder
-        self._last_seen: dict[str, Any] | None = None  # the job as the wait or the event last showed it
-        #: The outcome recorded of the try's end (once, by whichever way out comes first; see _record_end).
-        self._recorded_end: str | None = None
-        #: What earlier_success decided, when it found an earlier try whose job's success may be this try's result.
-        self._earlier: Reuse | None = None
-        #: The try's success is in its record (what a try that Airflow runs after it returns; see _cleanup).
-        self._success_recorded = False
-
-    # ---- what the run is about -------------------------------------------------------------------
+        self._progress = TryProgress()  # where the try is, the job it holds, the end it recorded
+        self._earlier: Reuse | None = None  # what earlier_success found: an earlier try's success, maybe this try's
+        self._take_up = TakeUp(hook, identity, log)
+        self._job_cleanup = ending.JobCleanup(hook, identity, settings.on_finish, log)
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -263,19 +155,22 @@ class TrainingJobRun:
     @property
     def job(self) -> dict[str, Any] | None:
         """The job this try created or attached to, until its cleanup; None before (and after)."""
-        return self._job
+        return self._progress.job
 
     @job.setter
-    def job(self, job: dict[str, Any] | None) -> None:
-        self._job = job
-        if job is not None and job.get("kind"):
-            self._kind = job["kind"]
+    def job(self, job: dict[str, Any]) -> None:
+        self._progress.take_up(job)
+        self._kind = job.get("kind") or self._kind
+
+    @property
+    def _stopped_by_airflow(self) -> bool:
+        """kill() ran: a deletion seen after it is this task's own."""
+        return self._progress.stopped_by_airflow
 
     def _taken(self) -> dict[str, Any]:
-        """The job this run has taken up; the entry points' order (module docstring) guarantees there is one."""
-        if self._job is None:
+        if self._progress.job is None:
             raise RuntimeError("no job taken up yet: create_or_attach() or reconnect() comes first")
-        return self._job
+        return self._progress.job
 
     @property
     def external_id(self) -> dict[str, Any]:
@@ -283,105 +178,55 @@ class TrainingJobRun:
         meta = self._taken()["metadata"]
         return {"name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid")}
 
-    # ---- 1. create or attach -----------------------------------------------------------------------
+    # ---- 1. take up the job --------------------------------------------------------------------------
 
     def create_or_attach(self) -> dict[str, Any]:
-        """Create this try's job, or attach to / replace the one of that name this task instance left.
+        """Create this try's job, or attach to / replace the one of that name this task instance left
+        (:meth:`~airflow_trainjob.operators.take_up.TakeUp.create_or_attach`, which says what it raises); record it.
 
-        :returns: the job, as created or attached to.
-        :raises JobNotOwnedError: a job of that name is not this task instance's (left untouched).
-        :raises TrainingJobError: a replaced job was not gone after :data:`REPLACE_TIMEOUT` seconds.
-        """
-        self.job = self._create_or_attach(self.manifest)
-        job = self._taken()
-        self._record_start(job)
+        :returns: the job, as created or attached to."""
+        settings = self.settings
+        self.job = job = self._take_up.create_or_attach(
+            self.manifest, self.kind, reattach_on_restart=settings.reattach_on_restart, earlier=self._earlier
+        )
+        ending.record_start(self._recorder, self.identity, job, self._manifest)
         return job
 
     def earlier_success(self) -> dict[str, Any] | None:
-        """The success of an earlier try's job, when Airflow runs the task instance again after it (see
-        :mod:`~airflow_trainjob.domain.earlier_success`): the summary that try returned, without creating a job. Logs that
-        the training is not repeated, and why; records this try as succeeded with that job; cleans the job up if it
-        is still there (the cleanup that try did not live to finish). Called before anything else in a try.
-
-        When the earlier try ended without a word and its job still runs, the try follows it as usual
-        (:meth:`reconnect`, :meth:`create_or_attach`); should it succeed before they read it, they take it up as this
-        try's result instead of replacing it (:meth:`_is_earlier_result`).
+        """The success of an earlier try's job, when Airflow runs the task instance again after it
+        (:mod:`~airflow_trainjob.domain.earlier_success`): the summary that try returned, without creating a job; logs
+        why, records this try as succeeded with that job, and cleans the job up if it is still there. Called first.
+        A job still running is followed as usual (:meth:`reconnect`, :meth:`create_or_attach`), and taken up as this
+        try's result should it succeed before they read it.
 
         :returns: the summary (the XCom ``return_value``), or None: this try trains (creates or attaches as usual).
-        :raises ApiException: the job could not be read (not a 404): the retry decides again.
-        """
-        recorder = self._recorder
-        if recorder is None or not recorder.enabled:
+        :raises ApiException: the job could not be read (not a 404): the retry decides again."""
+        if self._recorder is None or not self._recorder.enabled:
             return None
-        records = recorder.records()
-        if not any(r.try_number <= self.identity.try_number for r in records):
-            return None  # a first try: its manifest is built when it is needed, as before
-        decision = decide(records, self.identity.try_number, recorder.series, spec_digest(self.manifest))
-        if isinstance(decision, StartOver):
-            if decision.reason:
-                self.log.info("%s", decision.reason)
+        found = self._take_up.earlier_success(self._recorder, lambda: self.manifest)
+        if found is None:
             return None
-        job = self._recorded_job(decision.source)
-        if job is None and decision.summary is None:
-            # Gone, and its try had not recorded its end when the records were read. A try records its end before
-            # its cleanup deletes the job, so if that try (still running: Airflow ran this one beside it) deleted
-            # it, the records say so now.
-            decision = decide(recorder.records(), self.identity.try_number, recorder.series, spec_digest(self.manifest))
-            if isinstance(decision, StartOver) or decision.summary is None:
-                return None  # no word of how it ended: trains again
-        self._earlier = decision
+        self._earlier, job = found
         if job is not None and not conditions.is_succeeded(job.get("status")):
             return None  # its try was lost while it ran: followed as usual (a failed one is replaced)
-        return self._return_earlier(decision, job)
+        return self._return_earlier(self._earlier, job)
 
     def _return_earlier(self, decision: Reuse, job: dict[str, Any] | None) -> dict[str, Any]:
-        """Return the earlier try's success as this try's: say so, record it, clean up the job if it is still there.
-
-        :param decision: the reuse (:func:`~airflow_trainjob.domain.earlier_success.decide`).
-        :param job: the job as read now, Succeeded, or None when it is gone (then ``decision`` has the summary).
-        """
-        summary = decision.summary
-        if summary is None:
-            if job is None:
-                raise TrainingJobError("no job and no recorded summary to return")  # the callers rule it out
-            summary = job_summary(job)
-        decision = replace(decision, summary=summary)
-        recorder = self._recorder
-        series = recorder.series if recorder is not None else TrySeries()
-        lines = reuse_lines(
-            decision, self.identity.try_number, series, job_exists=job is not None, on_finish=self.settings.on_finish
-        )
-        for line in lines:
+        """Return the earlier try's success as this try's (``job``: as read now, or None when gone): say so, record
+        it, clean up the job if it is still there."""
+        decision, recorder = with_summary(decision, job), self._recorder
+        series, try_number = recorder.series if recorder is not None else TrySeries(), self.identity.try_number
+        exists, on_finish = job is not None, self.settings.on_finish
+        for line in reuse_lines(decision, try_number, series, job_exists=exists, on_finish=on_finish):
             self.log.info("%s", line)
-        self.summary = summary
-        if recorder is not None:
-            self._recorded_end = "succeeded"  # this try's record is this one
-            self._success_recorded = recorder.reused(decision.source, decision.succeeded_try, summary, job)
+        summary = self.summary = decision.summary
+        assert summary is not None  # with_summary
         if job is not None:
             self.job = job
-            self._cleanup("succeeded")
+        if self._progress.end("succeeded") and recorder is not None:  # this try's record is this one
+            self._progress.success_written(recorder.reused(decision.source, decision.succeeded_try, summary, job))
+        self._clean_up("succeeded")
         return summary
-
-    def _is_earlier_result(self, job: Mapping[str, Any]) -> bool:
-        """``job`` has succeeded and is the job of the earlier try whose success :meth:`earlier_success` found to be
-        this try's result (its try ended without a word; the job succeeded since)."""
-        earlier = self._earlier
-        return (
-            isinstance(earlier, Reuse)
-            and conditions.is_succeeded(job.get("status"))
-            and (job.get("metadata") or {}).get("uid") == earlier.source.uid
-        )
-
-    def _recorded_job(self, record: JobRecord) -> dict[str, Any] | None:
-        """The job ``record`` names, if it is still in the cluster as this task instance's (same uid, our labels)."""
-        try:
-            job = self.hook.get_job(record.kind, record.name, record.namespace)
-        except ApiException as e:
-            if e.status == 404:
-                return None
-            raise
-        same = record.uid is None or job["metadata"].get("uid") == record.uid
-        return job if same and self.identity.owns(job) else None
 
     def reconnect(self, external_id: Mapping[str, Any]) -> str:
         """Take up the job an earlier try stored in ``task_state_store``.
@@ -390,141 +235,31 @@ class TrainingJobRun:
         :returns: its phase (see :func:`conditions.phase`), :data:`JOB_GONE` when it no longer exists as this
             task instance's job (deleted, or replaced by another object), or :data:`JOB_NOT_REUSED` when it succeeded:
             unless :meth:`earlier_success`, which runs first, found it to be this try's result (then ``Succeeded``,
-            and :meth:`result` returns it).
-        """
+            and :meth:`result` returns it)."""
         _ = self.manifest  # built first: the task's rendered fields show it, and the kind comes from it
-        job = self._stored_job(external_id)
+        job = self._take_up.stored(external_id, self.kind)
         if job is None:
             return JOB_GONE
-        if conditions.is_succeeded(job.get("status")) and not self._is_earlier_result(job):
-            # The records of this series do not make it this try's result (earlier_success ran first): a clear, or no
-            # record of the try says under which clear it ran. Replaced, as a failed one is.
-            return JOB_NOT_REUSED
+        if conditions.is_succeeded(job.get("status")) and not is_earlier_result(job, self._earlier):
+            return JOB_NOT_REUSED  # not this try's result by the records of this series: replaced, as a failed one is
         self.job = job
-        phase = conditions.phase(job.get("status"))
         if not conditions.is_failed(job.get("status")):  # a failed one is replaced: its successor is recorded
-            self._record_start(job)
-        return phase
-
-    def _stored_job(self, external_id: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The job ``external_id`` names, if it is still this task instance's (same uid, our labels)."""
-        try:
-            job = self.hook.get_job(self.kind, external_id["name"], external_id["namespace"])
-        except ApiException as e:
-            if e.status == 404:
-                return None
-            raise
-        if job["metadata"].get("uid") != external_id.get("uid") or not self.identity.owns(job):
-            return None
-        return job
+            ending.record_start(self._recorder, self.identity, job, self._manifest)
+        return conditions.phase(job.get("status"))
 
     def _require_job(self, external_id: Mapping[str, Any] | None) -> dict[str, Any]:
         """The job of this run; read from ``external_id`` when no step before took it up."""
-        if self._job is None and external_id is not None:
-            job = self._stored_job(external_id)
+        if self._progress.job is None and external_id is not None:
+            job = self._take_up.stored(external_id, self.kind)
             if job is None:
-                raise JobDeletedError(
-                    f"{self.kind} {external_id['namespace']}/{external_id['name']} no longer "
-                    "exists as this task instance's job"
-                )
+                ref = f"{self.kind} {external_id['namespace']}/{external_id['name']}"
+                raise JobDeletedError(f"{ref} no longer exists as this task instance's job")
             self.job = job
-        if self._job is None:
+        if self._progress.job is None:
             raise TrainingJobError("no job to follow: create_or_attach or reconnect comes first")
-        return self._job
+        return self._progress.job
 
-    def _create_or_attach(self, manifest: dict[str, Any]) -> dict[str, Any]:
-        meta = manifest["metadata"]
-        name, namespace, kind = meta["name"], meta["namespace"], self.kind
-        try:
-            job = self.hook.create_job(manifest)
-            self.log.info("Created %s %s/%s", kind, namespace, name)
-            return job
-        except ApiException as e:
-            if e.status != 409:
-                raise
-        try:
-            existing = self.hook.get_job(kind, name, namespace)
-        except ApiException as e:
-            if e.status != 404:
-                raise
-            return self.hook.create_job(manifest)  # deleted between our create and get
-        identity = self.identity
-        if not identity.owns(existing):
-            raise JobNotOwnedError(
-                f"A {kind} named {namespace}/{name} already exists and is not labelled as this task "
-                f"instance's (dag_id={identity.dag_id}, task_id={identity.task_id}, run_id={identity.run_id}, "
-                f"map_index={identity.map_index}); it was left untouched. Set another job_name or remove it."
-            )
-        # A finished job is replaced (this try starts over), unless it succeeded for this try: taken up, its end is
-        # seen at once. That is this try's own job (Airflow ran this try's execute again, e.g. after its trigger fired;
-        # even when the records cannot be read: a stale try's store reads come back empty), or the earlier try's job
-        # whose success earlier_success found to be this try's result (it succeeded after earlier_success read it).
-        taken_up = conditions.is_succeeded(existing.get("status")) and (
-            identity.follows(existing) or self._is_earlier_result(existing)
-        )
-        finished = conditions.is_terminal(existing.get("status")) and not taken_up
-        same_try = identity.created_by_this_try(existing)
-        deleting = bool(existing["metadata"].get("deletionTimestamp"))  # e.g. by the killed try before this one
-        if not finished and not deleting and (same_try or self.settings.reattach_on_restart):
-            phase = conditions.phase(existing.get("status"))
-            self.log.info(
-                "Attaching to %s %s/%s, %s, created by try %s",
-                kind,
-                namespace,
-                name,
-                phase if conditions.is_terminal(existing.get("status")) else f"still {phase}",
-                created_by_try(existing),
-            )
-            return self._follow(existing)
-        self.log.info(
-            "Replacing %s %s/%s left by an earlier try (%s%s)",
-            kind,
-            namespace,
-            name,
-            conditions.phase(existing.get("status")),
-            ", being deleted" if deleting else "",
-        )
-        if not deleting:
-            self.hook.delete_job(kind, name, namespace, uid=existing["metadata"]["uid"], propagation="Foreground")
-        deadline = time.monotonic() + REPLACE_TIMEOUT
-        while time.monotonic() < deadline:
-            try:
-                self.hook.get_job(kind, name, namespace)
-            except ApiException as e:
-                if e.status == 404:
-                    job = self.hook.create_job(manifest)
-                    self.log.info("Created %s %s/%s", kind, namespace, name)
-                    return job
-                raise
-            time.sleep(REPLACE_POLL_SECONDS)
-        raise TrainingJobError(
-            f"{kind} {namespace}/{name} of an earlier try was not gone after {REPLACE_TIMEOUT:.0f} s"
-        )
-
-    def _follow(self, job: dict[str, Any]) -> dict[str, Any]:
-        """Record on ``job`` that this try follows it now, so that an earlier try killed late (a clear that races
-        this try) leaves it alone (see :meth:`TaskInstanceIdentity.follows`). Returns the job as it is now."""
-        if self.identity.follows(job):
-            return job
-        meta = job["metadata"]
-        patch = {
-            "metadata": {
-                "uid": meta.get("uid"),
-                "annotations": {ANNOTATION_FOLLOWED_BY_TRY: str(self.identity.try_number)},
-            }
-        }
-        try:
-            return self.hook.patch_job(self.kind, meta["name"], meta["namespace"], patch)
-        except Exception as e:
-            self.log.warning(
-                "Could not record on %s that try %d follows it (%s)",
-                job_ref(job),
-                self.identity.try_number,
-                one_line(e),
-            )
-            return job
-
-    # ---- 2. wait (synchronous), verdict, cleanup ---------------------------------------------------
+    # ---- 2. wait (synchronous), verdict, record, cleanup -------------------------------------------------
 
     def wait(self, external_id: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Follow the job to its end, give the verdict, and clean up on every way out.
@@ -538,29 +273,45 @@ class TrainingJobRun:
         """
         manifest = self.manifest
         job = self._require_job(external_id)
-        meta = job["metadata"]
-        ref = f"{self.kind} {meta['namespace']}/{meta['name']}"
-        outcome = "killed"
-        try:
-            job = self._job = self._follow(job)  # reconnected through task_state_store: this try follows it now
-            final = self._last_seen = self._follow_to_end(ref, manifest, job)
+        ref = f"{self.kind} {job['metadata']['namespace']}/{job['metadata']['name']}"
+        self._progress.start_waiting()
+
+        def follow() -> tuple[dict[str, Any], Iterable[dict[str, Any]]]:
+            followed = self._take_up.follow(job, self.kind)  # reconnected through task_state_store: followed now
+            self._progress.hold(followed)
+            final = self._last_seen = self._follow_to_end(ref, manifest, followed)
             self._stop_pods_at_terminal(final)
             self._stop_follower(drain=True)
             self._stop_pod_feed()
+            return final, self._seen_pods.values()
+
+        return self._judged(ref, follow, on_error=self._stop_following)
+
+    def _judged(
+        self,
+        ref: str,
+        judge: Callable[[], tuple[dict[str, Any], Iterable[dict[str, Any]]]],
+        on_error: Callable[[], None] | None = None,
+    ) -> dict[str, Any]:
+        """The verdict on the job at its end (``judge()``: the job and its pods, or raises), the try's end recorded
+        and the job cleaned up on every way out (``on_error`` first, when it raises); returns the summary."""
+        outcome = "killed"
+        try:
+            final, pods = judge()
             if not conditions.is_succeeded(final.get("status")):
                 outcome = "failed"
-                raise failure_exception(self.hook, final, self.settings.log_tail_lines, self._seen_pods.values())
+                raise failure_exception(self.hook, final, self.settings.log_tail_lines, pods)
             self.log.info("%s succeeded", ref)
-            self.summary = job_summary(final)
+            summary = self.summary = job_summary(final)
         except BaseException as e:
-            self._stop_follower()
-            self._stop_pod_feed()
+            if on_error is not None:
+                on_error()
             self._record_end(e)
-            self._cleanup_keeping_verdict(outcome)
+            self._clean_up(outcome, keep_verdict=True)
             raise
         self._record_end(None)
-        self._cleanup("succeeded")
-        return self.summary
+        self._clean_up("succeeded")
+        return summary
 
     def _follow_to_end(self, ref: str, manifest: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
         """Start following the job's pods (:class:`~airflow_trainjob.watching.job_watch.PodFeed`) and, with ``get_logs``,
@@ -759,8 +510,8 @@ class TrainingJobRun:
         :raises TrainingJobError: neither happened in this run."""
         if self.summary is not None:
             return self.summary
-        job, earlier = self._job, self._earlier
-        if job is not None and isinstance(earlier, Reuse) and self._is_earlier_result(job):
+        job, earlier = self._progress.job, self._earlier
+        if job is not None and earlier is not None and is_earlier_result(job, earlier):
             return self._return_earlier(earlier, job)
         raise TrainingJobError("no summary: wait() comes first")
 
@@ -776,7 +527,7 @@ class TrainingJobRun:
             owner_labels=self.identity.instance_labels(),
             try_number=self.identity.try_number,
             started_at=time.time(),
-            secret_spans=secret_spans(self.manifest, _marked_secrets) if settings.get_logs else None,
+            secret_spans=secret_spans(self.manifest, resume.marked_secrets) if settings.get_logs else None,
         )
         return TrainingJobTrigger(**args.kwargs())
 
@@ -790,166 +541,41 @@ class TrainingJobRun:
         if event["outcome"] == ERROR and job is None:
             # The trigger gave up on watching, not the job on running: read it here. A finished job still gets
             # its verdict; a running one is deleted below with the task's failure, like any synchronous error.
-            job, live = self._read_own_job(event["message"]), True
+            job = resume.own_job(self.hook, self.identity, self.kind, self.manifest["metadata"], event["message"])
+            live = True
             if conditions.is_terminal(job.get("status")):
                 event = {**event, "outcome": FINISHED, "pods": []}
         if event["outcome"] == DELETED or job is None:
             error = JobDeletedError(event["message"])
             self._record_end(error, job, look=False)  # gone: its last state is the event's
             raise error
-        self.job = self._last_seen = job if live else self._current(job)
-        job = self._taken()
-        outcome = "killed"
-        try:
-            if event["outcome"] == TIMED_OUT:
-                name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
-                which = event.get("which", "timeout")
-                pods = self.hook.list_job_pods(name, namespace)
-                if self.settings.get_logs:  # before the cleanup deletes the job and its pods
-                    self._copy_rest_of_lead_log(job, pods, event.get("lead_log"))
-                raise self._timeout(
-                    job, which, self.settings.limit(which) or 0, job_ref(job), job.get("status"), pods, queue_state(job)
-                )
-            if event["outcome"] != FINISHED:
-                raise TrainingJobError(event["message"])
-            ref = job_ref(job)
-            self.log.info("%s", event["message"])
-            # The pods as they are now, and those the trigger sent of a failed job that are gone since.
-            pods = self._list_pods_if_any(job)
-            present = {p["metadata"]["name"] for p in pods}
-            pods += [p for p in event.get("pods") or [] if p["metadata"]["name"] not in present]
-            self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
-            if self.settings.get_logs:
-                self._copy_rest_of_lead_log(job, pods, event.get("lead_log"))
-            if not conditions.is_succeeded(job.get("status")):
-                outcome = "failed"
-                raise failure_exception(self.hook, job, self.settings.log_tail_lines, pods)
-            self.log.info("%s succeeded", ref)
-            self.summary = job_summary(job)
-        except BaseException as e:
-            self._record_end(e)
-            self._cleanup_keeping_verdict(outcome)
-            raise
-        self._record_end(None)
-        self._cleanup("succeeded")
-        return self.summary
+        self.job = self._last_seen = job if live else resume.current_job(self.hook, self.identity, job, self.log)
+        self._progress.start_waiting()
+        return self._judged(job_ref(self._taken()), partial(self._event_end, self._taken(), event))
 
-    def _current(self, job: dict[str, Any]) -> dict[str, Any]:
-        """The job as the API has it now, if it is still the object the event is about: the event carries only its
-        identity and status (see :class:`TrainingJobTrigger`); else (gone, replaced, unreadable) the event's."""
-        meta = job["metadata"]
-        try:
-            current = self.hook.get_job(job["kind"], meta["name"], meta["namespace"])
-        except ApiException as e:
-            if e.status != 404:
-                self.log.warning(
-                    "Could not read %s again (%s): judging it by the trigger's event", job_ref(job), one_line(e)
-                )
-            return job
-        except (HTTPError, OSError) as e:
-            self.log.warning(
-                "Could not read %s again (%s): judging it by the trigger's event", job_ref(job), one_line(e)
-            )
-            return job
-        same = current["metadata"].get("uid") == meta.get("uid") or not meta.get("uid")
-        return current if same and self.identity.owns(current) else job
-
-    def _read_own_job(self, message: str) -> dict[str, Any]:
-        """This task instance's job as the API has it now. :raises JobDeletedError: it is gone or not ours."""
-        meta = self.manifest["metadata"]
-        try:
-            job = self.hook.get_job(self.kind, meta["name"], meta["namespace"])
-        except ApiException as e:
-            if e.status == 404:
-                raise JobDeletedError(message) from e
-            raise
-        if not self.identity.owns(job):
-            raise JobDeletedError(message)
-        return job
-
-    def _list_pods_if_any(self, job: dict[str, Any]) -> list[dict[str, Any]]:
-        try:
-            return self.hook.list_job_pods(job["metadata"]["name"], job["metadata"]["namespace"])
-        except ApiException as e:
-            self.log.warning("Could not list the pods of %s: %s", job_ref(job), one_line(e))
-            return []
-
-    def _copy_rest_of_lead_log(
-        self, job: dict[str, Any], pods: list[dict[str, Any]], copied: dict[str, Any] | None
-    ) -> None:
-        """Copy into the task log what the trigger did not copy of the lead replica's log: from the event's cursor (else
-        the one the trigger recorded on the job for this try, else from the start), up to the size bound of
-        :mod:`~airflow_trainjob.domain.lead_log`, read now, before the cleanup removes the pod.
-
-        :param job: the job, as last read.
-        :param pods: its pods, as listed now (and those the event kept of a failed job).
-        :param copied: the event's ``lead_log``: the trigger's cursor (see :class:`TrainingJobTrigger`).
-        """
-        if copied and copied.get("quoted"):
-            return  # an event of an earlier version of the trigger: it quoted the tail before stopping the lead's pod
-        kind = JOB_KINDS[job["kind"]]
-        if copied and "text" in copied:  # ... or carried the tail in the event
-            quote_log(self.log, copied["pod"], copied["pod"], copied["text"], self.settings.log_tail_lines)
-            return
-        cursor = LogCursor.from_dict(copied) if copied else cursor_on_job(job, self.identity.try_number)
-        copy = LeadLogCopy(kind, cursor, final=True, tail_lines=self.settings.log_tail_lines)
-        uid, namespace = job["metadata"].get("uid"), job["metadata"]["namespace"]
-        before = copy.cursor.lines
-        write_lines(self.log, copy.look([p for p in pods if owned_by(p, uid)]))
-        if before and copy.next_read() is not None:
-            self.log.info(
-                "The rest of the lead replica's log, after the %d lines copied while the task waited:", before
-            )
-        while (read := copy.next_read()) is not None:
-            try:
-                data = self.hook.read_timestamped_log(
-                    read.pod,
-                    namespace,
-                    read.container,
-                    previous=read.previous,
-                    since_time=read.since_time,
-                    limit_bytes=read.limit_bytes,
-                    tail_lines=read.tail_lines,
-                )
-            except (*RAISED_ERRORS, ApiException, HTTPError, OSError) as e:  # a 400 comes as a JobRejectedError
-                if getattr(e, "status", None) in LOG_NOT_THERE:
-                    write_lines(self.log, copy.missing(read, one_line(e)))
-                    continue
-                self.log.warning("Could not read the rest of the lead replica's log: %s", one_line(e))
-                return
-            write_lines(self.log, copy.take(read, data))
-        if copy.cursor.lines:
-            self.log.info(
-                "The lead replica's log: %d lines in this task log (%d copied while the task waited)%s",
-                copy.cursor.lines,
-                before,
-                f"; cut at {copy.max_bytes} bytes" if copy.cursor.cut else "",
-            )
+    def _event_end(self, job: dict[str, Any], event: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        try_number, timeout = self.identity.try_number, self._timeout
+        pods = resume.event_end(self.hook, self.log, job, event, self.settings, try_number=try_number, timeout=timeout)
+        self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
+        return job, pods
 
     # ---- stopped by Airflow ------------------------------------------------------------------------
 
     def kill(self) -> None:
         """Airflow stopped the task (marked failed/success, cleared, timed out, worker shutdown): end the wait as
         stopped, stop following the log, delete the job (unless a later try follows it now)."""
-        self._stopped_by_airflow = True
-        self._stop_follower()
-        self._stop_pod_feed()
+        self._progress.stop()
+        self._stop_following()
         self._record_end(None, wait_seconds=KILL_WRITE_SECONDS)
-        self._cleanup("killed")
+        self._clean_up("killed")
 
-    # ---- the record ----------------------------------------------------------------------------------
-
-    def _record_start(self, job: dict[str, Any]) -> None:
-        """Record that this try follows ``job`` now (created by it, or by an earlier try)."""
-        if self._recorder is not None and self._recorder.enabled:
-            attached = not self.identity.created_by_this_try(job)
-            self._recorder.started(job, self._manifest, attached=attached)
+    # ---- the end of the try (operators/ending.py) -----------------------------------------------------
 
     def _record_seen(self, job: dict[str, Any]) -> None:
         """Record the job as the wait sees it now, with its pods as last seen, when its phase or replica counts
         changed (:meth:`JobRecorder.seen`): a try killed where it cannot record its end (a clear) still says what it
         saw last."""
-        if self._recorder is not None and not self._recorded_end:
+        if self._recorder is not None and not self._progress.end_recorded:
             self._recorder.seen(job, list(self._seen_pods.values()))
 
     def _record_end(
@@ -960,264 +586,32 @@ class TrainingJobRun:
         look: bool = True,
         wait_seconds: float | None = None,
     ) -> None:
-        """Record how the try ended (once: the first way out that gets here; but a success seen after :meth:`kill`
-        recorded the try as stopped is recorded over it), with the job, its pods and their events as they are now,
-        read before the cleanup removes anything.
+        """Record how the try ended (``error``: its verdict; None: succeeded, or stopped), once, with ``job`` (default:
+        as last seen) read again unless ``look`` is false (see :func:`~airflow_trainjob.operators.ending.record_end`)."""
+        job, pods = job or self._last_seen or self._progress.job, list(self._seen_pods.values())
+        final_look = partial(ending.final_look, self.hook, self.kind, self.log) if look else None
+        record_end = partial(ending.record_end, self._recorder, self._progress, summary=self.summary)
+        record_end(job, pods, error=error, look=final_look, wait_seconds=wait_seconds)
 
-        :param error: the try's verdict (None: succeeded, or stopped when :meth:`kill` ran).
-        :param job: the job as last known; default: as the wait or the event last showed it.
-        :param look: read the job, its pods and events again; not when the verdict is that the API is failing
-            (each read would ride out its retries) or the job is gone.
-        :param wait_seconds: see :meth:`JobRecorder.ended`.
-        """
-        # A success is recorded as one even when Airflow stopped the try while it returned it (on_kill runs in a
-        # signal handler; the try goes on until its process is killed): a retry of the same series returns it.
-        seen_success = error is None and self.summary is not None
-        outcome = "succeeded" if seen_success else outcome_of(error, stopped=self._stopped_by_airflow)
-        if self._recorder is None or not self._recorder.enabled:
-            return
-        if self._recorded_end is not None and not (seen_success and self._recorded_end == "stopped"):
-            return
-        job = job or self._last_seen or self._job
-        self._recorded_end = outcome
-        pods: list[dict[str, Any]] = list(self._seen_pods.values())
-        events: list[dict[str, Any]] = []
-        if job is not None and look and not (error is not None and is_transient(error)):
-            job, pods, events = self._final_look(job, pods)
-        written = self._recorder.ended(
-            outcome,
-            job,
-            pods,
-            events,
-            # An API error in one line (never its response's headers or body); a verdict as it is raised.
-            message=None if error is None else one_line(error) if isinstance(error, ApiException) else str(error),
-            # What a retry of the same series returns if Airflow runs the task again after this success.
-            summary=self.summary if outcome == "succeeded" else None,
-            wait_seconds=wait_seconds,
-        )
-        if outcome == "succeeded":
-            self._success_recorded = written
-
-    def _final_look(
-        self, job: dict[str, Any], seen_pods: list[dict[str, Any]]
-    ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-        """The job, its pods and their events as the API has them now, for the record; what was last seen of each
-        where a read fails (best effort: the record must not hold up the verdict)."""
-        meta = job["metadata"]
-        name, namespace, uid = meta["name"], meta["namespace"], meta.get("uid")
-        answering = True  # after a read that failed for want of an answer, the others are not tried
-
-        def read(what: str, call: Callable[[], Any]) -> Any:
-            nonlocal answering
-            if not answering:
-                return None
-            try:
-                return call()
-            except ApiException as e:
-                answering = not is_transient(e)
-                if e.status != 404:  # a job gone (and its pods with it) is no news here
-                    self.log.warning("Could not read %s for the try's record: %s", what, one_line(e))
-            except (HTTPError, OSError) as e:
-                answering = False
-                self.log.warning("Could not read %s for the try's record: %s", what, one_line(e))
-            return None
-
-        current = read(job_ref(job), lambda: self.hook.get_job(self.kind, name, namespace))
-        if current is not None and current["metadata"].get("uid") == uid:
-            job = current
-        listed = read(f"the pods of {job_ref(job)}", lambda: self.hook.list_job_pods(name, namespace))
-        pods = [p for p in listed or [] if owned_by(p, uid)]
-        present = {p["metadata"]["name"] for p in pods}
-        pods += [p for p in seen_pods if p["metadata"]["name"] not in present]  # e.g. stopped at the end: as last seen
-        involved = {name, *(p["metadata"]["name"] for p in pods)}
-        events = read(f"the events of {job_ref(job)}", lambda: self.hook.list_events(namespace, involved)) or []
-        return job, pods, events
-
-    # ---- cleanup -----------------------------------------------------------------------------------
-
-    def _remove_pods_left(
-        self, job: dict[str, Any], clean_pod_policy: str, *, job_deleted: bool, listed: list[dict[str, Any]] | None
-    ) -> None:
-        """List the job's pods until none the cleanup removes is left (:func:`cleanup_hold.pods_left`), at most
-        :data:`PODS_GONE_SECONDS`: delete those that appeared since ``listed`` (a controller whose cache lagged
-        created a replica's pod after the terminal transition) and the running ones of a deleted job, and wait for the
-        deleted ones to be gone, so that no pod of the job runs on once the task has ended. Best effort: every deletion
-        is asked; a failed LIST or DELETE here is logged, never raised over the verdict.
-
-        :param job: the job as the cleanup read it.
-        :param clean_pod_policy: the user's ``cleanPodPolicy``.
-        :param job_deleted: the cleanup deleted the job: its running pods go too.
-        :param listed: the pods the cleanup listed (and deleted as the policy says) before; None: it listed none
-            (a job still running, deleted whole).
-        """
-        meta = job["metadata"]
-        name, namespace, uid = meta["name"], meta["namespace"], meta.get("uid")
-        known = None if listed is None else {p["metadata"].get("uid") for p in listed}
-        started = time.monotonic()
-        pause, longest = PODS_GONE_POLL_SECONDS
-        waited_for: set[str] = set()
-        try:
-            while True:
-                pods = [p for p in self.hook.list_job_pods(name, namespace) if owned_by(p, uid)]
-                left = pods_left(pods, clean_pod_policy, job_deleted=job_deleted)
-                known = known if known is not None else {p["metadata"].get("uid") for p in pods}
-                appeared = [p["metadata"]["name"] for p in left.to_delete if p["metadata"].get("uid") not in known]
-                if appeared:
-                    self.log.info(
-                        "Deleting %s of %s too: created after the cleanup listed the job's pods",
-                        ", ".join(appeared),
-                        job_ref(job),
-                    )
-                for pod in left.to_delete:
-                    self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
-                known.update(p["metadata"].get("uid") for p in pods)
-                if left.done:
-                    break
-                waited_for.update(p["metadata"]["name"] for p in left.to_delete + left.stopping)
-                elapsed = time.monotonic() - started
-                if elapsed >= PODS_GONE_SECONDS:
-                    self.log.warning(
-                        "Pods of %s still stopping %g s after the task deleted them: %s; their deletion stands "
-                        "(the kubelet kills a container terminationGracePeriodSeconds after it was asked to stop)",
-                        job_ref(job),
-                        PODS_GONE_SECONDS,
-                        ", ".join(p["metadata"]["name"] for p in left.to_delete + left.stopping),
-                    )
-                    return
-                time.sleep(min(pause, PODS_GONE_SECONDS - elapsed))
-                pause = min(pause * 2, longest)
-        except Exception as e:
-            self.log.warning("Could not make sure the pods of %s are gone (%s)", job_ref(job), one_line(e))
-            return
-        if waited_for:
-            self.log.info(
-                "Pods of %s stopped and gone after %.1f s: %s",
-                job_ref(job),
-                time.monotonic() - started,
-                ", ".join(sorted(waited_for)),
-            )
-
-    def _success_unrecorded(self) -> bool:
-        """There is a store, and this try's success is not in it (a try that Airflow has moved the task instance
-        past cannot write: the API answers 404)."""
-        return self._recorder is not None and self._recorder.enabled and not self._success_recorded
+    def _stop_following(self) -> None:
+        self._stop_follower()
+        self._stop_pod_feed()
 
     def _stop_follower(self, drain: bool = False) -> None:
         follower, self._follower = self._follower, None
         if follower is not None:
             follower.finish() if drain else follower.stop()
 
-    def _cleanup_keeping_verdict(self, outcome: str) -> None:
-        """Clean up after a verdict that is an exception (failed, timed out, killed, an error). A cleanup that fails
-        is logged, never raised in the verdict's place: it would turn a permanent failure into a retry that runs
-        the job again. (After a success a failed cleanup is raised: the retry reconnects and finishes it.)"""
-        job = self._job
-        try:
-            self._cleanup(outcome)
-        except Exception as e:
-            ref = job_ref(job) if job else "the job"
-            self.log.error(
-                "Could not clean up %s after the task's verdict (%s): the job and its pods may remain; "
-                "the verdict below stands",
-                ref,
-                one_line(e),
-            )
-
-    def _cleanup(self, outcome: str) -> None:
-        """Apply ``cleanPodPolicy`` to the job's pods, then ``on_finish`` to the job. A job that is
-        still running is deleted whatever ``on_finish`` says. Except when Airflow stopped the task, the pods removed
-        are gone when this returns (:meth:`_remove_pods_left`). Touches only this task instance's job."""
-        job, self._job = self._job, None  # once: kill() and the wait's way out may both get here
+    def _clean_up(self, outcome: str, *, keep_verdict: bool = False) -> None:
+        job = self._progress.let_go()  # once: kill() and the wait's way out may both get here
         if job is None:
             return
-        meta = job["metadata"]
-        name, namespace, uid = meta["name"], meta["namespace"], meta.get("uid")
-        kind, on_finish = self.kind, self.settings.on_finish
-        try:
-            current = self.hook.get_job(kind, name, namespace)
-        except ApiException as e:
-            if e.status == 404:
-                return
-            raise
-        if current["metadata"].get("uid") != uid or not self.identity.owns(current):
-            self.log.warning("Not cleaning up %s/%s: it is no longer the job this task created", namespace, name)
-            return
-        if outcome == "killed" and not self.identity.follows(current):
-            self.log.warning(
-                "Not deleting %s %s/%s: try %s of this task follows it now",
-                kind,
-                namespace,
-                name,
-                following_try(current),
-            )
-            return
-        policy = user_run_policy(current)
-        running = not conditions.is_terminal(current.get("status"))
-        deleting = (
-            running or on_finish == "delete_job" or (on_finish == "delete_succeeded_job" and outcome == "succeeded")
-        )
-        left_running: list[str] = []
-        listed: list[dict[str, Any]] | None = None
-        if not running:  # a running job goes whole, its pods after it: none dies before it (it would be restarted)
-            listed = [p for p in self.hook.list_job_pods(name, namespace) if owned_by(p, uid)]
-            cleaned = pods_to_clean(listed, policy.clean_pod_policy)
-            for pod in cleaned:
-                self.hook.delete_pod(pod["metadata"]["name"], namespace, uid=pod["metadata"].get("uid"))
-            left_running = [p["metadata"]["name"] for p in listed if p not in cleaned and is_active(p)]
-        if deleting and not running and outcome == "succeeded" and self._success_unrecorded():
-            deleting = False
-            self.log.warning(
-                "Not deleting Succeeded %s %s/%s: its success could not be recorded in task_state_store, and the job "
-                "is then what tells a try that Airflow runs after this one (its scheduler's race, a lost worker) that "
-                "it succeeded: that try returns this success and deletes the job",
-                kind,
-                namespace,
-                name,
-            )
-        if deleting:
-            self.log.info(
-                "Deleting %s %s/%s (%s)%s",
-                kind,
-                namespace,
-                name,
-                "not finished" if running else on_finish,
-                f"; its pods still running stop with it: {', '.join(left_running)}" if left_running else "",
-            )
-            self.hook.delete_job(kind, name, namespace, uid=uid)
-        if not self._stopped_by_airflow:  # on_kill has seconds before Airflow kills the process: deletions are asked
-            self._remove_pods_left(current, policy.clean_pod_policy, job_deleted=deleting, listed=listed)
-        if deleting:
-            return
-        patch = release_patch(current)
-        if patch is not None:
-            # The runPolicy as the user wrote it: the controller now applies ttlSecondsAfterFinished (counted from
-            # completionTime) and cleanPodPolicy itself. The uid makes the patch a precondition: never a successor.
-            patch["metadata"]["uid"] = uid
-            try:
-                self.hook.patch_job(kind, name, namespace, patch)
-            except Exception as e:
-                self.log.warning(
-                    "Could not give %s %s/%s back its runPolicy (%s): it keeps cleanPodPolicy None and "
-                    "no ttlSecondsAfterFinished",
-                    kind,
-                    namespace,
-                    name,
-                    one_line(e),
-                )
-        ttl = policy.ttl_seconds_after_finished
-        fate = f"remove it with: kubectl delete {JOB_KINDS[kind].plural}.{GROUP} {name} -n {namespace}"
-        if ttl is not None:
-            left = _seconds_until_ttl(current, ttl)
-            fate = f"the training operator deletes it {ttl} s after it finished (ttlSecondsAfterFinished)" + (
-                f", in about {left:.0f} s" if left and left > 0 else ", now: that time has passed"
-            )
-        self.log.info(
-            "Keeping %s %s %s/%s for inspection (on_finish=%r; its pods follow cleanPodPolicy %s); %s",
-            conditions.phase(current.get("status")),
-            kind,
-            namespace,
-            name,
-            on_finish,
-            policy.clean_pod_policy,
-            fate,
+        recorder = self._recorder
+        self._job_cleanup.clean_up(
+            job,
+            self.kind,
+            outcome,
+            success_unrecorded=recorder is not None and recorder.enabled and not self._progress.success_recorded,
+            stopped_by_airflow=lambda: self._stopped_by_airflow,  # read when the cleanup gets there
+            keep_verdict=keep_verdict,
         )

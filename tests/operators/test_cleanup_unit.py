@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from airflow_trainjob.operators import run as run_module
+from airflow_trainjob.exceptions import TrainingJobTimeoutError
+from airflow_trainjob.operators import ending
 from airflow_trainjob.triggers.training_job import FINISHED, TIMED_OUT
 from tests.operators.test_run_unit import NAME, NS, REF, RUNNING, SUCCEEDED, _event, make_run
 from tests.support.fake_hook import FakeTrainingJobHook, api_error
@@ -66,9 +67,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
     clock = Clock()
-    monkeypatch.setattr(
-        run_module, "time", SimpleNamespace(monotonic=clock.monotonic, sleep=clock.sleep, time=time.time)
-    )
+    monkeypatch.setattr(ending, "time", SimpleNamespace(monotonic=clock.monotonic, sleep=clock.sleep, time=time.time))
     return clock
 
 
@@ -118,7 +117,7 @@ def test_a_deleted_jobs_pods_are_deleted_by_the_task_and_waited_for(clock, log_t
     job = run.create_or_attach()
     hook.set_status(NAME, RUNNING)
     master = hook.add_pod(NAME, "Master")
-    with pytest.raises(run_module.TrainingJobTimeoutError):
+    with pytest.raises(TrainingJobTimeoutError):
         run.complete(_event(TIMED_OUT, "timed out", {**job, "status": RUNNING}, which="timeout"))
     assert hook.jobs == {} and hook.pods == {}
     assert hook.called("delete_pod") == [("delete_pod", NS, f"{NAME}-master-0", master["metadata"]["uid"])]
@@ -147,8 +146,8 @@ def test_pods_still_stopping_after_the_bound_are_named_and_the_verdict_stands(cl
     hook = PodsStopSlowly(lists=10**6)  # a container that ignores SIGTERM, with a long terminationGracePeriodSeconds
     run, event = finished_with_a_running_worker(hook, on_finish="keep_job")
     assert run.complete(event)["conditions"] == SUCCEEDED["conditions"]
-    assert sum(clock.sleeps) == pytest.approx(run_module.PODS_GONE_SECONDS)
-    assert lists(hook) <= run_module.PODS_GONE_SECONDS + 5  # about one LIST a second
+    assert sum(clock.sleeps) == pytest.approx(ending.PODS_GONE_SECONDS)
+    assert lists(hook) <= ending.PODS_GONE_SECONDS + 5  # about one LIST a second
     assert (
         f"Pods of {REF} still stopping 60 s after the task deleted them: {NAME}-master-0, {NAME}-worker-0; their "
         "deletion stands"

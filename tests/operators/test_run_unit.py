@@ -31,6 +31,7 @@ from airflow_trainjob.exceptions import (
 from airflow_trainjob.models.job import TrainingJobSpec
 from airflow_trainjob.models.manifest import build_manifest
 from airflow_trainjob.operators import run as run_module
+from airflow_trainjob.operators import take_up
 from airflow_trainjob.operators.run import JOB_GONE, JOB_NOT_REUSED, RunSettings, TrainingJobRun, job_summary
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.triggers.training_job import DELETED, ERROR, FINISHED, TIMED_OUT, TrainingJobTrigger
@@ -226,7 +227,7 @@ def test_replace_a_stale_job_of_an_earlier_try(hook, log_text, status, reattach,
 
 
 def test_replace_a_job_being_deleted_waits_for_it_to_go(hook, log_text, monkeypatch):
-    monkeypatch.setattr(run_module, "REPLACE_POLL_SECONDS", 0.001)
+    monkeypatch.setattr(take_up, "REPLACE_POLL_SECONDS", 0.001)
     existing_job(hook, 1, RUNNING, deletionTimestamp="2026-01-01T00:05:00Z")
     hook.on_get(lambda h: None, lambda h: None, lambda h: h.remove_job(NAME))  # the 409's read, one look, gone
     job = make_run(hook, 2).create_or_attach()
@@ -236,8 +237,8 @@ def test_replace_a_job_being_deleted_waits_for_it_to_go(hook, log_text, monkeypa
 
 
 def test_a_replaced_job_that_does_not_go_fails_the_try(hook, monkeypatch):
-    monkeypatch.setattr(run_module, "REPLACE_TIMEOUT", 0.01)
-    monkeypatch.setattr(run_module, "REPLACE_POLL_SECONDS", 0.001)
+    monkeypatch.setattr(take_up, "REPLACE_TIMEOUT", 0.01)
+    monkeypatch.setattr(take_up, "REPLACE_POLL_SECONDS", 0.001)
     existing_job(hook, 1, FAILED, deletionTimestamp="2026-01-01T00:05:00Z")
     with pytest.raises(TrainingJobError) as raised:
         make_run(hook, 2).create_or_attach()

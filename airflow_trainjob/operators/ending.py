@@ -1,0 +1,409 @@
+"""Ending a try of a :class:`~airflow_trainjob.operators.run.TrainingJobRun`: its record, then its cleanup.
+
+The try's record (:mod:`~airflow_trainjob.operators.recorder`, when the context has a ``task_state_store``) is
+written when the try takes up its job (:func:`record_start`), and once more when the try ends, by whichever way out
+comes first, before the cleanup removes anything (:func:`record_end`): the job, its pods and their events as they
+were then (:func:`final_look`), and after a success the summary returned.
+
+The cleanup (:class:`JobCleanup`) applies the held ``cleanPodPolicy`` to the job's pods, then ``on_finish`` to the
+job, and gives a kept job its ``runPolicy`` back (see :mod:`~airflow_trainjob.domain.cleanup_hold`); except when
+Airflow stopped the task, the pods it removed are gone when it returns. After a verdict that is an exception, a failed
+cleanup is logged and the verdict raised; after a success it is raised (the retry returns that success and finishes
+it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from airflow_trainjob.constants import GROUP, JOB_KINDS
+from airflow_trainjob.domain import conditions
+from airflow_trainjob.domain.cleanup_hold import (
+    FOLLOWED_BY_LATER_TRY,
+    REPLACED,
+    CleanupPlan,
+    UserRunPolicy,
+    cleanup_plan,
+    pods_left,
+)
+from airflow_trainjob.domain.ownership import TaskInstanceIdentity, following_try
+from airflow_trainjob.domain.pods import is_active, owned_by, pods_to_clean
+from airflow_trainjob.domain.records import Outcome, outcome_of
+from airflow_trainjob.domain.verdict import job_ref
+from airflow_trainjob.hooks.api_errors import one_line
+from airflow_trainjob.hooks.retries import is_transient
+from airflow_trainjob.operators.recorder import JobRecorder
+from airflow_trainjob.operators.try_state import TryProgress
+
+#: Seconds the end of the task waits for the pods it removed to be gone (their containers stopped and the pods
+#: removed by the kubelet): above the default ``terminationGracePeriodSeconds`` (30 s), after which the kubelet kills
+#: a container that ignores SIGTERM. A pod still there then is named in a warning; its deletion stands.
+PODS_GONE_SECONDS = 60.0
+#: Seconds between the end of the task's LISTs of the pods it waits for: the first, doubled up to the last.
+PODS_GONE_POLL_SECONDS = (0.2, 1.0)
+
+
+def record_start(
+    recorder: JobRecorder | None,
+    identity: TaskInstanceIdentity,
+    job: dict[str, Any],
+    manifest: dict[str, Any] | None,
+) -> None:
+    """Record that this try follows ``job`` now (created by it, or by an earlier try).
+
+    :param recorder: the try's recorder; None: no record.
+    :param identity: the task instance and try.
+    :param job: the job taken up, an API JSON dict.
+    :param manifest: the job this try sent, when it built one.
+    """
+    if recorder is not None and recorder.enabled:
+        recorder.started(job, manifest, attached=not identity.created_by_this_try(job))
+
+
+def record_end(
+    recorder: JobRecorder | None,
+    progress: TryProgress,
+    job: dict[str, Any] | None,
+    seen_pods: list[dict[str, Any]],
+    *,
+    error: BaseException | None,
+    summary: dict[str, Any] | None,
+    look: Callable[[dict[str, Any], list[dict[str, Any]]], tuple[Any, Any, Any]] | None,
+    wait_seconds: float | None,
+) -> None:
+    """Record how the try ended (once, as ``progress`` says: the first way out that gets here; but a success seen
+    after the stop was recorded is recorded over it), with the job, its pods and their events as they are now, read
+    before the cleanup removes anything.
+
+    :param recorder: the try's recorder; None: no record.
+    :param progress: the try's state; it ends here (stopped by Airflow, or not).
+    :param job: the job as last known, or None.
+    :param seen_pods: its pods as last seen.
+    :param error: the try's verdict (None: succeeded, or stopped).
+    :param summary: the summary returned, after a success (then the try succeeded, even if stopped meanwhile).
+    :param look: reads the job, its pods and events again (:func:`final_look`); None: not (the job is gone). Not
+        either when the verdict is that the API is failing: each read would ride out its retries.
+    :param wait_seconds: see :meth:`JobRecorder.ended`.
+    """
+    # A success is recorded as one even when Airflow stopped the try while it returned it (on_kill runs in a
+    # signal handler; the try goes on until its process is killed): a retry of the same series returns it.
+    seen_success = error is None and summary is not None
+    outcome: Outcome = "succeeded" if seen_success else outcome_of(error, stopped=progress.stopped_by_airflow)
+    if not progress.end(outcome) or recorder is None or not recorder.enabled:
+        return
+    pods: list[dict[str, Any]] = list(seen_pods)
+    events: list[dict[str, Any]] = []
+    if job is not None and look is not None and not (error is not None and is_transient(error)):
+        job, pods, events = look(job, pods)
+    written = recorder.ended(
+        outcome,
+        job,
+        pods,
+        events,
+        # An API error in one line (never its response's headers or body); a verdict as it is raised.
+        message=None if error is None else one_line(error) if isinstance(error, ApiException) else str(error),
+        # What a retry of the same series returns if Airflow runs the task again after this success.
+        summary=summary if outcome == "succeeded" else None,
+        wait_seconds=wait_seconds,
+    )
+    if outcome == "succeeded":
+        progress.success_written(written)
+
+
+def final_look(
+    hook: Any, kind: str, log: Any, job: dict[str, Any], seen_pods: list[dict[str, Any]]
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The job, its pods and their events as the API has them now, for the record; what was last seen of each
+    where a read fails (best effort: the record must not hold up the verdict).
+
+    :param hook: the task's hook.
+    :param kind: the job's kind.
+    :param log: the task's logger.
+    :param job: the job as last known.
+    :param seen_pods: its pods as last seen.
+    """
+    meta = job["metadata"]
+    name, namespace, uid = meta["name"], meta["namespace"], meta.get("uid")
+    answering = True  # after a read that failed for want of an answer, the others are not tried
+
+    def read(what: str, call: Callable[[], Any]) -> Any:
+        nonlocal answering
+        if not answering:
+            return None
+        try:
+            return call()
+        except ApiException as e:
+            answering = not is_transient(e)
+            if e.status != 404:  # a job gone (and its pods with it) is no news here
+                log.warning("Could not read %s for the try's record: %s", what, one_line(e))
+        except (HTTPError, OSError) as e:
+            answering = False
+            log.warning("Could not read %s for the try's record: %s", what, one_line(e))
+        return None
+
+    current = read(job_ref(job), lambda: hook.get_job(kind, name, namespace))
+    if current is not None and current["metadata"].get("uid") == uid:
+        job = current
+    listed = read(f"the pods of {job_ref(job)}", lambda: hook.list_job_pods(name, namespace))
+    pods = [p for p in listed or [] if owned_by(p, uid)]
+    present = {p["metadata"]["name"] for p in pods}
+    pods += [p for p in seen_pods if p["metadata"]["name"] not in present]  # e.g. stopped at the end: as last seen
+    involved = {name, *(p["metadata"]["name"] for p in pods)}
+    events = read(f"the events of {job_ref(job)}", lambda: hook.list_events(namespace, involved)) or []
+    return job, pods, events
+
+
+def seconds_until_ttl(job: dict[str, Any], ttl: int) -> float | None:
+    """Seconds until ``completionTime + ttl`` (negative once passed); None without a completionTime.
+
+    :param job: the job as last read (``status.completionTime``).
+    :param ttl: ``ttlSecondsAfterFinished``, seconds.
+    """
+    done = ((job.get("status") or {}).get("completionTime")) or ""
+    try:
+        finished = datetime.fromisoformat(done.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (finished - datetime.now(timezone.utc)).total_seconds() + ttl
+
+
+class JobCleanup:
+    """Cleans up the job of one try at its end: its pods as ``cleanPodPolicy`` says, then the job as ``on_finish``
+    says. Touches only this task instance's job.
+
+    :param hook: the task's hook.
+    :param identity: the task instance and try.
+    :param on_finish: the operator's ``on_finish``.
+    :param log: the task's logger.
+    """
+
+    def __init__(self, hook: Any, identity: TaskInstanceIdentity, on_finish: str, log: Any) -> None:
+        self.hook = hook
+        self.identity = identity
+        self.on_finish = on_finish
+        self.log = log
+
+    def clean_up(
+        self,
+        job: dict[str, Any],
+        kind: str,
+        outcome: str,
+        *,
+        success_unrecorded: bool,
+        stopped_by_airflow: Callable[[], bool],
+        keep_verdict: bool = False,
+    ) -> None:
+        """Apply ``cleanPodPolicy`` to the job's pods, then ``on_finish`` to the job. A job that is
+        still running is deleted whatever ``on_finish`` says. Except when Airflow stopped the task, the pods removed
+        are gone when this returns (:meth:`remove_pods_left`). Touches only this task instance's job.
+
+        :param job: the job the try took up, as last known.
+        :param kind: its kind.
+        :param outcome: ``succeeded``, ``failed`` or ``killed`` (a killed try's job is left to a later try that
+            follows it).
+        :param success_unrecorded: there is a store, and this try's success is not in it (the job is then kept).
+        :param stopped_by_airflow: whether Airflow stopped the task by now (then the pods are not waited for).
+        :param keep_verdict: the try's verdict is an exception (failed, timed out, killed, an error): a cleanup that
+            fails is logged, never raised in the verdict's place: it would turn a permanent failure into a retry that
+            runs the job again. (After a success a failed cleanup is raised: the retry reconnects and finishes it.)
+        """
+        try:
+            self._clean_up(
+                job, kind, outcome, success_unrecorded=success_unrecorded, stopped_by_airflow=stopped_by_airflow
+            )
+        except Exception as e:
+            if not keep_verdict:
+                raise
+            self.log.error(
+                "Could not clean up %s after the task's verdict (%s): the job and its pods may remain; "
+                "the verdict below stands",
+                job_ref(job),
+                one_line(e),
+            )
+
+    def _clean_up(
+        self,
+        job: dict[str, Any],
+        kind: str,
+        outcome: str,
+        *,
+        success_unrecorded: bool,
+        stopped_by_airflow: Callable[[], bool],
+    ) -> None:
+        """:meth:`clean_up`, raising what fails: as :func:`~airflow_trainjob.domain.cleanup_hold.cleanup_plan` says."""
+        meta = job["metadata"]
+        name, namespace, uid = meta["name"], meta["namespace"], meta.get("uid")
+        try:
+            current = self.hook.get_job(kind, name, namespace)
+        except ApiException as e:
+            if e.status == 404:
+                return
+            raise
+        plan = cleanup_plan(
+            current,
+            held_uid=uid,
+            owned=self.identity.owns(current),
+            followed=self.identity.follows(current),
+            outcome=outcome,
+            on_finish=self.on_finish,
+            success_unrecorded=success_unrecorded,
+        )
+        if plan.leave_alone == REPLACED:
+            self.log.warning("Not cleaning up %s/%s: it is no longer the job this task created", namespace, name)
+            return
+        if plan.leave_alone == FOLLOWED_BY_LATER_TRY:
+            self.log.warning(
+                "Not deleting %s %s/%s: try %s of this task follows it now",
+                kind,
+                namespace,
+                name,
+                following_try(current),
+            )
+            return
+        listed, left_running = self._clean_pods(current, plan.policy) if plan.clean_pods_first else (None, [])
+        if plan.keep_unrecorded_success:
+            self.log.warning(
+                "Not deleting Succeeded %s %s/%s: its success could not be recorded in task_state_store, and the job "
+                "is then what tells a try that Airflow runs after this one (its scheduler's race, a lost worker) that "
+                "it succeeded: that try returns this success and deletes the job",
+                kind,
+                namespace,
+                name,
+            )
+        if plan.delete_job:
+            self._delete_job(current, kind, plan.deletion_reason, left_running)
+        if not stopped_by_airflow():  # on_kill has seconds before Airflow kills the process: deletions are asked
+            self.remove_pods_left(current, plan.policy.clean_pod_policy, job_deleted=plan.delete_job, listed=listed)
+        if not plan.delete_job:
+            self._keep(current, kind, plan)
+
+    def _delete_job(self, job: dict[str, Any], kind: str, reason: str, left_running: list[str]) -> None:
+        """Delete the job (``reason``: why, for the task log), naming its pods that still run and stop with it."""
+        meta = job["metadata"]
+        self.log.info(
+            "Deleting %s %s/%s (%s)%s",
+            kind,
+            meta["namespace"],
+            meta["name"],
+            reason,
+            f"; its pods still running stop with it: {', '.join(left_running)}" if left_running else "",
+        )
+        self.hook.delete_job(kind, meta["name"], meta["namespace"], uid=meta.get("uid"))
+
+    def _clean_pods(self, job: dict[str, Any], policy: UserRunPolicy) -> tuple[list[dict[str, Any]], list[str]]:
+        """Delete the finished job's pods that ``cleanPodPolicy`` removes; the pods listed, and the names of those
+        left that still run."""
+        meta = job["metadata"]
+        listed = [p for p in self.hook.list_job_pods(meta["name"], meta["namespace"]) if owned_by(p, meta.get("uid"))]
+        cleaned = pods_to_clean(listed, policy.clean_pod_policy)
+        for pod in cleaned:
+            self.hook.delete_pod(pod["metadata"]["name"], meta["namespace"], uid=pod["metadata"].get("uid"))
+        return listed, [p["metadata"]["name"] for p in listed if p not in cleaned and is_active(p)]
+
+    def _keep(self, job: dict[str, Any], kind: str, plan: CleanupPlan) -> None:
+        """Keep the job: give it its ``runPolicy`` back, and say what becomes of it."""
+        meta = job["metadata"]
+        name, namespace = meta["name"], meta["namespace"]
+        if plan.release is not None:
+            # The runPolicy as the user wrote it: the controller now applies ttlSecondsAfterFinished (counted from
+            # completionTime) and cleanPodPolicy itself. The uid makes the patch a precondition: never a successor.
+            try:
+                self.hook.patch_job(kind, name, namespace, plan.release)
+            except Exception as e:
+                self.log.warning(
+                    "Could not give %s %s/%s back its runPolicy (%s): it keeps cleanPodPolicy None and "
+                    "no ttlSecondsAfterFinished",
+                    kind,
+                    namespace,
+                    name,
+                    one_line(e),
+                )
+        ttl = plan.policy.ttl_seconds_after_finished
+        fate = f"remove it with: kubectl delete {JOB_KINDS[kind].plural}.{GROUP} {name} -n {namespace}"
+        if ttl is not None:
+            left = seconds_until_ttl(job, ttl)
+            fate = f"the training operator deletes it {ttl} s after it finished (ttlSecondsAfterFinished)" + (
+                f", in about {left:.0f} s" if left and left > 0 else ", now: that time has passed"
+            )
+        self.log.info(
+            "Keeping %s %s %s/%s for inspection (on_finish=%r; its pods follow cleanPodPolicy %s); %s",
+            conditions.phase(job.get("status")),
+            kind,
+            namespace,
+            name,
+            self.on_finish,
+            plan.policy.clean_pod_policy,
+            fate,
+        )
+
+    def remove_pods_left(
+        self, job: dict[str, Any], clean_pod_policy: str, *, job_deleted: bool, listed: list[dict[str, Any]] | None
+    ) -> None:
+        """List the job's pods until none the cleanup removes is left (:func:`cleanup_hold.pods_left`), at most
+        :data:`PODS_GONE_SECONDS`: delete those that appeared since ``listed`` (a controller whose cache lagged
+        created a replica's pod after the terminal transition) and the running ones of a deleted job, and wait for the
+        deleted ones to be gone, so that no pod of the job runs on once the task has ended. Best effort: every deletion
+        is asked; a failed LIST or DELETE here is logged, never raised over the verdict.
+
+        :param job: the job as the cleanup read it.
+        :param clean_pod_policy: the user's ``cleanPodPolicy``.
+        :param job_deleted: the cleanup deleted the job: its running pods go too.
+        :param listed: the pods the cleanup listed (and deleted as the policy says) before; None: it listed none
+            (a job still running, deleted whole).
+        """
+        meta = job["metadata"]
+        name, namespace, uid = meta["name"], meta["namespace"], meta.get("uid")
+        known = None if listed is None else {p["metadata"].get("uid") for p in listed}
+        started = time.monotonic()
+        pause, longest = PODS_GONE_POLL_SECONDS
+        waited_for: set[str] = set()
+        try:
+            while True:
+                pods = [p for p in self.hook.list_job_pods(name, namespace) if owned_by(p, uid)]
+                left = pods_left(pods, clean_pod_policy, job_deleted=job_deleted)
+                known = known if known is not None else {p["metadata"].get("uid") for p in pods}
+                self._delete_left(job, left.to_delete, known)
+                known.update(p["metadata"].get("uid") for p in pods)
+                if left.done:
+                    break
+                waited_for.update(p["metadata"]["name"] for p in left.to_delete + left.stopping)
+                elapsed = time.monotonic() - started
+                if elapsed >= PODS_GONE_SECONDS:
+                    self.log.warning(
+                        "Pods of %s still stopping %g s after the task deleted them: %s; their deletion stands "
+                        "(the kubelet kills a container terminationGracePeriodSeconds after it was asked to stop)",
+                        job_ref(job),
+                        PODS_GONE_SECONDS,
+                        ", ".join(p["metadata"]["name"] for p in left.to_delete + left.stopping),
+                    )
+                    return
+                time.sleep(min(pause, PODS_GONE_SECONDS - elapsed))
+                pause = min(pause * 2, longest)
+        except Exception as e:
+            self.log.warning("Could not make sure the pods of %s are gone (%s)", job_ref(job), one_line(e))
+            return
+        if waited_for:
+            self.log.info(
+                "Pods of %s stopped and gone after %.1f s: %s",
+                job_ref(job),
+                time.monotonic() - started,
+                ", ".join(sorted(waited_for)),
+            )
+
+    def _delete_left(self, job: dict[str, Any], pods: Sequence[Mapping[str, Any]], known: set[str | None]) -> None:
+        """Delete ``pods``, saying which appeared after the cleanup listed the job's pods (not in ``known``, uids)."""
+        appeared = [p["metadata"]["name"] for p in pods if p["metadata"].get("uid") not in known]
+        if appeared:
+            self.log.info(
+                "Deleting %s of %s too: created after the cleanup listed the job's pods",
+                ", ".join(appeared),
+                job_ref(job),
+            )
+        for pod in pods:
+            self.hook.delete_pod(pod["metadata"]["name"], job["metadata"]["namespace"], uid=pod["metadata"].get("uid"))
