@@ -357,6 +357,7 @@ def test_the_tabs_replica_rows_show_the_init_containers_exit_and_log():
     assert [(m["replica"], m["exit_code"]) for m in marks] == [("Master-0", 2)]
     # A running replica whose init container completed shows no exit of it.
     (row,) = views.replicas(
-        [pytorch_pod("Master-0", "Running", [container_status("fetch-data", terminated(0, "Completed"))], [])], PYTORCH_FAMILY
+        [pytorch_pod("Master-0", "Running", [container_status("fetch-data", terminated(0, "Completed"))], [])],
+        PYTORCH_FAMILY,
     )
     assert (row["exit_code"], row["exit_class"], row["container"]) == (None, None, "pytorch")
