@@ -24,9 +24,11 @@ from airflow_trainjob.domain.failures import (
 )
 from airflow_trainjob.domain.pods import init_status, log_container, restart_counts
 from airflow_trainjob.domain.records import chosen_pods, trim_pod
+from airflow_trainjob.families import family_of
 from airflow_trainjob.triggers.events import _pod_summary
 
 PYTORCH = JOB_KINDS["PyTorchJob"]
+PYTORCH_FAMILY = family_of("PyTorchJob")  # what the UI's views read
 FAILED = {"type": "Failed", "status": "True", "reason": "PyTorchJobFailed", "message": "job failed"}
 
 
@@ -342,19 +344,20 @@ def test_the_tabs_replica_rows_show_the_init_containers_exit_and_log():
     from airflow_trainjob.ui import views
 
     live, recorded = init_failed_never(), trim_pod(init_crash_looping(restarts=3))
-    (row,) = views.replicas([live], PYTORCH)
+    (row,) = views.replicas([live], PYTORCH_FAMILY)
     assert (row["container"], row["exit_code"], row["reason"], row["exit_class"]) == (
         "fetch-data",
         2,
         "Error",
         "Permanent",
     )
-    (row,) = views.replicas([recorded], PYTORCH, job_gone=True)
+    (row,) = views.replicas([recorded], PYTORCH_FAMILY, job_gone=True)
     assert (row["container"], row["restarts"], row["exit_code"], row["exit_class"]) == ("fetch-data", 3, 2, "Permanent")
-    marks = views.restart_marks([init_crash_looping()], [], "job", PYTORCH)
+    marks = views.restart_marks([init_crash_looping()], [], "job", PYTORCH_FAMILY)
     assert [(m["replica"], m["exit_code"]) for m in marks] == [("Master-0", 2)]
     # A running replica whose init container completed shows no exit of it.
     (row,) = views.replicas(
-        [pytorch_pod("Master-0", "Running", [container_status("fetch-data", terminated(0, "Completed"))], [])], PYTORCH
+        [pytorch_pod("Master-0", "Running", [container_status("fetch-data", terminated(0, "Completed"))], [])],
+        PYTORCH_FAMILY,
     )
     assert (row["exit_code"], row["exit_class"], row["container"]) == (None, None, "pytorch")

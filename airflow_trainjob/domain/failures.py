@@ -328,8 +328,17 @@ def replica_end(pod: Pod, kind: JobKind) -> ContainerEnd | None:
     :param pod: the pod, an API JSON dict.
     :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types).
     """
-    ends = [e for e in container_ends([pod], kind) if e.failed or not e.init]
-    return ends[-1] if ends else None
+    return last_replica_end(container_ends([pod], kind))
+
+
+def last_replica_end(ends: Iterable[ContainerEnd]) -> ContainerEnd | None:
+    """:func:`replica_end` of one pod's container ends (its family's ``container_ends``): the latest, not counting
+    init containers that completed nor a sidecar's stop; None when none is left.
+
+    :param ends: one pod's container ends, oldest first.
+    """
+    kept = [e for e in ends if e.failed or not e.init]
+    return kept[-1] if kept else None
 
 
 _EXITED_WITH_CODE = re.compile(r"(?P<pod>[a-z0-9][-a-z0-9.]*) exited with code (?P<code>\d+)")

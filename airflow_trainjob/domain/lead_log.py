@@ -32,11 +32,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from airflow_trainjob.constants import LABEL_PREFIX, JobKind
+from airflow_trainjob.domain import pods as pods_of
 from airflow_trainjob.domain.own_keys import read_own_key
-from airflow_trainjob.domain.pods import lead_pod, log_container, phase_of, pod_name, replica_of
+from airflow_trainjob.domain.pods import Pod, phase_of, pod_name
 
 #: Bytes of the lead replica's log text (its lines, without timestamps) a deferred task's log takes, 8 MiB; past it,
 #: the copy stops and only the log's last ``log_tail_lines`` lines are added at the end.
@@ -264,14 +265,57 @@ def _lost_since_last_read(before: LogRun, run: LogRun) -> list[LogOut]:
     ]
 
 
-def current_run(pod: Mapping[str, Any], kind: JobKind) -> tuple[LogRun, bool] | None:
+class LeadReplica(Protocol):
+    """What the copy reads of the job's family (:class:`~airflow_trainjob.domain.family.JobFamily` has it): which pod
+    leads, which of its containers speaks, which replica a pod is."""
+
+    def lead_pod(self, pods: Iterable[Pod]) -> Pod | None:
+        """The lead replica's pod 0, or None.
+
+        :param pods: the job's pods, API JSON dicts.
+        """
+        ...
+
+    def log_container(self, pod: Pod) -> str:
+        """The container whose log speaks for the pod.
+
+        :param pod: the pod, an API JSON dict.
+        """
+        ...
+
+    def replica_of(self, pod: Pod) -> tuple[str, int]:
+        """``(replica type, index)`` of the pod.
+
+        :param pod: the pod, an API JSON dict.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class _OfKind:
+    """:class:`LeadReplica` of a ``kubeflow.org/v1`` :class:`~airflow_trainjob.constants.JobKind`, for the callers
+    that still pass one (the synchronous wait)."""
+
+    kind: JobKind
+
+    def lead_pod(self, pods: Iterable[Pod]) -> Pod | None:
+        return pods_of.lead_pod(pods, self.kind)
+
+    def log_container(self, pod: Pod) -> str:
+        return pods_of.log_container(pod, self.kind)
+
+    def replica_of(self, pod: Pod) -> tuple[str, int]:
+        return pods_of.replica_of(pod, self.kind)
+
+
+def current_run(pod: Mapping[str, Any], kind: LeadReplica) -> tuple[LogRun, bool] | None:
     """The lead pod's container run whose log a read returns now, and whether it has ended; None while the container
     has not started (the pod pending, the container waiting for its first run).
 
     :param pod: the lead pod, an API JSON dict.
-    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its default container, its replica types).
+    :param kind: the job's family (:class:`LeadReplica`: its log container, its replicas).
     """
-    container = log_container(pod, kind)  # an init container while the pod is held at it (a failed data fetch)
+    container = kind.log_container(pod)  # an init container while the pod is held at it (a failed data fetch)
     pod_status = pod.get("status") or {}
     statuses = [*(pod_status.get("initContainerStatuses") or []), *(pod_status.get("containerStatuses") or [])]
     status = next((s for s in statuses if s.get("name") == container), None)
@@ -280,7 +324,7 @@ def current_run(pod: Mapping[str, Any], kind: JobKind) -> tuple[LogRun, bool] | 
     state, last = status.get("state") or {}, status.get("lastState") or {}
     if state.get("running") is None and state.get("terminated") is None and last.get("terminated") is None:
         return None  # waiting for its first run (ContainerCreating, an image pull)
-    replica_type, index = replica_of(pod, kind)
+    replica_type, index = kind.replica_of(pod)
     run = LogRun(
         pod_name(pod),
         (pod.get("metadata") or {}).get("uid", ""),
@@ -299,7 +343,8 @@ class LeadLogCopy:
     the answer to :meth:`take` (or, when the API answered that the log is not there, to :meth:`missing`); it writes
     each :class:`LogOut` returned, in order, into the task log.
 
-    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind`.
+    :param kind: the job's family (:class:`LeadReplica`, e.g. its :class:`~airflow_trainjob.domain.family.JobFamily`),
+        or its :class:`~airflow_trainjob.constants.JobKind`.
     :param cursor: where an earlier copy stopped (the trigger's event, the job's annotation); None: at the start.
     :param final: the job has ended: read the rest, up to the size bound, then the log's last ``tail_lines`` lines
         if the bound cut it. Else (the task waits): at most :data:`LIVE_READS_PER_LOOK` reads of
@@ -312,7 +357,7 @@ class LeadLogCopy:
 
     def __init__(
         self,
-        kind: JobKind,
+        kind: LeadReplica | JobKind,
         cursor: LogCursor | None = None,
         *,
         final: bool = False,
@@ -320,7 +365,7 @@ class LeadLogCopy:
         max_bytes: int | None = None,
         read_bytes: int | None = None,
     ) -> None:
-        self.kind = kind
+        self.kind: LeadReplica = _OfKind(kind) if isinstance(kind, JobKind) else kind
         self.cursor = cursor or LogCursor()
         self.final = final
         self.tail_lines = tail_lines
@@ -342,7 +387,7 @@ class LeadLogCopy:
         self._limit = self._read_bytes
         if self.cursor.complete:
             return []
-        pod = lead_pod(list(pods), self.kind)
+        pod = self.kind.lead_pod(list(pods))
         seen = current_run(pod, self.kind) if pod is not None else None
         if seen is None:
             return self._lead_not_running()

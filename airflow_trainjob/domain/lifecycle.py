@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from airflow_trainjob.domain.cleanup_hold import UserRunPolicy, pods_to_stop, user_run_policy
+from airflow_trainjob.domain.cleanup_hold import UserRunPolicy, pods_to_stop
 from airflow_trainjob.domain.deadlines import QUEUE_TIMEOUT, Deadlines, QueueState, queue_line
 from airflow_trainjob.domain.family import JobFamily
 from airflow_trainjob.domain.pods import Pod, owned_by, pod_name
@@ -365,14 +365,15 @@ def pods_stopped_at_terminal(ref: str, job: Mapping[str, Any], pods: Iterable[Po
     :param ref: the job, ``<Kind> <namespace>/<name>``.
     :param job: the job, terminal, an API JSON dict (its ``metadata.uid``, annotations, ``spec.runPolicy``, status).
     :param pods: its pods as listed, API JSON dicts (a successor's are left alone).
-    :param family: the job's API family (:class:`~airflow_trainjob.domain.family.JobFamily`: its phase's word).
+    :param family: the job's API family (:class:`~airflow_trainjob.domain.family.JobFamily`: its phase's word, what
+        its held cleanup asks, the name of its cleanup policy's field).
     """
-    policy = user_run_policy(job)
+    policy = family.user_run_policy(job)
     uid = (job.get("metadata") or {}).get("uid")
     stopping = tuple(p for p in pods_to_stop(pods, policy) if owned_by(p, uid))
     line = (
         f"{ref} is {family.phase(job.get('status'))}: stopping {', '.join(pod_name(p) for p in stopping)} "
-        f"(pods deleted), as cleanPodPolicy {policy.clean_pod_policy} asks"
+        f"(pods deleted), as {family.cleanup_policy_field} {policy.clean_pod_policy} asks"
         if stopping
         else None
     )

@@ -1,7 +1,8 @@
 """The ``kubeflow.org/v1`` family (PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob) as the lifecycle core
-reads it (:class:`~airflow_trainjob.domain.family.JobFamily`): the kubeflow/common v1 conditions are
-:mod:`airflow_trainjob.domain.conditions`' to read, each kind's replica types and lead replica its
-:class:`~airflow_trainjob.constants.JobKind`'s.
+and the drivers read it (:class:`~airflow_trainjob.domain.family.JobFamily`): the kubeflow/common v1 conditions are
+:mod:`airflow_trainjob.domain.conditions`' to read, each kind's address, replica types, lead replica and default
+container its :class:`~airflow_trainjob.constants.JobKind`'s, its pods those labelled with the training operator's
+``JobNameLabel``, and its held cleanup (``runPolicy.cleanPodPolicy``) :mod:`airflow_trainjob.domain.cleanup_hold`'s.
 
 Pure: no I/O, no client.
 """
@@ -12,10 +13,33 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_trainjob.constants import JOB_KINDS, JobKind
-from airflow_trainjob.domain import conditions
-from airflow_trainjob.domain.failures import pending_reasons
-from airflow_trainjob.domain.pods import Pod, lead_pod
+from airflow_trainjob.constants import (
+    API_VERSION,
+    GROUP,
+    JOB_KINDS,
+    LABEL_JOB_NAME,
+    LABEL_REPLICA_INDEX,
+    VERSION,
+    JobKind,
+)
+from airflow_trainjob.domain import cleanup_hold, conditions, failures, pods
+from airflow_trainjob.domain.failures import ContainerEnd
+from airflow_trainjob.domain.family import JobResource
+from airflow_trainjob.domain.pods import Pod
+
+__all__ = ["API_VERSION", "KubeflowV1Kind", "family", "kinds", "pod_selector"]
+
+
+def pod_selector(name: str, replica_index: int | None = None) -> str:
+    """The label selector of the pods the training operator creates for job ``name``
+    (``training.kubeflow.org/job-name=<name>``: the same for the six kinds), of one replica index if given
+    (``training.kubeflow.org/replica-index=<index>``).
+
+    :param name: the job's ``metadata.name``.
+    :param replica_index: only the pods of this replica index (0, 1, ...); None: all.
+    """
+    selector = f"{LABEL_JOB_NAME}={name}"
+    return selector if replica_index is None else f"{selector},{LABEL_REPLICA_INDEX}={replica_index}"
 
 
 @dataclass(frozen=True)
@@ -35,6 +59,9 @@ class KubeflowV1Kind:
     phase = staticmethod(conditions.phase)
     summary = staticmethod(conditions.summary)
     controller_has_acted = staticmethod(conditions.controller_has_acted)
+    # The pods and the held cleanup: the same for the six kinds too.
+    pod_selector = staticmethod(pod_selector)
+    user_run_policy = staticmethod(cleanup_hold.user_run_policy)
 
     @property
     def kind(self) -> str:
@@ -42,9 +69,24 @@ class KubeflowV1Kind:
         return self.job_kind.kind
 
     @property
+    def resource(self) -> JobResource:
+        """``kubeflow.org``, ``v1``, the kind's plural (``pytorchjobs``)."""
+        return JobResource(GROUP, VERSION, self.job_kind.plural)
+
+    @property
+    def cleanup_policy_field(self) -> str:
+        """``cleanPodPolicy`` (``spec.runPolicy.cleanPodPolicy``)."""
+        return "cleanPodPolicy"
+
+    @property
     def replica_types(self) -> tuple[str, ...]:
         """The replica types the kind accepts (``Master``, ``Worker``...)."""
         return self.job_kind.replica_types
+
+    @property
+    def lead_order(self) -> tuple[str, ...]:
+        """:attr:`JobKind.lead_order`: the kind's lead replica types, then ``Worker``."""
+        return self.job_kind.lead_order
 
     def desired_replicas(self, job: Mapping[str, Any] | None) -> dict[str, int]:
         """:meth:`JobKind.desired_replicas`.
@@ -53,19 +95,86 @@ class KubeflowV1Kind:
         """
         return self.job_kind.desired_replicas(job)
 
-    def lead_pod(self, pods: Iterable[Pod]) -> Pod | None:
+    def replica_of(self, pod: Pod) -> tuple[str, int]:
+        """:func:`~airflow_trainjob.domain.pods.replica_of` (the operator's replica type and index labels).
+
+        :param pod: the pod, an API JSON dict.
+        """
+        return pods.replica_of(pod, self.job_kind)
+
+    def lead_pod(self, found: Iterable[Pod]) -> Pod | None:
         """:func:`~airflow_trainjob.domain.pods.lead_pod` of the kind (Master, Chief, Launcher; else Worker 0).
 
-        :param pods: the job's pods, API JSON dicts.
+        :param found: the job's pods, API JSON dicts.
         """
-        return lead_pod(pods, self.job_kind)
+        return pods.lead_pod(found, self.job_kind)
 
-    def pending_reasons(self, pods: Iterable[Pod]) -> list[str]:
+    def log_container(self, pod: Pod) -> str:
+        """:func:`~airflow_trainjob.domain.pods.log_container` (the kind's default container, ``pytorch``...).
+
+        :param pod: the pod, an API JSON dict.
+        """
+        return pods.log_container(pod, self.job_kind)
+
+    def container_ends(self, found: Iterable[Pod]) -> list[ContainerEnd]:
+        """:func:`~airflow_trainjob.domain.failures.container_ends` of the kind's replicas.
+
+        :param found: the job's pods, API JSON dicts.
+        """
+        return failures.container_ends(found, self.job_kind)
+
+    def ends_from_events(self, events: Iterable[Mapping[str, Any]], job_name: str) -> list[ContainerEnd]:
+        """:func:`~airflow_trainjob.domain.failures.ends_from_events` (the operator's ``ExitedWithCode`` events).
+
+        :param events: core/v1 events about the job, API JSON dicts.
+        :param job_name: the job's ``metadata.name``.
+        """
+        return failures.ends_from_events(events, job_name, self.job_kind)
+
+    def pending_reasons(self, found: Iterable[Pod]) -> list[str]:
         """:func:`~airflow_trainjob.domain.failures.pending_reasons` of the kind's replicas.
 
-        :param pods: the job's pods, API JSON dicts.
+        :param found: the job's pods, API JSON dicts.
         """
-        return pending_reasons(pods, self.job_kind)
+        return failures.pending_reasons(found, self.job_kind)
+
+    def status_from_events(self, events: Any, uid: str | None) -> dict[str, Any] | None:
+        """:func:`~airflow_trainjob.domain.conditions.status_from_events` (the operator's ``<Kind>Succeeded`` and
+        ``<Kind>Failed`` events).
+
+        :param events: the namespace's events about the job, API JSON dicts, any order.
+        :param uid: the job's ``metadata.uid``.
+        """
+        return conditions.status_from_events(events, self.kind, uid)
+
+    def spec_summary(self, spec: Mapping[str, Any]) -> dict[str, Any]:
+        """The replica specs (``spec.<kind>ReplicaSpecs``), each with its ``replicas``, ``restartPolicy`` and
+        container names only; ``runPolicy.suspend`` when true (a queued job: the timeout's message says so).
+
+        :param spec: the job's ``spec``, an API JSON dict.
+        """
+        summary: dict[str, Any] = {}
+        if (spec.get("runPolicy") or {}).get("suspend") is True:
+            summary["runPolicy"] = {"suspend": True}
+        replica_specs = spec.get(self.job_kind.replica_specs_key)
+        if isinstance(replica_specs, dict):
+            summary[self.job_kind.replica_specs_key] = {
+                rtype: _replica_summary(rspec or {}) for rtype, rspec in replica_specs.items()
+            }
+        return summary
+
+
+def _replica_summary(rspec: Mapping[str, Any]) -> dict[str, Any]:
+    containers = ((rspec.get("template") or {}).get("spec") or {}).get("containers") or []
+    return {
+        **{k: rspec[k] for k in ("replicas", "restartPolicy") if rspec.get(k) is not None},
+        "template": {"spec": {"containers": [{"name": c.get("name")} for c in containers]}},
+    }
+
+
+def kinds() -> tuple[str, ...]:
+    """The family's kinds, in :data:`~airflow_trainjob.constants.JOB_KINDS`' order."""
+    return tuple(JOB_KINDS)
 
 
 def family(kind: str) -> KubeflowV1Kind:

@@ -2,7 +2,8 @@
 
 A job of kind ``PyTorchJob`` named ``train`` in namespace ``ml`` is the custom object
 ``kubeflow.org/v1``, plural ``pytorchjobs``, in ``ml``; its pods are the pods labelled
-``training.kubeflow.org/job-name=train`` (the training operator's ``JobNameLabel``); a watch of that one job
+``training.kubeflow.org/job-name=train`` (the training operator's ``JobNameLabel``): what the job's family says
+(:func:`airflow_trainjob.families.family_of`, its ``resource`` and ``pod_selector``); a watch of that one job
 selects ``metadata.name=train``; the events about it select ``involvedObject.name=train``; and a delete
 that must never hit a same-named successor carries a ``preconditions.uid``. The sync hook, the async hook, the
 trigger, the shared stream and the synchronous job watch build their requests from here, for either client
@@ -14,12 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_trainjob.constants import API_VERSION, GROUP, JOB_KINDS, LABEL_JOB_NAME, LABEL_REPLICA_INDEX, VERSION
+from airflow_trainjob.families import JobResource, family_of, known_kinds
 
 __all__ = [
-    "API_VERSION",
-    "GROUP",
-    "VERSION",
     "JobAddress",
     "delete_options",
     "involved_object_selector",
@@ -33,31 +31,33 @@ __all__ = [
 def plural(kind: str) -> str:
     """The resource name of ``kind`` in URLs (``PyTorchJob`` -> ``pytorchjobs``).
 
-    :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
-    :raises KeyError: ``kind`` is not a kind of ``JOB_KINDS``.
+    :param kind: a job kind of one of the families (``PyTorchJob``).
+    :raises KeyError: no family holds ``kind``.
     """
-    return JOB_KINDS[kind].plural
+    return family_of(kind).resource.plural
 
 
 def resource(kind: str) -> str:
     """``pytorchjobs.kubeflow.org``: the resource as ``kubectl`` and RBAC name it.
 
-    :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
-    :raises KeyError: ``kind`` is not a kind of ``JOB_KINDS``.
+    :param kind: a job kind of one of the families (``PyTorchJob``).
+    :raises KeyError: no family holds ``kind``.
     """
-    return f"{plural(kind)}.{GROUP}"
+    return family_of(kind).resource.name
 
 
-def job_pod_selector(name: str, replica_index: int | None = None) -> str:
-    """The label selector of the pods the training operator creates for job ``name``
+def job_pod_selector(name: str, replica_index: int | None = None, *, kind: str | None = None) -> str:
+    """The label selector of the pods the job's controller creates for job ``name``
     (``training.kubeflow.org/job-name=<name>``), of one replica index if given
     (``training.kubeflow.org/replica-index=<index>``: index 0 holds the lead replica).
 
     :param name: the job's ``metadata.name``.
     :param replica_index: only the pods of this replica index (0, 1, ...); None: all.
+    :param kind: the job's kind, whose family says how its pods are labelled; None: the first family's (for the
+        callers that do not pass the kind yet).
+    :raises KeyError: no family holds ``kind``.
     """
-    selector = f"{LABEL_JOB_NAME}={name}"
-    return selector if replica_index is None else f"{selector},{LABEL_REPLICA_INDEX}={replica_index}"
+    return family_of(kind or known_kinds()[0]).pod_selector(name, replica_index)
 
 
 def name_field_selector(name: str) -> str:
@@ -95,7 +95,7 @@ def delete_options(uid: str | None = None, propagation: str | None = None) -> di
 class JobAddress:
     """Where one training job (or, without ``name``, the jobs of one kind in a namespace) lives.
 
-    :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+    :param kind: a job kind of one of the families (``PyTorchJob``).
     :param namespace: the namespace.
     :param name: the job's ``metadata.name``; None: every job of the kind in the namespace.
     """
@@ -105,23 +105,32 @@ class JobAddress:
     name: str | None = None
 
     @property
+    def where(self) -> JobResource:
+        """The kind's group, version and plural, as its family says (:func:`~airflow_trainjob.families.family_of`).
+
+        :raises KeyError: no family holds the kind.
+        """
+        return family_of(self.kind).resource
+
+    @property
     def plural(self) -> str:
-        return plural(self.kind)
+        return self.where.plural
 
     @property
     def resource(self) -> str:
         """``pytorchjobs.kubeflow.org``."""
-        return resource(self.kind)
+        return self.where.name
 
     @property
     def api_version(self) -> str:
         """``kubeflow.org/v1``: the ``apiVersion`` of the job's objects."""
-        return API_VERSION
+        return self.where.api_version
 
     def collection(self) -> tuple[str, str, str, str]:
         """``(group, version, namespace, plural)``: the leading positional arguments of the ``CustomObjectsApi``
         ``*_namespaced_custom_object`` calls of either client (``get``, ``patch`` and ``delete`` add the name)."""
-        return GROUP, VERSION, self.namespace, self.plural
+        where = self.where
+        return where.group, where.version, self.namespace, where.plural
 
     def object(self) -> tuple[str, str, str, str, str]:
         """``(group, version, namespace, plural, name)``: the job's own object.
@@ -137,7 +146,7 @@ class JobAddress:
         """:func:`job_pod_selector` of the job."""
         if not self.name:
             raise ValueError(f"{self} names no job")
-        return job_pod_selector(self.name)
+        return job_pod_selector(self.name, kind=self.kind)
 
     @property
     def ref(self) -> str:

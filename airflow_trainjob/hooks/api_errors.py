@@ -50,7 +50,6 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 from urllib3.exceptions import HTTPError
 
-from airflow_trainjob.constants import GROUP, JOB_KINDS, VERSION
 from airflow_trainjob.exceptions import (
     JobRejectedError,
     KindNotServedError,
@@ -58,7 +57,7 @@ from airflow_trainjob.exceptions import (
     NamespaceNotFoundError,
     QuotaExceededError,
 )
-from airflow_trainjob.hooks import addressing
+from airflow_trainjob.families import family_of, family_or_none, known_kinds
 
 #: The longest line :func:`describe` makes (characters); a longer one is cut, with "...".
 MAX_LINE = 1000
@@ -138,16 +137,19 @@ class ApiCall:
     def for_job(
         cls, verb: str, kind: str, namespace: str | None, name: str | None = None, purpose: str | None = None
     ) -> ApiCall:
-        """A request about the training jobs of ``kind`` (group ``kubeflow.org``, version ``v1``).
+        """A request about the training jobs of ``kind`` (its family's group and version: ``kubeflow.org``, ``v1``).
 
         :param verb: the Kubernetes verb (``create``, ``get``, ``list``, ``watch``, ``patch``, ``delete``).
-        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``); another string is kept as the resource's plural.
+        :param kind: a job kind of one of the families (``PyTorchJob``); another string is kept as the resource's
+            plural, in the first family's group and version.
         :param namespace: the namespace of the request; None: cluster-wide.
         :param name: the job's ``metadata.name``, if the request names one.
         :param purpose: why the provider makes the request (``create a training job``), said when RBAC forbids it.
         """
-        plural = addressing.plural(kind) if kind in JOB_KINDS else kind
-        return cls(verb, plural, GROUP, VERSION, namespace, name, kind if kind in JOB_KINDS else None, purpose)
+        family = family_or_none(kind)
+        where = (family or family_of(known_kinds()[0])).resource
+        plural = where.plural if family else kind
+        return cls(verb, plural, where.group, where.version, namespace, name, kind if family else None, purpose)
 
     @property
     def resource_ref(self) -> str:

@@ -15,11 +15,11 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.domain import conditions
-from airflow_trainjob.domain.failures import ContainerEnd, container_ends
+from airflow_trainjob.domain.failures import ContainerEnd
 from airflow_trainjob.domain.verdict import job_ref, judge_failure
 from airflow_trainjob.exceptions import exception_for
+from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import one_line
 
 #: Failed replicas whose log tail is quoted (the first ones to fail).
@@ -30,15 +30,14 @@ log = logging.getLogger(__name__)
 
 def announced_end(hook: Any, job: dict[str, Any]) -> dict[str, Any] | None:
     """``job`` as last seen, now gone, with the terminal condition the training operator announced for it in its
-    events (:func:`conditions.status_from_events`); None when no such event is there.
+    events (its family's ``status_from_events``); None when no such event is there.
 
     :param hook: a :class:`TrainingJobHook`.
     :param job: the job as last seen, an API JSON dict (its ``metadata.uid`` picks the events).
     """
     meta = job["metadata"]
-    status = conditions.status_from_events(
-        hook.list_events(meta["namespace"], {meta["name"]}), job["kind"], meta.get("uid")
-    )
+    family = family_of(job["kind"])
+    status = family.status_from_events(hook.list_events(meta["namespace"], {meta["name"]}), meta.get("uid"))
     return None if status is None else {**job, "status": conditions.with_announced_end(job.get("status"), status)}
 
 
@@ -86,10 +85,11 @@ def failure_exception(
     :param seen_pods: the job's pods as last seen while waiting (API JSON dicts).
     """
     name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
-    pods = hook.list_job_pods(name, namespace)
+    family = family_of(job["kind"])
+    pods = hook.list_job_pods(name, namespace, kind=family.kind)
     present = {p["metadata"]["name"] for p in pods}
     pods = [*pods, *(p for p in seen_pods if p["metadata"]["name"] not in present)]
-    tails = read_tails(hook, namespace, container_ends(pods, JOB_KINDS[job["kind"]]), log_tail_lines)
+    tails = read_tails(hook, namespace, family.container_ends(pods), log_tail_lines)
     return exception_for(judge_failure(job, pods, _events_if_any(hook, job, pods), tails))
 
 

@@ -127,7 +127,7 @@ def get_job(kind: str, name: str, namespace: str) -> ClientRequest[dict[str, Any
     :param kind: the kind, which gives the URL's plural.
     :param name: the object's name in the URL.
     :param namespace: the URL's namespace.
-    :raises KeyError: ``kind`` is not a kind of ``JOB_KINDS``.
+    :raises KeyError: no family holds ``kind``.
     :raises ValueError: ``name`` is empty.
     """
     address = JobAddress(kind, namespace, name)
@@ -232,7 +232,7 @@ def _pods_and_version(answer: dict[str, Any]) -> tuple[list[dict[str, Any]], str
 
 
 def list_job_pods(
-    name: str, namespace: str, replica_index: int | None = None
+    name: str, namespace: str, replica_index: int | None = None, kind: str | None = None
 ) -> ClientRequest[tuple[list[dict[str, Any]], str | None]]:
     """``GET`` of the pods of job ``name`` (``labelSelector``: :func:`job_pod_selector`); the answer is the pods as
     the API's JSON dicts (camelCase) with the list's ``metadata.resourceVersion``, where a watch of them starts
@@ -241,8 +241,10 @@ def list_job_pods(
     :param name: the job's name, in the selector.
     :param namespace: the URL's namespace.
     :param replica_index: the replica index in the selector (the async hook's ``replica_index``); None: left out.
+    :param kind: the job's kind, whose family labels its pods; None: the first family's labels.
+    :raises KeyError: no family holds ``kind``.
     """
-    selector = {"label_selector": job_pod_selector(name, replica_index)}
+    selector = {"label_selector": job_pod_selector(name, replica_index, kind=kind)}
     return _core_list("list_job_pods", "pods", "list a training job's pods", namespace, selector, _pods_and_version)
 
 

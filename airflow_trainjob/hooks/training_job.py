@@ -133,7 +133,7 @@ class TrainingJobHook(KubernetesHook):
     def address(kind: str, namespace: str, name: str | None = None) -> JobAddress:
         """Where the job (or, without ``name``, the jobs of ``kind`` in ``namespace``) lives on the API.
 
-        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param kind: a job kind of one of the families (``PyTorchJob``).
         :param namespace: the namespace.
         :param name: the job's ``metadata.name``; None: every job of the kind in the namespace.
         """
@@ -156,7 +156,7 @@ class TrainingJobHook(KubernetesHook):
     def get_job(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
         """The job as the API has it.
 
-        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param kind: a job kind of one of the families (``PyTorchJob``).
         :param name: the job's ``metadata.name``.
         :param namespace: the job's ``metadata.namespace``.
         :raises QuietApiException: 404 when the job does not exist (yet), and other answers the caller decides on.
@@ -168,7 +168,7 @@ class TrainingJobHook(KubernetesHook):
     def patch_job(self, kind: str, name: str, namespace: str, patch: dict[str, Any]) -> dict[str, Any]:
         """Apply a JSON merge patch to the job; returns the patched object.
 
-        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param kind: a job kind of one of the families (``PyTorchJob``).
         :param name: the job's ``metadata.name``.
         :param namespace: the job's ``metadata.namespace``.
         :param patch: the JSON merge patch (``application/merge-patch+json``): a dict, ``None`` values delete keys; a
@@ -181,7 +181,7 @@ class TrainingJobHook(KubernetesHook):
     ) -> bool:
         """Delete the job (its pods follow by garbage collection). 404 counts as done.
 
-        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param kind: a job kind of one of the families (``PyTorchJob``).
         :param name: the job's ``metadata.name``.
         :param namespace: the job's ``metadata.namespace``.
         :param uid: delete only the object with this uid (a precondition: never a same-named successor).
@@ -190,22 +190,27 @@ class TrainingJobHook(KubernetesHook):
         """
         return self._send(requests.delete_job(kind, name, namespace, uid, propagation))
 
-    def list_job_pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
+    def list_job_pods(self, name: str, namespace: str, kind: str | None = None) -> list[dict[str, Any]]:
         """The pods the training operator created for job ``name`` (by its job-name label), as the
         API's JSON dicts (camelCase), so they can be inspected and passed around like job objects.
 
         :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
         :param namespace: the job's ``metadata.namespace``.
+        :param kind: the job's kind, whose family says how its pods are labelled; None: the first family's labels.
         """
-        return self._send(requests.list_job_pods(name, namespace))[0]
+        return self._send(requests.list_job_pods(name, namespace, kind=kind))[0]
 
-    def list_job_pods_and_version(self, name: str, namespace: str) -> tuple[list[dict[str, Any]], str | None]:
+    def list_job_pods_and_version(
+        self, name: str, namespace: str, kind: str | None = None
+    ) -> tuple[list[dict[str, Any]], str | None]:
         """:meth:`list_job_pods`, with the list's ``metadata.resourceVersion``: where a watch of them starts.
 
         :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
         :param namespace: the job's ``metadata.namespace``.
+        :param kind: the job's kind, whose family says how its pods are labelled; None: the first family's labels.
         """
-        return self._send(replace(requests.list_job_pods(name, namespace), operation="list_job_pods_and_version"))
+        listing = requests.list_job_pods(name, namespace, kind=kind)
+        return self._send(replace(listing, operation="list_job_pods_and_version"))
 
     def delete_pod(self, name: str, namespace: str, uid: str | None = None) -> bool:
         """Delete a pod; 404 counts as done.
@@ -454,7 +459,7 @@ class AsyncTrainingJobHook(TrainingJobHook):
         """One page of the jobs of ``kind`` in ``namespace``: the list object (``items``, ``metadata.continue``,
         ``metadata.resourceVersion``). Not retried.
 
-        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param kind: a job kind of one of the families (``PyTorchJob``).
         :param namespace: the namespace.
         :param limit: items per page (count); None: all.
         :param continue_token: the previous page's ``metadata.continue``.
@@ -471,7 +476,7 @@ class AsyncTrainingJobHook(TrainingJobHook):
         """:meth:`list_jobs_async`'s page as the answer's JSON text, undecoded: a reader that keeps jobs as text
         (:class:`~airflow_trainjob.watching.job_cache.JobCache`) decodes it one item at a time. Not retried.
 
-        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param kind: a job kind of one of the families (``PyTorchJob``).
         :param namespace: the namespace.
         :param limit: items per page (count); None: all.
         :param continue_token: the previous page's ``metadata.continue``.
@@ -489,7 +494,7 @@ class AsyncTrainingJobHook(TrainingJobHook):
         after ``timeout_seconds``; a line that is not JSON (the connection dropped mid-event) comes as its text. Not
         retried; the watch is closed however the iteration ends.
 
-        :param kind: a key of ``JOB_KINDS`` (``PyTorchJob``).
+        :param kind: a job kind of one of the families (``PyTorchJob``).
         :param namespace: the namespace.
         :param resource_version: the ``resourceVersion`` to watch from (a list's ``metadata.resourceVersion``);
             None: the server's current state, starting with a synthetic ``ADDED`` per job.
@@ -523,7 +528,7 @@ class AsyncTrainingJobHook(TrainingJobHook):
     # --- the pods and events of a job ---------------------------------------------------------------
 
     async def list_job_pods_async(
-        self, name: str, namespace: str, replica_index: int | None = None
+        self, name: str, namespace: str, replica_index: int | None = None, kind: str | None = None
     ) -> list[dict[str, Any]]:
         """:meth:`TrainingJobHook.list_job_pods`, awaited, of one replica index if given.
 
@@ -531,8 +536,9 @@ class AsyncTrainingJobHook(TrainingJobHook):
         :param namespace: its namespace.
         :param replica_index: only the pods of this replica index (0: the lead replica and the other index-0 pods,
             one per replica type, whatever the job's size); None: all.
+        :param kind: the job's kind, whose family says how its pods are labelled; None: the first family's labels.
         """
-        return (await self._send_async(requests.list_job_pods(name, namespace, replica_index)))[0]
+        return (await self._send_async(requests.list_job_pods(name, namespace, replica_index, kind)))[0]
 
     async def delete_pod_async(self, name: str, namespace: str, uid: str | None = None) -> bool:
         """:meth:`TrainingJobHook.delete_pod`, awaited: True if this call deleted the pod, False if it was gone.

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import yaml
 from airflow.providers.common.compat.sdk import BaseOperatorLink, conf
 
-from airflow_trainjob.constants import JOB_KINDS
+from airflow_trainjob.families import family_of
 
 CONFIG_SECTION, CONFIG_KEY = "trainjob", "job_url_template"
 #: The ``url_route`` of the provider's Training job tab on the task instance page (its UI plugin).
@@ -49,7 +49,7 @@ def job_url(template: str | None, kind: str, namespace: str, name: str) -> str |
 
     :param template: the URL template (``str.format`` placeholders ``{kind}``, ``{plural}``, ``{namespace}``,
         ``{name}``); None or empty: no link.
-    :param kind: the job's ``kind``, a key of ``JOB_KINDS`` (``PyTorchJob``).
+    :param kind: the job's ``kind``, a kind of one of the families (``PyTorchJob``).
     :param namespace: the job's ``metadata.namespace``.
     :param name: the job's ``metadata.name``.
     :raises ValueError: the template names a placeholder other than kind, plural, namespace, name.
@@ -57,7 +57,7 @@ def job_url(template: str | None, kind: str, namespace: str, name: str) -> str |
     if not template:
         return None
     try:
-        return template.format(kind=kind, plural=JOB_KINDS[kind].plural, namespace=namespace, name=name)
+        return template.format(kind=kind, plural=family_of(kind).resource.plural, namespace=namespace, name=name)
     except (KeyError, IndexError) as e:
         raise ValueError(
             f"{CONFIG_KEY} {template!r} uses an unknown placeholder {e}; allowed: kind, plural, namespace, name"

@@ -11,14 +11,13 @@ from airflow.providers.common.compat.sdk import BaseSensorOperator, conf
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.constants import CONDITION_SUCCEEDED
-from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.deadlines import look_again_in
 from airflow_trainjob.domain.lifecycle import Finished, Gone, judge_gone, one_look
 from airflow_trainjob.domain.names import namespace_problem
 from airflow_trainjob.domain.params import DEFAULTS, SENSOR, problems, refuse, values_of
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import InvalidJobSpecError, JobDeletedError, TrainingJobError, TrainingJobTimeoutError
-from airflow_trainjob.families import kubeflow_v1
+from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.evidence import announced_end, failure_exception
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.triggers.args import TriggerArgs
@@ -107,7 +106,7 @@ class TrainingJobSensor(BaseSensorOperator):
         job = event.get("job")
         if event["outcome"] == FINISHED and job is not None:
             self.log.info("%s", event["message"])
-            if conditions.is_failed(job.get("status")):
+            if family_of(self.kind).is_failed(job.get("status")):
                 raise failure_exception(self.hook, job, self.log_tail_lines, event.get("pods") or [])
             return
         if event["outcome"] == DELETED:
@@ -123,9 +122,9 @@ class TrainingJobSensor(BaseSensorOperator):
         (:func:`~airflow_trainjob.domain.lifecycle.judge_gone`, by its state last seen).
 
         :raises JobDeletedError: no terminal condition was announced."""
+        family = family_of(self.kind)
         job = announced_end(self.hook, last_seen)
         if job is None:
-            family = kubeflow_v1.family(self.kind)
             gone = judge_gone(job_ref(last_seen), last_seen, family, self.target_conditions, said_of_task=False)
             if isinstance(gone, Gone):
                 raise JobDeletedError(gone.message)
@@ -133,7 +132,7 @@ class TrainingJobSensor(BaseSensorOperator):
         self.log.info(
             "%s is gone; the training operator's events say it ended: %s",
             job_ref(last_seen),
-            conditions.summary(job.get("status")),
+            family.summary(job.get("status")),
         )
         return job
 
@@ -186,7 +185,7 @@ class TrainingJobSensor(BaseSensorOperator):
                 return False
             job = self._final_state(self._last_seen)
         self._last_seen = job
-        look = one_look(job_ref(job), job, kubeflow_v1.family(self.kind), self.target_conditions, time.time())
+        look = one_look(job_ref(job), job, family_of(self.kind), self.target_conditions, time.time())
         self.log.info("%s", look.lines.progress)
         if look.lines.queue is not None:  # Kueue holds it: waiting, not failed
             self.log.info("%s", look.lines.queue)

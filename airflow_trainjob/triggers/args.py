@@ -24,7 +24,8 @@ class TriggerArgs:
     """What a :class:`~airflow_trainjob.triggers.training_job.TrainingJobTrigger` waits for, and how; kept in the
     forms Airflow stores (JSON: lists and dicts) whatever was given.
 
-    :param kind: the job's kind, a key of ``JOB_KINDS`` (``PyTorchJob``).
+    :param kind: the job's kind, a kind of one of the families (``PyTorchJob``; its adapter:
+        :func:`~airflow_trainjob.families.family_of`).
     :param name: the job's ``metadata.name``.
     :param namespace: the job's ``metadata.namespace``.
     :param uid: the job object this wait is about (``metadata.uid``; a same-named successor is "deleted"); None: any.

@@ -13,9 +13,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from airflow_trainjob.constants import JOB_KINDS, LABEL_KUEUE_QUEUE_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
-from airflow_trainjob.domain.failures import container_ends
+from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from airflow_trainjob.domain.pods import pod_name, sidecar_markers
+from airflow_trainjob.families import family_or_none
 
 # Event outcomes.
 FINISHED, DELETED, TIMED_OUT, ERROR = "finished", "deleted", "timeout", "error"
@@ -76,25 +76,10 @@ def _job_summary(job: dict[str, Any]) -> dict[str, Any]:
     statuses and times. Never a pod template (environment values, embedded scripts, secrets)."""
     meta = job.get("metadata") or {}
     spec = job.get("spec") or {}
-    kind = JOB_KINDS.get(job.get("kind", ""))
-    summary_spec: dict[str, Any] = {}
-    if (spec.get("runPolicy") or {}).get("suspend") is True:  # queued (Kueue): the timeout's message says so
+    family = family_or_none(job.get("kind"))
+    summary_spec: dict[str, Any] = family.spec_summary(spec) if family is not None else {}
+    if family is None and (spec.get("runPolicy") or {}).get("suspend") is True:  # queued: the timeout's message says so
         summary_spec["runPolicy"] = {"suspend": True}
-    if kind is not None and isinstance(spec.get(kind.replica_specs_key), dict):
-        summary_spec[kind.replica_specs_key] = {
-            rtype: {
-                **{k: (rspec or {})[k] for k in ("replicas", "restartPolicy") if (rspec or {}).get(k) is not None},
-                "template": {
-                    "spec": {
-                        "containers": [
-                            {"name": c.get("name")}
-                            for c in (((rspec or {}).get("template") or {}).get("spec") or {}).get("containers") or []
-                        ]
-                    }
-                },
-            }
-            for rtype, rspec in spec[kind.replica_specs_key].items()
-        }
     labels = {k: v for k, v in (meta.get("labels") or {}).items() if k == LABEL_KUEUE_QUEUE_NAME}
     status = dict(job.get("status") or {})
     if isinstance(status.get("replicaStatuses"), Mapping):  # the counts; not the controller's label selectors
@@ -166,11 +151,11 @@ def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
 
 def _failed_first(pods: Sequence[dict[str, Any]], job: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The pods, those whose container failed first (the earliest failure first: the root cause), then the rest."""
-    kind = JOB_KINDS.get((job or {}).get("kind", ""))
-    if kind is None:
+    family = family_or_none((job or {}).get("kind"))
+    if family is None:
         return list(pods)
     first_failure: dict[str, str] = {}
-    for end in container_ends(pods, kind):
+    for end in family.container_ends(pods):
         if end.failed:
             first_failure.setdefault(end.pod, end.finished_at)
     return sorted(pods, key=lambda p: (pod_name(p) not in first_failure, first_failure.get(pod_name(p), "")))

@@ -32,12 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
-from airflow_trainjob.constants import (
-    JOB_KINDS,
-    JobConditionType,
-)
-from airflow_trainjob.domain import conditions
-from airflow_trainjob.domain.cleanup_hold import user_run_policy
+from airflow_trainjob.constants import JobConditionType
 from airflow_trainjob.domain.deadlines import Deadlines
 from airflow_trainjob.domain.lead_log import (
     ANNOTATION_LEAD_LOG_CURSOR,
@@ -63,7 +58,7 @@ from airflow_trainjob.domain.lifecycle import (
 )
 from airflow_trainjob.domain.ownership import why_not_followed
 from airflow_trainjob.domain.pods import owned_by, pod_name
-from airflow_trainjob.families import kubeflow_v1
+from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.triggers import kubernetes_side, log_pacing
 from airflow_trainjob.triggers.args import TriggerArgs
@@ -128,7 +123,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         self._masked = False  # the job's secrets were handed to Airflow's masker
         self._seen_uid: str | None = None  # the job's uid once seen (a sensor's wait starts without one)
         # What each look at the job means (the progress line logged last and the deadlines are its memory).
-        self._wait = JobWait(self._address.ref, self._deadlines, kubeflow_v1.family(args.kind), args.target_conditions)
+        self._wait = JobWait(self._address.ref, self._deadlines, family_of(args.kind), args.target_conditions)
         # The copy of the lead replica's log: where it stands, the task that looks at it, when the job may be writing.
         self._lead_copy: LeadLogCopy | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -349,7 +344,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         delete the job meanwhile), after stopping the pods the user's held ``cleanPodPolicy`` stops now."""
         await self._stop_following()  # its cursor stands still from here: the event carries it
         job, failed = finished.job, finished.failed
-        stops = user_run_policy(job).held and bool(self.owner_labels)
+        stops = self._wait.family.user_run_policy(job).held and bool(self.owner_labels)
         listed = await self._pods(stream) if failed or stops else []
         lead_log = await self._stop_pods_at_terminal(stream, job, listed) if stops else None
         return self._event(
@@ -417,7 +412,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             return
         self._copy_for(job)
         if self._lead_may_write is not None:
-            if conditions.phase(job.get("status")) in LOG_PHASES:
+            if self._wait.family.phase(job.get("status")) in LOG_PHASES:
                 self._lead_may_write.set()
             else:
                 self._lead_may_write.clear()
@@ -428,7 +423,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         if self._lead_copy is not None:
             return self._lead_copy
         recorded = cursor_on_job(job, self.try_number)
-        copy = self._lead_copy = LeadLogCopy(JOB_KINDS[self.kind], recorded)
+        copy = self._lead_copy = LeadLogCopy(self._wait.family, recorded)
         self._recorded = (copy.cursor, time.monotonic())
         if recorded is not None and recorded.lines and not (recorded.complete or recorded.cut):
             interval = log_pacing.budget().look_interval()
@@ -474,7 +469,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         made = budget.requests
         try:
             async with budget.request():
-                pods = await stream.hook.list_job_pods_async(self.name, self.namespace, replica_index=0)
+                pods = await stream.hook.list_job_pods_async(self.name, self.namespace, replica_index=0, kind=self.kind)
             self._write(copy.look([p for p in pods if owned_by(p, self.uid or self._seen_uid)]))
             if not self._announced and copy.next_read() is not None:
                 self._announced = True
@@ -524,7 +519,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         :returns: the cursor (``complete``), or None when the log could not be read (the resumed task says so)."""
         await self._mask_secrets(job)
         copy = LeadLogCopy(
-            JOB_KINDS[self.kind],
+            self._wait.family,
             self._copy_for(job).cursor,
             final=True,
             tail_lines=self.log_tail_lines,
@@ -603,7 +598,7 @@ class TrainingJobTrigger(BaseEventTrigger):
 
     async def _announced_end(self, stream: JobStream) -> dict[str, Any] | None:
         """For a job that is gone: a stand-in object with the terminal condition the training operator announced
-        in its events (see :func:`conditions.status_from_events`), or None."""
+        in its events (its family's ``status_from_events``), or None."""
         uid = self.uid or self._seen_uid
         if not stream.connected or not uid:
             return None
@@ -611,7 +606,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             events = await stream.hook.list_events_async(self.namespace, {self.name})
         except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
             return None
-        status = conditions.status_from_events(events, self.kind, uid)
+        status = self._wait.family.status_from_events(events, uid)
         if status is None:
             return None
         return {
@@ -637,7 +632,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         if not stream.connected:
             return []
         try:
-            return await stream.hook.list_job_pods_async(self.name, self.namespace)
+            return await stream.hook.list_job_pods_async(self.name, self.namespace, kind=self.kind)
         except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
             return []  # the verdict still has the job's status and its events
 
@@ -704,7 +699,7 @@ class TrainingJobTrigger(BaseEventTrigger):
 
     async def _pods_if_any(self, hook: AsyncTrainingJobHook) -> list[dict[str, Any]]:
         try:
-            return await hook.list_job_pods_async(self.name, self.namespace)
+            return await hook.list_job_pods_async(self.name, self.namespace, kind=self.kind)
         except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
             return []  # the record is best effort; the deletion is what on_kill is for
 
@@ -754,7 +749,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         value = record.parked_end(self.try_number, final)
         where = {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id, "map_index": ti.map_index}
         await xcom.aset(record.PARKED_KEY, value, **where)  # at once: a task instance marked failed or success
-        seen = conditions.phase(job.get("status")) if job is not None else "gone"
+        seen = self._wait.family.phase(job.get("status")) if job is not None else "gone"
         self.log.info(
             "Recorded how try %s ended, for the Training job tab: %s was %s", self.try_number, self._ref, seen
         )

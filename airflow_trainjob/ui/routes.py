@@ -31,9 +31,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import FileResponse
 
-from airflow_trainjob.constants import JOB_KINDS, JobKind, PodPhase
+from airflow_trainjob.constants import PodPhase
 from airflow_trainjob.domain import pods
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
+from airflow_trainjob.families import JobFamily, family_or_none, is_known
 from airflow_trainjob.hooks.api_errors import one_line
 from airflow_trainjob.links.training_job import job_url
 from airflow_trainjob.ui import settings, try_view, views
@@ -123,7 +124,7 @@ async def task_instance_log(
     t = _Try(record, identity)
     cache = _cache(request)
     await t.look(cache)
-    kind = JOB_KINDS.get(t.kind)
+    kind = family_or_none(t.kind)
     live_pods = await _live_pods(cache, t) if kind is not None else []
     _, recorded_pods, _ = try_view.recorded_parts(record)
     chosen = pod if pod is not None or kind is None else _lead_pod_name(t, kind, live_pods, recorded_pods)
@@ -180,13 +181,13 @@ async def _live_pods(cache: UiCache, t: _Try) -> list[dict[str, Any]]:
     return await _read(lambda: cache.job_pods(stream, t.name, uid), t.errors) or []
 
 
-def _lead_pod_name(t: _Try, kind: JobKind, live_pods: list[dict[str, Any]], recorded_pods: list[Any]) -> str | None:
+def _lead_pod_name(t: _Try, kind: JobFamily, live_pods: list[dict[str, Any]], recorded_pods: list[Any]) -> str | None:
     """The lead as the tab's table has it: of the pods there, and, once the job has finished, of those the try
     recorded that are gone since."""
     present = {pods.pod_name(p) for p in live_pods}
     finished = t.job is None or views.is_finished(views.job_phase(t.job))
     removed = [p for p in recorded_pods if pods.pod_name(p) not in present] if finished else []
-    lead = pods.lead_pod([*live_pods, *removed], kind)
+    lead = kind.lead_pod([*live_pods, *removed])
     return pods.pod_name(lead) if lead else None
 
 
@@ -194,13 +195,13 @@ async def _live_log(
     cache: UiCache,
     stream: JobStream,
     live: Mapping[str, Any],
-    kind: JobKind,
+    kind: JobFamily,
     answer: Json,
     tail_lines: int,
     errors: list[str],
 ) -> Json:
     """``answer`` with the tail of the live pod's log (or why it could not be read)."""
-    container = pods.log_container(live, kind) or None
+    container = kind.log_container(live) or None
     answer = {**answer, "container": container, "running": pods.phase_of(live) == PodPhase.RUNNING}
     text = await _read(lambda: cache.pod_log(stream, str(answer["pod"]), container, tail_lines), errors)
     if text is not None:
@@ -273,7 +274,7 @@ class _Try:
 
     async def look(self, cache: UiCache) -> None:
         """Find the job in its shared stream (never by a request to the cluster of its own)."""
-        if self.kind not in JOB_KINDS or not self.namespace or not self.name:
+        if not is_known(self.kind) or not self.namespace or not self.name:
             self.errors.append(f"the task's record names no job this provider knows ({self.kind or 'no kind'})")
             return
         self.stream = await _read(lambda: cache.stream(self.conn_id, self.namespace, self.kind), self.errors)
@@ -292,7 +293,7 @@ class _Try:
     def unreadable_since(self, cache: UiCache, now: datetime) -> str | None:
         """Since when the cluster cannot be read for this try's job (RFC 3339), as the pages have seen it; None
         while it can."""
-        if self.kind not in JOB_KINDS:
+        if not is_known(self.kind):
             return None
         key = (ui_source(self.conn_id, self.namespace, self.kind), self.name, self.uid)
         return views.iso(cache.unreadable_since(key, self.unreadable, now))
@@ -324,7 +325,7 @@ async def _try_view(
 ) -> Json:
     template = await cache.dashboard_template(t.conn_id)
     try:
-        link = job_url(template, t.kind, t.namespace, t.name) if t.kind in JOB_KINDS else None
+        link = job_url(template, t.kind, t.namespace, t.name) if is_known(t.kind) else None
     except ValueError as e:
         link, t.errors = None, [*t.errors, str(e)]
     found_pods: list[dict[str, Any]] | None = []

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from airflow_trainjob.constants import JobKind
 from airflow_trainjob.domain import conditions, pods
+from airflow_trainjob.families import JobFamily
 from airflow_trainjob.ui.views import (
     REFRESH_SECONDS,
     Json,
@@ -229,7 +229,7 @@ class _Shown:
 
     record: Mapping[str, Any]
     sight: Sight
-    kind: JobKind | None
+    kind: JobFamily | None
     ended: bool
     exists: bool  # the job is in the cluster now (and is this try's)
     phase: str  # job_phase of the sight's job

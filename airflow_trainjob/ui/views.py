@@ -28,11 +28,9 @@ from airflow_trainjob.constants import (
     ANNOTATION_RUN_ID,
     ANNOTATION_TASK_ID,
     ANNOTATION_TRY_NUMBER,
-    JOB_KINDS,
     LABEL_DAG_ID,
     LABEL_TRY_NUMBER,
     JobConditionType,
-    JobKind,
     PodPhase,
 )
 from airflow_trainjob.domain import conditions, failures, pods
@@ -41,6 +39,7 @@ from airflow_trainjob.domain.failures import ExitClass
 from airflow_trainjob.domain.own_keys import read_own_key
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.domain.verdict import failure_ends
+from airflow_trainjob.families import JobFamily, family_or_none
 
 #: Seconds between two polls of a page while its job can still change.
 REFRESH_SECONDS = 5
@@ -197,7 +196,7 @@ def with_sent_spec(job: Mapping[str, Any] | None, manifest_yaml: Any) -> Mapping
 
 
 def replica_counts(
-    job: Mapping[str, Any] | None, kind: JobKind | None, rows: Sequence[Mapping[str, Any]] = ()
+    job: Mapping[str, Any] | None, kind: JobFamily | None, rows: Sequence[Mapping[str, Any]] = ()
 ) -> dict[str, Json]:
     """Replica type -> ``desired`` (from the spec; None when unknown), ``active``, ``succeeded``, ``failed``
     (``status.replicaStatuses``) and ``text``, the task log's wording of them (:func:`conditions.replica_count_parts`:
@@ -286,13 +285,13 @@ def times(
 # --- the pods ---------------------------------------------------------------------------------------
 
 
-def _kind_of(name: str | None) -> JobKind | None:
-    return JOB_KINDS.get(name or "")
+def _kind_of(name: str | None) -> JobFamily | None:
+    return family_or_none(name)
 
 
-def _sorted_pods(found: Iterable[Mapping[str, Any]], kind: JobKind) -> list[Mapping[str, Any]]:
+def _sorted_pods(found: Iterable[Mapping[str, Any]], kind: JobFamily) -> list[Mapping[str, Any]]:
     order = {t: i for i, t in enumerate(kind.lead_order)}
-    return sorted(found, key=lambda p: (order.get(pods.replica_of(p, kind)[0], len(order)), pods.replica_of(p, kind)))
+    return sorted(found, key=lambda p: (order.get(kind.replica_of(p)[0], len(order)), kind.replica_of(p)))
 
 
 #: The phase shown for a pod recorded as Pending or Running whose job is gone: it went with the job (the record was
@@ -305,7 +304,7 @@ POD_GONE = "Gone"
 
 def replicas(
     found: Sequence[Mapping[str, Any]],
-    kind: JobKind | None,
+    kind: JobFamily | None,
     *,
     job_gone: bool = False,
     ended_at: Any = None,
@@ -343,7 +342,7 @@ def replicas(
     present = {pods.pod_name(p) for p in found}
     removed = [p for p in recorded if pods.pod_name(p) not in present]
     every = [*found, *removed]
-    lead = pods.lead_pod(every, kind)
+    lead = kind.lead_pod(every)
     restarts = pods.restart_counts(every)
     failures_of, cause = failure_marks(job, every, job_events)
     rows = []
@@ -363,7 +362,7 @@ def replicas(
 
 def _pod_row(
     pod: Mapping[str, Any],
-    kind: JobKind,
+    kind: JobFamily,
     *,
     gone: bool,
     job_gone: bool,
@@ -374,8 +373,8 @@ def _pod_row(
     """A pod's row of :func:`replicas`, but the failure columns: ``gone``, it was recorded and is removed since;
     ``job_gone``, its job no longer exists (either way a pod recorded active shows :data:`STOPPED_WITH_JOB`, and its
     age is counted to ``ended_at``, when the try recorded it)."""
-    replica_type, index = pods.replica_of(pod, kind)
-    last = failures.replica_end(pod, kind)
+    replica_type, index = kind.replica_of(pod)
+    last = failures.last_replica_end(kind.container_ends([pod]))
     stopped = (job_gone or gone) and pods.is_active(pod)
     name = pods.pod_name(pod)
     created = _meta(pod).get("creationTimestamp")
@@ -384,7 +383,7 @@ def _pod_row(
         "replica_type": replica_type,
         "index": index,
         "pod": name,
-        "container": pods.log_container(pod, kind) or None,
+        "container": kind.log_container(pod) or None,
         "phase": STOPPED_WITH_JOB if stopped else pods.phase_of(pod),
         "restarts": restarts.get(name, 0),
         "exit_code": last.exit_code if last else None,
@@ -398,20 +397,20 @@ def _pod_row(
     }
 
 
-def _event_rows(job_events: Sequence[Mapping[str, Any]], job: Mapping[str, Any] | None, kind: JobKind) -> list[Json]:
+def _event_rows(job_events: Sequence[Mapping[str, Any]], job: Mapping[str, Any] | None, kind: JobFamily) -> list[Json]:
     """The rows of :func:`gone_replicas` (from the ``ExitedWithCode`` events) when there are events and a job name."""
     job_name = str(_meta(job).get("name") or "")
     return gone_replicas(job_events, job_name, kind) if job_events and job_name else []
 
 
-def _mark_lead_row(rows: list[Json], kind: JobKind) -> None:
+def _mark_lead_row(rows: list[Json], kind: JobFamily) -> None:
     """Mark the row of the first lead replica type's index 0 as the lead, if the table has one."""
     first = next((r for t in kind.lead_order for r in rows if (r["replica_type"], r["index"]) == (t, 0)), None)
     if first is not None:
         first["lead"] = True
 
 
-def _table_order(kind: JobKind) -> Callable[[Mapping[str, Any]], tuple[int, str, tuple[int, str]]]:
+def _table_order(kind: JobFamily) -> Callable[[Mapping[str, Any]], tuple[int, str, tuple[int, str]]]:
     """The replicas table's sort key: lead replica types first (``kind.lead_order``), then by type and index."""
     order = {t: i for i, t in enumerate(kind.lead_order)}
     return lambda r: (order.get(str(r["replica_type"]), len(order)), str(r["replica_type"]), _index(r))
@@ -463,7 +462,7 @@ def _failure_columns(failure: failures.ContainerEnd | None, cause: failures.Cont
     }
 
 
-def gone_replicas(job_events: Sequence[Mapping[str, Any]], job_name: str, kind: JobKind | None) -> list[Json]:
+def gone_replicas(job_events: Sequence[Mapping[str, Any]], job_name: str, kind: JobFamily | None) -> list[Json]:
     """The replicas table of a finished job whose pods are gone: one row per replica the training operator's
     ``ExitedWithCode`` events name (:func:`failures.ends_from_events`), with its last exit, ``restarts`` (its earlier
     exits), phase :data:`POD_GONE` and ``gone`` True (no log to read); the columns of :func:`replicas`.
@@ -475,7 +474,7 @@ def gone_replicas(job_events: Sequence[Mapping[str, Any]], job_name: str, kind: 
     if kind is None:
         return []
     ends: dict[str, list[failures.ContainerEnd]] = {}
-    for end in failures.ends_from_events(job_events, job_name, kind):
+    for end in kind.ends_from_events(job_events, job_name):
         ends.setdefault(end.replica, []).append(end)
     order = {t: i for i, t in enumerate(kind.lead_order)}
     rows = []
@@ -505,7 +504,7 @@ def gone_replicas(job_events: Sequence[Mapping[str, Any]], job_name: str, kind: 
 
 
 def restart_marks(
-    found: Sequence[Mapping[str, Any]], job_events: Sequence[Mapping[str, Any]], job_name: str, kind: JobKind | None
+    found: Sequence[Mapping[str, Any]], job_events: Sequence[Mapping[str, Any]], job_name: str, kind: JobFamily | None
 ) -> list[Json]:
     """Replica restarts, oldest first, as marks on the timeline: ``replica`` (``Worker-0``), ``time``, ``exit_code``,
     ``reason``. A container the kubelet started again shows in its ``lastState``; a pod the training operator
@@ -519,9 +518,9 @@ def restart_marks(
     """
     if kind is None:
         return []
-    marks = [e for e in failures.container_ends(found, kind) if e.restarted]
+    marks = [e for e in kind.container_ends(found) if e.restarted]
     created = {pods.pod_name(p): parse_time(_meta(p).get("creationTimestamp")) for p in found}
-    from_events = failures.ends_from_events(job_events, job_name, kind)
+    from_events = kind.ends_from_events(job_events, job_name)
     marks += [
         e
         for e in from_events

@@ -35,12 +35,12 @@ class PodsStopSlowly(FakeTrainingJobHook):
         self.pods[key]["metadata"].setdefault("deletionTimestamp", DELETION_ASKED)
         self.stopping.setdefault(key, self.lists)
 
-    def list_job_pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
+    def list_job_pods(self, name: str, namespace: str, kind: str | None = None) -> list[dict[str, Any]]:
         for key in list(self.stopping):
             self.stopping[key] -= 1
             if self.stopping[key] < 0:
                 del self.stopping[key], self.pods[key]
-        return super().list_job_pods(name, namespace)
+        return super().list_job_pods(name, namespace, kind)
 
     def delete_job(self, kind: str, name: str, namespace: str, uid: str | None = None, propagation: str = "Background"):
         if self.gc:

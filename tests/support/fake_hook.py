@@ -289,7 +289,7 @@ class FakeTrainingJobHook:
         self.remove_job(name, namespace)
         return True
 
-    def list_job_pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
+    def list_job_pods(self, name: str, namespace: str, kind: str | None = None) -> list[dict[str, Any]]:
         self._call("list_job_pods", namespace, name)
         return [
             copy.deepcopy(p)
@@ -297,7 +297,9 @@ class FakeTrainingJobHook:
             if ns == namespace and p["metadata"]["labels"].get(LABEL_JOB_NAME) == name
         ]
 
-    def list_job_pods_and_version(self, name: str, namespace: str) -> tuple[list[dict[str, Any]], str]:
+    def list_job_pods_and_version(
+        self, name: str, namespace: str, kind: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
         return self.list_job_pods(name, namespace), str(next(self._versions))
 
     def delete_pod(self, name: str, namespace: str, uid: str | None = None) -> bool:

@@ -23,6 +23,7 @@ from airflow_trainjob.constants import (
 )
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.domain.records import trim_event, trim_job, trim_pod
+from airflow_trainjob.families import family_of
 from airflow_trainjob.ui import settings, store, views
 from airflow_trainjob.ui.try_view import try_has_ended, try_view
 from tests.support.legacy import as_legacy
@@ -199,7 +200,7 @@ def failing_pods() -> list[dict]:
 
 
 def test_replicas_table_lead_first_with_last_exit_and_its_class():
-    rows = views.replicas(failing_pods(), views.JOB_KINDS["PyTorchJob"])
+    rows = views.replicas(failing_pods(), family_of("PyTorchJob"))
     assert [(r["replica_type"], r["index"]) for r in rows] == [("Master", 0), ("Worker", 0), ("Worker", 1)]
     master, evicted, oom = rows
     assert master == {
@@ -239,7 +240,7 @@ def test_replicas_table_lead_first_with_last_exit_and_its_class():
 def test_a_pod_recorded_active_shows_stopped_once_its_job_is_gone():
     done = pod("Master", 0, phase="Succeeded", state={"terminated": {"exitCode": 0, "reason": "Completed"}})
     found = [done, pod("Worker", 0, phase="Running"), pod("Worker", 1, phase="Pending")]
-    kind = views.JOB_KINDS["PyTorchJob"]
+    kind = family_of("PyTorchJob")
     live = views.replicas(found, kind)
     gone = views.replicas(found, kind, job_gone=True)
     assert [r["phase"] for r in live] == ["Succeeded", "Running", "Pending"]
@@ -252,19 +253,19 @@ def test_a_pod_recorded_active_shows_stopped_once_its_job_is_gone():
 
 def test_replica_counts_desired_from_the_spec_and_counts_from_the_status():
     made = job(RUNNING, replicaStatuses={"Master": {"active": 1}, "Worker": {"active": 1, "failed": 1}})
-    assert views.replica_counts(made, views.JOB_KINDS["PyTorchJob"]) == {
+    assert views.replica_counts(made, family_of("PyTorchJob")) == {
         "Master": {"desired": 1, "active": 1, "succeeded": 0, "failed": 0, "text": "1/1 active"},
         "Worker": {"desired": 2, "active": 1, "succeeded": 0, "failed": 1, "text": "1/2 active (1 failed)"},
     }
     # recorded jobs keep no spec: the desired count is unknown, the status still counts
-    assert views.replica_counts(trim_job(made), views.JOB_KINDS["PyTorchJob"])["Worker"]["desired"] is None
+    assert views.replica_counts(trim_job(made), family_of("PyTorchJob"))["Worker"]["desired"] is None
 
 
 def test_a_terminal_jobs_replica_counts_say_only_what_finished():
     """The training operator leaves ``active`` as it was when the job stopped (here a Worker whose pod is deleted):
     once the job is terminal the counts say what finished, in the task log's words, and no active count."""
     made = job(FAILED, replicaStatuses={"Master": {"failed": 1}, "Worker": {"active": 1}})
-    counts = views.replica_counts(made, views.JOB_KINDS["PyTorchJob"])
+    counts = views.replica_counts(made, family_of("PyTorchJob"))
     assert {t: (c["active"], c["text"]) for t, c in counts.items()} == {
         "Master": (None, "1 failed"),
         "Worker": (None, "none finished"),
@@ -305,7 +306,7 @@ def test_restart_marks_from_last_state_and_from_exits_before_the_pod_was_made_ag
             name="train-1",
         ),
     ]
-    marks = views.restart_marks(found, seen, "train-1", views.JOB_KINDS["PyTorchJob"])
+    marks = views.restart_marks(found, seen, "train-1", family_of("PyTorchJob"))
     assert marks == [
         {"replica": "Worker-1", "time": "2026-12-02T05:03:00Z", "exit_code": 137, "reason": "OOMKilled"},
         {"replica": "Master-0", "time": "2026-12-02T05:03:30Z", "exit_code": 143, "reason": None},
@@ -352,7 +353,7 @@ def test_times_in_either_clients_spelling_compare_as_times_and_show_as_utc_z():
     a_second_before = event("Scheduled", "a predecessor's", "2026-12-02T04:59:59.500000+00:00")
     kept = views.events(views.about_job([same_second, a_second_before], made, [pod("Master", 0)]))
     assert [(e["message"], e["time"]) for e in kept] == [("assigned", "2026-12-02T05:00:00Z")]
-    row = views.replicas([pod("Master", 0, created="2026-12-02T05:01:00+00:00")], views.JOB_KINDS["PyTorchJob"])[0]
+    row = views.replicas([pod("Master", 0, created="2026-12-02T05:01:00+00:00")], family_of("PyTorchJob"))[0]
     assert row["created_at"] == "2026-12-02T05:01:00Z"
     assert views.stamp("2026-12-02T05:01:00.250000+00:00") == "2026-12-02T05:01:00.250000Z"
     assert views.stamp("not a time") == "not a time" and views.stamp(None) is None
