@@ -33,7 +33,7 @@ JOB_ROLE_MASTER = "master"
 #: single-label DNS subdomain. The project owns no domain, and a name it holds claims nobody else's (Kubernetes
 #: reserves only ``kubernetes.io`` and ``k8s.io``). See docs/labels.md.
 LABEL_PREFIX = "airflow-trainjob"
-#: The prefix releases before 1.0 wrote (a domain the project does not own): never written, still read, so that a
+#: The prefix release 0.1.0 wrote (a domain the project does not own): never written, still read, so that a
 #: retry after an upgrade finds the job an earlier release created its own (:mod:`airflow_trainjob.domain.own_keys`).
 LEGACY_PREFIX = "airflow-trainjob.apache.org"
 LABEL_DAG_ID = f"{LABEL_PREFIX}/dag-id"

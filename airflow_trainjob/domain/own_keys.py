@@ -1,6 +1,6 @@
 """The provider's own label and annotation keys, read under either of its prefixes.
 
-The provider writes its keys under :data:`~airflow_trainjob.constants.LABEL_PREFIX` only. Releases before 1.0
+The provider writes its keys under :data:`~airflow_trainjob.constants.LABEL_PREFIX` only. Release 0.1.0
 wrote them under :data:`~airflow_trainjob.constants.LEGACY_PREFIX`, and a job such a release created may still be
 running when the provider is upgraded: the retry after the upgrade must find it its own, its held cleanup and its
 lead-log cursor. So every reader of a key the provider writes asks :func:`read_own_key`, never the mapping itself.
@@ -27,7 +27,7 @@ def current_key(key: str) -> str:
 
 
 def legacy_key(key: str) -> str:
-    """``key`` under the prefix releases before 1.0 wrote (``airflow-trainjob/dag-id`` ->
+    """``key`` under the prefix release 0.1.0 wrote (``airflow-trainjob/dag-id`` ->
     ``airflow-trainjob.apache.org/dag-id``); any other key unchanged.
 
     :param key: a label or annotation key.

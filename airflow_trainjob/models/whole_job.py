@@ -85,7 +85,7 @@ def parse_whole_job(job: Any, *, path: str = "job") -> WholeJob:
     ``deletionGracePeriodSeconds``, ``generation``, ``managedFields``, ``selfLink``); kubectl's
     ``kubectl.kubernetes.io/last-applied-configuration`` annotation; and the provider's own
     ``airflow-trainjob/`` labels and annotations (and those under ``airflow-trainjob.apache.org/``, the prefix
-    of releases before 1.0), which describe the job it made and are written afresh for the new one. Other metadata fields (``ownerReferences``, ``finalizers``...) are
+    of release 0.1.0), which describe the job it made and are written afresh for the new one. Other metadata fields (``ownerReferences``, ``finalizers``...) are
     refused.
     """
     problems: list[str] = []

@@ -60,7 +60,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     :param labels: extra ``metadata.labels`` (key -> value); templated.
     :param annotations: extra ``metadata.annotations`` (key -> value); templated. The provider's own keys
         (``airflow-trainjob/...``: the task instance's identity, as labels and unsanitised as annotations; also
-        under ``airflow-trainjob.apache.org/``, the prefix of releases before 1.0) are refused in ``labels`` and
+        under ``airflow-trainjob.apache.org/``, the prefix of release 0.1.0) are refused in ``labels`` and
         ``annotations`` and dropped from a whole job.
     :param queue_name: the Kueue ``LocalQueue`` to submit to: sets the label ``kueue.x-k8s.io/queue-name``; Kueue's
         webhook then creates the job suspended (``runPolicy.suspend``) until the queue admits it. Templated.
