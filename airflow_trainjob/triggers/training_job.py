@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import dataclasses
 import importlib
 import time
@@ -190,7 +189,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         return self._address.ref
 
     def _event(
-        self, outcome: str, message: str, job: dict | None = None, pods: Sequence[dict] = (), **extra: Any
+        self, outcome: str, message: str, job: Mapping[str, Any] | None = None, pods: Sequence[dict] = (), **extra: Any
     ) -> TriggerEvent:
         if self._lead_copy is not None and "lead_log" not in extra:
             extra["lead_log"] = self._lead_copy.cursor.to_dict()  # a few hundred characters
@@ -280,7 +279,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         """This trigger's event, from the stream's cache, or None to keep waiting."""
         if stream.error:
             return self._event(ERROR, f"waiting for {self._ref}: {stream.error}")
-        job = stream.jobs.get(self.name)
+        job: Mapping[str, Any] | None = stream.jobs.get(self.name)
         if job is None or (self.uid and job["metadata"].get("uid") != self.uid):
             final = stream.final_state(self.name, self.uid or self._seen_uid)
             if final is not None and not self.wait_for_creation:  # (a sensor's first look: an old namesake's)
@@ -344,7 +343,7 @@ class TrainingJobTrigger(BaseEventTrigger):
     def _reached_target(self, status: Any) -> bool:
         return any(conditions.has_condition(status, t) for t in self.target_conditions)
 
-    def _judge_deleted(self, final: dict[str, Any]) -> TriggerEvent:
+    def _judge_deleted(self, final: Mapping[str, Any]) -> TriggerEvent:
         """The job is gone; the stream kept its last state: a finished job gets its verdict from it."""
         status = final.get("status")
         if conditions.is_failed(status) or self._reached_target(status):
@@ -358,7 +357,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         )
 
     async def _stop_pods_at_terminal(
-        self, stream: JobStream, job: dict[str, Any], pods: list[dict[str, Any]]
+        self, stream: JobStream, job: Mapping[str, Any], pods: list[dict[str, Any]]
     ) -> dict[str, Any] | None:
         """Stop the pods the user's ``cleanPodPolicy`` has stopped at the terminal transition (the controller was
         sent ``None``: see :mod:`~airflow_trainjob.domain.cleanup_hold`), now rather than when the task resumes; first
@@ -408,13 +407,13 @@ class TrainingJobTrigger(BaseEventTrigger):
             return bool(self.log_tail_lines) and bool(self.owner_labels)
         return self.follow_lead_log
 
-    def _seen(self, job: dict[str, Any]) -> None:
+    def _seen(self, job: Mapping[str, Any]) -> None:
         """The job exists: from now on its absence is a deletion (a sensor waited for its creation until now)."""
         if self.wait_for_creation:
             self.args = dataclasses.replace(self.args, wait_for_creation=False)
         self._seen_uid = job["metadata"].get("uid")
 
-    def _note_phase(self, job: dict[str, Any]) -> None:
+    def _note_phase(self, job: Mapping[str, Any]) -> None:
         """Tell the log's reader whether the lead may be writing (the job runs)."""
         if not self._follows_lead_log:
             return
@@ -425,7 +424,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             else:
                 self._lead_may_write.clear()
 
-    def _copy_for(self, job: dict[str, Any]) -> LeadLogCopy:
+    def _copy_for(self, job: Mapping[str, Any]) -> LeadLogCopy:
         """The copy of the lead's log; made at the first sight of the job, from the cursor an earlier run of this wait
         recorded on it for this try (a triggerer restart), else from the log's start."""
         if self._lead_copy is not None:
@@ -472,7 +471,7 @@ class TrainingJobTrigger(BaseEventTrigger):
     async def _look_at_lead_log(self, stream: JobStream, copy: LeadLogCopy, budget: log_pacing.LogReadBudget) -> None:
         """One look: its place in the rate, then LIST the job's index-0 pods and read what is new of the lead's log."""
         if not self._masked:
-            await self._mask_secrets(stream.jobs.get(self.name))
+            await self._mask_secrets(stream)
         await budget.reserve(log_pacing.REQUESTS_PER_LOOK)
         made = budget.requests
         try:
@@ -519,13 +518,16 @@ class TrainingJobTrigger(BaseEventTrigger):
         )
 
     async def _copy_rest_of_lead_log(
-        self, stream: JobStream, job: dict[str, Any], pods: list[dict[str, Any]]
+        self, stream: JobStream, job: Mapping[str, Any], pods: list[dict[str, Any]]
     ) -> dict[str, Any] | None:
         """The job has ended and the lead's pod is about to be stopped: copy the rest of its log now (up to the size
         bound, in reads of :data:`~airflow_trainjob.domain.lead_log.LIVE_READ_BYTES`, so that the loop runs between them).
 
         :returns: the cursor (``complete``), or None when the log could not be read (the resumed task says so)."""
-        await self._mask_secrets(job)
+        try:
+            await self._mask_secrets(stream)
+        except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
+            return None  # no line copied unmasked: the resumed task copies the rest, with its own masker
         copy = LeadLogCopy(
             JOB_KINDS[self.kind],
             self._copy_for(job).cursor,
@@ -546,15 +548,20 @@ class TrainingJobTrigger(BaseEventTrigger):
         copy.mark_complete()
         return copy.cursor.to_dict()
 
-    async def _mask_secrets(self, job: dict[str, Any] | None) -> None:
+    async def _mask_secrets(self, stream: JobStream) -> None:
         """Before the first line is copied: hand the secrets of the job (where :attr:`secret_spans` says) to Airflow's
         masker, in this process and in the triggerer's supervisor, which writes the task's log
-        (``amask_secret``)."""
-        if self._masked or job is None:
+        (``amask_secret``). They are in the pod templates, which the stream's cache does not keep: the job is read by
+        GET, once. Raises what the read raises (then nothing is masked yet, and no line should be copied)."""
+        if self._masked:
+            return
+        if not self.secret_spans:
+            self._masked = True
+            return
+        job = await self._read(stream)
+        if job is None:
             return
         self._masked = True
-        if not self.secret_spans:
-            return
         from airflow.sdk.log import amask_secret
 
         for secret in secrets_at(job, self.secret_spans):
@@ -644,7 +651,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
             return []  # the verdict still has the job's status and its events
 
-    def _observe(self, job: dict[str, Any]) -> None:
+    def _observe(self, job: Mapping[str, Any]) -> None:
         """Take in the job as the cache has it now; log its entering and leaving its queue, as the synchronous wait
         does."""
         now = time.time()
@@ -690,7 +697,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         async with hook.connect():
             pods = await self._pods_if_any(hook)
             try:
-                job: dict[str, Any] | None = await hook.get_job_async(self.kind, self.name, self.namespace)
+                job: Mapping[str, Any] | None = await hook.get_job_async(self.kind, self.name, self.namespace)
             except kubernetes_side.QuietApiException as e:
                 if e.status != 404:
                     raise
@@ -705,7 +712,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                     )
             await self._record_end(hook, self._this_tries(job), pods, max(1.0, record_by - time.monotonic()))
 
-    def _this_tries(self, job: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _this_tries(self, job: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
         """``job`` if it is the object this wait is about; else (gone, or a successor) the last state the shared
         stream of this process saw of it, if any."""
         uid = self.uid or self._seen_uid
@@ -716,7 +723,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             return None
         cached = stream.jobs.get(self.name)
         if cached is not None and (not uid or cached["metadata"].get("uid") == uid):
-            return copy.deepcopy(cached)
+            return cached.thaw()  # a plain copy, the record's own
         return stream.final_state(self.name, uid)
 
     async def _pods_if_any(self, hook: AsyncTrainingJobHook) -> list[dict[str, Any]]:
@@ -726,7 +733,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             return []  # the record is best effort; the deletion is what on_kill is for
 
     async def _record_end(
-        self, hook: AsyncTrainingJobHook, job: dict[str, Any] | None, pods: list[dict[str, Any]], seconds: float
+        self, hook: AsyncTrainingJobHook, job: Mapping[str, Any] | None, pods: list[dict[str, Any]], seconds: float
     ) -> None:
         """Leave the killed try's end -- ``job`` (None: gone before this trigger could read it), its pods and the
         events about them -- where the Training job tab finds it: the task instance's XCom
@@ -746,7 +753,12 @@ class TrainingJobTrigger(BaseEventTrigger):
             )
 
     async def _park_end(
-        self, hook: AsyncTrainingJobHook, ti: Any, job: dict[str, Any] | None, pods: list[dict[str, Any]], until: float
+        self,
+        hook: AsyncTrainingJobHook,
+        ti: Any,
+        job: Mapping[str, Any] | None,
+        pods: list[dict[str, Any]],
+        until: float,
     ) -> None:
         # Imported in a thread: the record's module (and the XCom backend's) must not stall the triggerer's loop.
         record, redact, xcom = await asyncio.to_thread(_record_modules)
