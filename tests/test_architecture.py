@@ -27,7 +27,6 @@ MAX_FUNCTION_LINES = 60
 #: One may only shrink: when it does, write its new length here; at 60 lines or fewer, remove it.
 LONG_FUNCTIONS = {
     "airflow_trainjob.operators.run:TrainingJobRun._cleanup": 98,
-    "airflow_trainjob.watching.job_watch:ListThenWatch._loop": 84,
     "airflow_trainjob.operators.run:TrainingJobRun._create_or_attach": 68,
     "airflow_trainjob.triggers.training_job:TrainingJobTrigger._judge": 64,
     "airflow_trainjob.operators.run:TrainingJobRun._remove_pods_left": 61,
