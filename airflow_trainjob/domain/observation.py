@@ -260,6 +260,11 @@ class Observed(Mapping[str, Any]):
         return _read(shape.children[i], self._frozen, self._at + shape.starts[i])
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key`` (as :meth:`__getitem__` reads it), or ``default``.
+
+        :param key: a key of the object.
+        :param default: what a missing key gives.
+        """
         shape = self._shape
         try:
             i = shape.keys.index(key)
