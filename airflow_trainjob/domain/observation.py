@@ -27,6 +27,7 @@ that stall an event loop. Readers read it as the job: :class:`Observed` is a rea
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -168,6 +169,7 @@ class _Shape:
 
 _shape_numbers: dict[Any, int] = {}
 _shapes: list[_Shape] = []
+_registering = threading.Lock()
 
 
 def _flatten(value: Any, leaves: list[Any], strings: bool = False) -> Any:
@@ -190,10 +192,13 @@ def _freeze(value: Mapping[str, Any]) -> tuple[Any, ...]:
     signature = _flatten(value, leaves)
     number = _shape_numbers.get(signature)
     if number is None:
-        if len(_shapes) >= _SHAPES_MAX:
-            return (_Shape(signature), *leaves)
-        number = _shape_numbers[signature] = len(_shapes)
-        _shapes.append(_Shape(signature))
+        with _registering:  # (two threads must not give two shapes one number)
+            number = _shape_numbers.get(signature)
+            if number is None:
+                if len(_shapes) >= _SHAPES_MAX:
+                    return (_Shape(signature), *leaves)
+                _shapes.append(_Shape(signature))
+                number = _shape_numbers[signature] = len(_shapes) - 1
     return (number, *leaves)
 
 
