@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 
 from airflow_trainjob.domain.observation import Observed, frozen_observation
@@ -71,12 +71,32 @@ class JobCache(Mapping[str, Observed]):
         :param text: the answer's body: a JSON list object (``{"items": [...], "metadata": {...}, ...}``).
         :raises ValueError: the text is not a JSON object with an ``items`` array (or ``null``) of named objects.
         """
+        steps = self.adding_list_page(text, len(text))
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                metadata: dict[str, Any] = done.value
+                return metadata
+
+    def adding_list_page(self, text: str, items_per_step: int) -> Generator[None, None, dict[str, Any]]:
+        """:meth:`add_list_page` in steps of ``items_per_step`` items: a caller on an event loop lets it run between
+        two (each job is made into its observation, about 70 us). Returns the list's ``metadata``.
+
+        :param text: the answer's body: a JSON list object (``{"items": [...], "metadata": {...}, ...}``).
+        :param items_per_step: items kept per step (count).
+        :raises ValueError: the text is not a JSON object with an ``items`` array (or ``null``) of named objects.
+        """
         metadata: dict[str, Any] = {}
+        kept = 0
         for key, value in list_items(text):
             if key == "items":
                 if not isinstance(value, dict) or not isinstance((value.get("metadata") or {}).get("name"), str):
                     raise ValueError(f"a list item that is no object with a metadata.name: {str(value)[:40]!r}")
                 self.put(value)
+                kept += 1
+                if kept % items_per_step == 0:
+                    yield
             elif key == "metadata" and isinstance(value, dict):
                 metadata = value
         return metadata

@@ -114,3 +114,14 @@ def test_a_listed_page_adds_no_object_the_collector_tracks_per_job():
     gc.collect(0)
     kept_after_reading = len(gc.get_objects()) - before
     assert phases == ["Running"] * 500 and kept_after_reading < 10, f"{kept_after_reading} after reading them"
+
+
+def test_a_page_is_kept_in_steps_that_return_the_lists_metadata():
+    """The stream keeps a page a few jobs per pass of the event loop (each made into its observation)."""
+    cache = JobCache()
+    steps = cache.adding_list_page(json.dumps(_page([_job(f"j{i}") for i in range(5)], resourceVersion="9")), 2)
+    assert next(steps) is None and len(cache) == 2
+    assert next(steps) is None and len(cache) == 4
+    with pytest.raises(StopIteration) as done:
+        next(steps)
+    assert done.value.value == {"resourceVersion": "9"} and len(cache) == 5
