@@ -20,8 +20,8 @@ The observation is immutable and small: one flat tuple of the job's strings and 
 with the number of a shape shared by the jobs of the same structure, which CPython's collector stops tracking at
 its first young collection (a tuple of untracked objects): 10,000 cached jobs add nothing to the full collections
 that stall an event loop. Readers read it as the job: :class:`Observed` is a read-only :class:`~collections.abc.Mapping`
-(``job["metadata"]["uid"]``, ``job.get("status")``), whose arrays read as fresh ``list`` objects;
-``copy.deepcopy`` (or :meth:`Observed.thaw`) gives plain JSON dicts and lists.
+(``job["metadata"]["uid"]``, ``job.get("status")``), whose arrays read as fresh ``list`` objects (labels and
+annotations as fresh dicts); ``copy.deepcopy`` (or :meth:`Observed.thaw`) gives plain JSON dicts and lists.
 """
 
 from __future__ import annotations

@@ -470,8 +470,8 @@ class TrainingJobTrigger(BaseEventTrigger):
 
     async def _look_at_lead_log(self, stream: JobStream, copy: LeadLogCopy, budget: log_pacing.LogReadBudget) -> None:
         """One look: its place in the rate, then LIST the job's index-0 pods and read what is new of the lead's log."""
-        if not self._masked:
-            await self._mask_secrets(stream)
+        if not await self._mask_secrets(stream):
+            return  # the job is gone: no line is copied unmasked
         await budget.reserve(log_pacing.REQUESTS_PER_LOOK)
         made = budget.requests
         try:
@@ -525,8 +525,10 @@ class TrainingJobTrigger(BaseEventTrigger):
 
         :returns: the cursor (``complete``), or None when the log could not be read (the resumed task says so)."""
         try:
-            await self._mask_secrets(stream)
+            masked = await self._mask_secrets(stream)
         except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
+            masked = False
+        if not masked:
             return None  # no line copied unmasked: the resumed task copies the rest, with its own masker
         copy = LeadLogCopy(
             JOB_KINDS[self.kind],
@@ -548,24 +550,26 @@ class TrainingJobTrigger(BaseEventTrigger):
         copy.mark_complete()
         return copy.cursor.to_dict()
 
-    async def _mask_secrets(self, stream: JobStream) -> None:
+    async def _mask_secrets(self, stream: JobStream) -> bool:
         """Before the first line is copied: hand the secrets of the job (where :attr:`secret_spans` says) to Airflow's
         masker, in this process and in the triggerer's supervisor, which writes the task's log
         (``amask_secret``). They are in the pod templates, which the stream's cache does not keep: the job is read by
-        GET, once. Raises what the read raises (then nothing is masked yet, and no line should be copied)."""
+        GET, once. Returns whether they are handed over (False: the job is gone); raises what the read raises (then
+        nothing is masked yet, and no line should be copied)."""
         if self._masked:
-            return
+            return True
         if not self.secret_spans:
             self._masked = True
-            return
+            return True
         job = await self._read(stream)
         if job is None:
-            return
+            return False
         self._masked = True
         from airflow.sdk.log import amask_secret
 
         for secret in secrets_at(job, self.secret_spans):
             await amask_secret(secret)
+        return True
 
     async def _stop_following(self) -> None:
         reader, self._reader = self._reader, None
