@@ -163,6 +163,9 @@ async def _track(
 
 
 def tracker_main(args: argparse.Namespace) -> None:
+    if args.code and args.role == "ours":  # the provider from this directory instead of the installed (editable) one
+        sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
+        sys.path.insert(0, args.code)
     work = Path(args.work)
     names = json.loads((work / "jobs.json").read_text())
     out = asyncio.run(
@@ -246,7 +249,7 @@ def main_run(args: argparse.Namespace) -> int:
 
     n = args.jobs
     work = Path(tempfile.mkdtemp(prefix="trainjob-bench-", dir="/tmp"))
-    cluster = LocalCluster(work / "cluster", Ports.from_base(PORT_BASE), workloads=False)
+    cluster = LocalCluster(work / "cluster", Ports.from_base(args.port_base), workloads=False)
     procs: list[subprocess.Popen] = []
     try:
         cluster.up()
@@ -291,6 +294,7 @@ def main_run(args: argparse.Namespace) -> int:
                         str(cluster.kubeconfig),
                         "--deadline",
                         str(deadline),
+                        *(["--code", str(Path(args.code).resolve())] if args.code else []),
                     ],
                     env=env,
                     stdout=log,
@@ -366,6 +370,12 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=100, help="number of PyTorchJobs (default 100)")
     parser.add_argument("--window", type=float, default=60.0, help="seconds over which jobs finish (default 60)")
     parser.add_argument("--keep", action="store_true", help="keep the /tmp work dir (logs) after the run")
+    parser.add_argument("--port-base", type=int, default=PORT_BASE, help=f"cluster ports (default {PORT_BASE})")
+    parser.add_argument(
+        "--code",
+        help="run the triggers of the provider in this directory (holding airflow_trainjob/) instead of the installed "
+        "one, e.g. a commit's: git archive <commit> airflow_trainjob | tar -x -C /tmp/before",
+    )
     # Internal: the tracker processes.
     parser.add_argument("--role", choices=["ours", "peers"], help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)

@@ -25,9 +25,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent / PACKAGE
 MAX_FUNCTION_LINES = 60
 #: Today's functions over :data:`MAX_FUNCTION_LINES`, ``module:qualified name`` -> their length now, as a ceiling.
 #: One may only shrink: when it does, write its new length here; at 60 lines or fewer, remove it.
-LONG_FUNCTIONS = {
-    "airflow_trainjob.watching.job_watch:ListThenWatch._loop": 84,
-}
+LONG_FUNCTIONS: dict[str, int] = {}
 #: ``.py`` files directly in ``airflow_trainjob/`` (``__init__.py`` included), at most: the redesign moves them into
 #: subpackages; when one goes, lower this to the new count.
 ROOT_MODULES = 3

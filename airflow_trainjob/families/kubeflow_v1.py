@@ -157,7 +157,7 @@ class KubeflowV1Kind:
         if (spec.get("runPolicy") or {}).get("suspend") is True:
             summary["runPolicy"] = {"suspend": True}
         replica_specs = spec.get(self.job_kind.replica_specs_key)
-        if isinstance(replica_specs, dict):
+        if isinstance(replica_specs, Mapping):
             summary[self.job_kind.replica_specs_key] = {
                 rtype: _replica_summary(rspec or {}) for rtype, rspec in replica_specs.items()
             }

@@ -473,8 +473,8 @@ class AsyncTrainingJobHook(TrainingJobHook):
     async def list_jobs_text_async(
         self, kind: str, namespace: str, *, limit: int | None = None, continue_token: str | None = None
     ) -> str:
-        """:meth:`list_jobs_async`'s page as the answer's JSON text, undecoded: a reader that keeps jobs as text
-        (:class:`~airflow_trainjob.watching.job_cache.JobCache`) decodes it one item at a time. Not retried.
+        """:meth:`list_jobs_async`'s page as the answer's JSON text, undecoded: a reader that keeps only part of each
+        job (:class:`~airflow_trainjob.watching.job_cache.JobCache`) decodes it one item at a time. Not retried.
 
         :param kind: a job kind of one of the families (``PyTorchJob``).
         :param namespace: the namespace.

@@ -31,7 +31,7 @@ SHORT_MESSAGE = 200
 def event_payload(
     outcome: str,
     message: str,
-    job: dict[str, Any] | None = None,
+    job: Mapping[str, Any] | None = None,
     pods: Sequence[dict[str, Any]] = (),
     *,
     lead_log: dict[str, Any] | None = None,
@@ -69,7 +69,7 @@ def event_payload(
     return _within_budget(payload, [_pod_summary(p) for p in _failed_first(pods, job)])
 
 
-def _job_summary(job: dict[str, Any]) -> dict[str, Any]:
+def _job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
     """What the resumed task needs of the job when the job itself is gone by then (else it reads the job): its
     identity, the Kueue queue it waits in, each replica type's ``replicas``, ``restartPolicy`` and container names
     (the exit codes' meaning, the container to quote), ``runPolicy.suspend`` and the status' conditions, replica
@@ -149,7 +149,7 @@ def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _failed_first(pods: Sequence[dict[str, Any]], job: dict[str, Any] | None) -> list[dict[str, Any]]:
+def _failed_first(pods: Sequence[dict[str, Any]], job: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """The pods, those whose container failed first (the earliest failure first: the root cause), then the rest."""
     family = family_or_none((job or {}).get("kind"))
     if family is None:

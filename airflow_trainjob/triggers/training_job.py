@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import dataclasses
 import importlib
 import time
@@ -196,7 +195,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         return self._address.ref
 
     def _event(
-        self, outcome: str, message: str, job: dict | None = None, pods: Sequence[dict] = (), **extra: Any
+        self, outcome: str, message: str, job: Mapping[str, Any] | None = None, pods: Sequence[dict] = (), **extra: Any
     ) -> TriggerEvent:
         if self._lead_copy is not None and "lead_log" not in extra:
             extra["lead_log"] = self._lead_copy.cursor.to_dict()  # a few hundred characters
@@ -298,11 +297,11 @@ class TrainingJobTrigger(BaseEventTrigger):
             return self._event(FINISHED, decision.message, decision.job)
         return await self._finish(stream, decision)
 
-    async def _look(self, stream: JobStream) -> Decision[dict[str, Any]] | None:
+    async def _look(self, stream: JobStream) -> Decision[Mapping[str, Any]] | None:
         """The core's decision on the job as the stream's cache has it; when the cache does not have it (or has a
         namesake), on its last state the stream kept, its absence (a wait for its creation), or what a GET says.
         None: it cannot tell now (the hook's retries are spent): judged again at the next change or deadline."""
-        job = stream.jobs.get(self.name)
+        job: Mapping[str, Any] | None = stream.jobs.get(self.name)
         if job is not None and not (self.uid and job["metadata"].get("uid") != self.uid):
             return self._judge_seen(job)
         final = stream.final_state(self.name, self.uid or self._seen_uid)
@@ -325,7 +324,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             return self._wait.gone(None, replaced=True)
         return self._judge_seen(job)
 
-    def _judge_seen(self, job: dict[str, Any]) -> Decision[dict[str, Any]]:
+    def _judge_seen(self, job: Mapping[str, Any]) -> Decision[Mapping[str, Any]]:
         """Take in the job as read now (the lead's log follows its phase) and log what the core says of it: its
         entering and leaving its queue, and its progress line when it changed, as the synchronous wait does."""
         self._seen(job)
@@ -338,7 +337,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             self.log.info("%s", lines.progress)
         return decision
 
-    async def _finish(self, stream: JobStream, finished: Finished[dict[str, Any]]) -> TriggerEvent:
+    async def _finish(self, stream: JobStream, finished: Finished[Mapping[str, Any]]) -> TriggerEvent:
         """The job failed or reached a target condition: the event, with a failed job's pods, read before anything
         stops or deletes them (their exit codes must not depend on the pods outliving the resume: someone may
         delete the job meanwhile), after stopping the pods the user's held ``cleanPodPolicy`` stops now."""
@@ -356,7 +355,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         )
 
     async def _stop_pods_at_terminal(
-        self, stream: JobStream, job: dict[str, Any], pods: list[dict[str, Any]]
+        self, stream: JobStream, job: Mapping[str, Any], pods: list[dict[str, Any]]
     ) -> dict[str, Any] | None:
         """Stop the pods the user's ``cleanPodPolicy`` has stopped at the terminal transition (the controller was
         sent ``None``: see :mod:`~airflow_trainjob.domain.cleanup_hold`; which ones:
@@ -400,13 +399,13 @@ class TrainingJobTrigger(BaseEventTrigger):
             return bool(self.log_tail_lines) and bool(self.owner_labels)
         return self.follow_lead_log
 
-    def _seen(self, job: dict[str, Any]) -> None:
+    def _seen(self, job: Mapping[str, Any]) -> None:
         """The job exists: from now on its absence is a deletion (a sensor waited for its creation until now)."""
         if self.wait_for_creation:
             self.args = dataclasses.replace(self.args, wait_for_creation=False)
         self._seen_uid = job["metadata"].get("uid")
 
-    def _note_phase(self, job: dict[str, Any]) -> None:
+    def _note_phase(self, job: Mapping[str, Any]) -> None:
         """Tell the log's reader whether the lead may be writing (the job runs)."""
         if not self._follows_lead_log:
             return
@@ -417,7 +416,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             else:
                 self._lead_may_write.clear()
 
-    def _copy_for(self, job: dict[str, Any]) -> LeadLogCopy:
+    def _copy_for(self, job: Mapping[str, Any]) -> LeadLogCopy:
         """The copy of the lead's log; made at the first sight of the job, from the cursor an earlier run of this wait
         recorded on it for this try (a triggerer restart), else from the log's start."""
         if self._lead_copy is not None:
@@ -463,8 +462,8 @@ class TrainingJobTrigger(BaseEventTrigger):
 
     async def _look_at_lead_log(self, stream: JobStream, copy: LeadLogCopy, budget: log_pacing.LogReadBudget) -> None:
         """One look: its place in the rate, then LIST the job's index-0 pods and read what is new of the lead's log."""
-        if not self._masked:
-            await self._mask_secrets(stream.jobs.get(self.name))
+        if not await self._mask_secrets(stream):
+            return  # the job is gone: no line is copied unmasked
         await budget.reserve(log_pacing.REQUESTS_PER_LOOK)
         made = budget.requests
         try:
@@ -511,13 +510,18 @@ class TrainingJobTrigger(BaseEventTrigger):
         )
 
     async def _copy_rest_of_lead_log(
-        self, stream: JobStream, job: dict[str, Any], pods: list[dict[str, Any]]
+        self, stream: JobStream, job: Mapping[str, Any], pods: list[dict[str, Any]]
     ) -> dict[str, Any] | None:
         """The job has ended and the lead's pod is about to be stopped: copy the rest of its log now (up to the size
         bound, in reads of :data:`~airflow_trainjob.domain.lead_log.LIVE_READ_BYTES`, so that the loop runs between them).
 
         :returns: the cursor (``complete``), or None when the log could not be read (the resumed task says so)."""
-        await self._mask_secrets(job)
+        try:
+            masked = await self._mask_secrets(stream)
+        except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
+            masked = False
+        if not masked:
+            return None  # no line copied unmasked: the resumed task copies the rest, with its own masker
         copy = LeadLogCopy(
             self._wait.family,
             self._copy_for(job).cursor,
@@ -538,19 +542,26 @@ class TrainingJobTrigger(BaseEventTrigger):
         copy.mark_complete()
         return copy.cursor.to_dict()
 
-    async def _mask_secrets(self, job: dict[str, Any] | None) -> None:
+    async def _mask_secrets(self, stream: JobStream) -> bool:
         """Before the first line is copied: hand the secrets of the job (where :attr:`secret_spans` says) to Airflow's
         masker, in this process and in the triggerer's supervisor, which writes the task's log
-        (``amask_secret``)."""
-        if self._masked or job is None:
-            return
-        self._masked = True
+        (``amask_secret``). They are in the pod templates, which the stream's cache does not keep: the job is read by
+        GET, once. Returns whether they are handed over (False: the job is gone); raises what the read raises (then
+        nothing is masked yet, and no line should be copied)."""
+        if self._masked:
+            return True
         if not self.secret_spans:
-            return
+            self._masked = True
+            return True
+        job = await self._read(stream)
+        if job is None:
+            return False
+        self._masked = True
         from airflow.sdk.log import amask_secret
 
         for secret in secrets_at(job, self.secret_spans):
             await amask_secret(secret)
+        return True
 
     async def _stop_following(self) -> None:
         reader, self._reader = self._reader, None
@@ -668,7 +679,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         async with hook.connect():
             pods = await self._pods_if_any(hook)
             try:
-                job: dict[str, Any] | None = await hook.get_job_async(self.kind, self.name, self.namespace)
+                job: Mapping[str, Any] | None = await hook.get_job_async(self.kind, self.name, self.namespace)
             except kubernetes_side.QuietApiException as e:
                 if e.status != 404:
                     raise
@@ -683,7 +694,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                     )
             await self._record_end(hook, self._this_tries(job), pods, max(1.0, record_by - time.monotonic()))
 
-    def _this_tries(self, job: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _this_tries(self, job: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
         """``job`` if it is the object this wait is about; else (gone, or a successor) the last state the shared
         stream of this process saw of it, if any."""
         uid = self.uid or self._seen_uid
@@ -694,7 +705,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             return None
         cached = stream.jobs.get(self.name)
         if cached is not None and (not uid or cached["metadata"].get("uid") == uid):
-            return copy.deepcopy(cached)
+            return cached.thaw()  # a plain copy, the record's own
         return stream.final_state(self.name, uid)
 
     async def _pods_if_any(self, hook: AsyncTrainingJobHook) -> list[dict[str, Any]]:
@@ -704,7 +715,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             return []  # the record is best effort; the deletion is what on_kill is for
 
     async def _record_end(
-        self, hook: AsyncTrainingJobHook, job: dict[str, Any] | None, pods: list[dict[str, Any]], seconds: float
+        self, hook: AsyncTrainingJobHook, job: Mapping[str, Any] | None, pods: list[dict[str, Any]], seconds: float
     ) -> None:
         """Leave the killed try's end -- ``job`` (None: gone before this trigger could read it), its pods and the
         events about them -- where the Training job tab finds it: the task instance's XCom
@@ -724,7 +735,12 @@ class TrainingJobTrigger(BaseEventTrigger):
             )
 
     async def _park_end(
-        self, hook: AsyncTrainingJobHook, ti: Any, job: dict[str, Any] | None, pods: list[dict[str, Any]], until: float
+        self,
+        hook: AsyncTrainingJobHook,
+        ti: Any,
+        job: Mapping[str, Any] | None,
+        pods: list[dict[str, Any]],
+        until: float,
     ) -> None:
         # Imported in a thread: the record's module (and the XCom backend's) must not stall the triggerer's loop.
         record, redact, xcom = await asyncio.to_thread(_record_modules)

@@ -33,6 +33,7 @@ from fastapi.responses import FileResponse
 
 from airflow_trainjob.constants import PodPhase
 from airflow_trainjob.domain import pods
+from airflow_trainjob.domain.observation import Observed
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.families import JobFamily, family_or_none, is_known
 from airflow_trainjob.hooks.api_errors import one_line
@@ -153,7 +154,13 @@ async def jobs(request: Request, user: GetUserDep, phase: str | None = None, dag
     found = {uid: pair for _, jobs in read for uid, pair in jobs.items()}
     allowed = await asyncio.to_thread(readable_dag_ids, user, {i.dag_id for _, i in found.values()})
     base = _ui_base(request)
-    rows = [views.job_row(job, identity, now, base) for job, identity in found.values() if identity.dag_id in allowed]
+    # Each row reads its job some 80 times: a plain copy (about 10 us a job) reads at dict speed, the observation
+    # the stream keeps (a read-only view) at about half that.
+    rows = [
+        views.job_row(_plain(job), identity, now, base)
+        for job, identity in found.values()
+        if identity.dag_id in allowed
+    ]
     return views.jobs_page(rows, phase=phase, dag_id=dag_id, sources=[entry for entry, _ in read])
 
 
@@ -372,6 +379,11 @@ async def _load_tries(
         return await asyncio.to_thread(read)
     except RecordUnavailableError as e:
         raise HTTPException(status_code=503, detail=str(e)) from None
+
+
+def _plain(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``job`` as plain dicts and lists: a copy of a stream's observation (what it keeps is not changed)."""
+    return job.thaw() if isinstance(job, Observed) else job
 
 
 async def _read_source(

@@ -1,74 +1,68 @@
-"""The shared stream's jobs, kept as compact JSON text so that the garbage collector never walks them.
+"""The shared stream's jobs, each kept as its compact observation, which the garbage collector never walks.
 
-Why text: CPython's cyclic collector runs a full collection (every tracked object of the process) once the objects
-promoted to its oldest generation since the last one exceed a quarter of those it kept then. A job decoded into
-dicts and lists is about nine tracked containers, so a stream caching 10,000 of them added some 90,000 objects to
-every full collection, and each list of them promoted enough (the cached jobs, and each page's objects while the
-page was being read) to set off one or two full collections of the whole triggerer: 0.2-0.5 s of a stalled event
-loop each on 2 cores, Airflow's own ~270,000 objects included. A ``str`` is not tracked, and a list's answer is
-read one item at a time (:func:`list_items`: the standard library's decoder stepping through the ``items`` array),
-so each decoded item is freed before the collector next looks.
+What is kept: :func:`~airflow_trainjob.domain.observation.observe` -- what the provider reads of a job (no
+``managedFields``, no pod templates, no last-applied copy), frozen into tuples of interned strings and numbers.
+Readers get an :class:`~airflow_trainjob.domain.observation.Observed`, a read-only mapping shaped like the job.
 
-Reading a job decodes it once (about 10 µs for a job); the decoded dict is kept until the job changes, so a reader
-that reads every job (the UI's jobs page) decodes each once, and the triggers, which read only their own, keep
-only those decoded.
+Why frozen tuples: CPython's cyclic collector runs a full collection (every tracked object of the process) once the
+objects promoted to its oldest generation since the last one exceed a quarter of those it kept then. A job decoded
+into dicts and lists is about nine tracked containers, so a stream caching 10,000 of them added some 90,000 objects
+to every full collection, and each list of them promoted enough to set off one or two full collections of the whole
+triggerer: 0.2-0.5 s of a stalled event loop each on 2 cores. A tuple of strings and numbers (and of such tuples) is
+no longer tracked after the first young collection it meets, so it is never promoted; and a list's answer is read
+one item at a time (:func:`list_items`: the standard library's decoder stepping through the ``items`` array), so each
+decoded item is freed before the collector next looks. Reading a job makes a view (no decoding); nothing read is
+kept.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from typing import Any
+
+from airflow_trainjob.domain.observation import Observed, frozen_observation
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
-class JobCache(Mapping[str, dict[str, Any]]):
-    """Jobs by ``metadata.name``, read as JSON dicts (without ``metadata.managedFields``), kept as text.
+class JobCache(Mapping[str, Observed]):
+    """Jobs by ``metadata.name``, each read as its observation (:class:`~airflow_trainjob.domain.observation.Observed`).
 
     A :class:`~collections.abc.Mapping` for readers; :meth:`put`, :meth:`discard` and :meth:`add_list_page` change it.
     """
 
     def __init__(self) -> None:
-        self._text: dict[str, str] = {}
-        self._decoded: dict[str, dict[str, Any]] = {}
+        self._frozen: dict[str, tuple[Any, ...]] = {}
 
-    def __getitem__(self, name: str) -> dict[str, Any]:
-        job = self._decoded.get(name)
-        if job is None:
-            job = self._decoded[name] = json.loads(self._text[name])
-        return job
+    def __getitem__(self, name: str) -> Observed:
+        return Observed(self._frozen[name])
 
     def __contains__(self, name: object) -> bool:
-        return name in self._text
+        return name in self._frozen
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._text)
+        return iter(self._frozen)
 
     def __len__(self) -> int:
-        return len(self._text)
+        return len(self._frozen)
 
-    def put(self, job: dict[str, Any]) -> None:
-        """Keep ``job`` (an API JSON dict: a watch event's object, a list item) as its job's latest state.
+    def put(self, job: Mapping[str, Any]) -> None:
+        """Keep ``job``'s observation as its job's latest state.
 
-        :param job: the job; its ``metadata.managedFields`` are dropped (nothing here reads them, and they are often
-            half the object).
+        :param job: the job, an API JSON dict (a watch event's object, a list item) or an observation.
         """
-        metadata = job.get("metadata") or {}
-        metadata.pop("managedFields", None)
-        name = metadata["name"]
-        self._text[name] = json.dumps(job, separators=(",", ":"))
-        self._decoded.pop(name, None)
+        frozen = frozen_observation(job)
+        self._frozen[Observed(frozen)["metadata"]["name"]] = frozen
 
     def discard(self, name: str) -> None:
         """Forget job ``name`` (deleted); nothing if it is not kept.
 
         :param name: the job's ``metadata.name``.
         """
-        self._text.pop(name, None)
-        self._decoded.pop(name, None)
+        self._frozen.pop(name, None)
 
     def add_list_page(self, text: str) -> dict[str, Any]:
         """Keep every item of one page of a list answer; return the list's ``metadata`` (``continue``,
@@ -77,12 +71,32 @@ class JobCache(Mapping[str, dict[str, Any]]):
         :param text: the answer's body: a JSON list object (``{"items": [...], "metadata": {...}, ...}``).
         :raises ValueError: the text is not a JSON object with an ``items`` array (or ``null``) of named objects.
         """
+        steps = self.adding_list_page(text, len(text))
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                metadata: dict[str, Any] = done.value
+                return metadata
+
+    def adding_list_page(self, text: str, items_per_step: int) -> Generator[None, None, dict[str, Any]]:
+        """:meth:`add_list_page` in steps of ``items_per_step`` items: a caller on an event loop lets it run between
+        two (each job is made into its observation, about 70 us). Returns the list's ``metadata``.
+
+        :param text: the answer's body: a JSON list object (``{"items": [...], "metadata": {...}, ...}``).
+        :param items_per_step: items kept per step (count).
+        :raises ValueError: the text is not a JSON object with an ``items`` array (or ``null``) of named objects.
+        """
         metadata: dict[str, Any] = {}
+        kept = 0
         for key, value in list_items(text):
             if key == "items":
                 if not isinstance(value, dict) or not isinstance((value.get("metadata") or {}).get("name"), str):
                     raise ValueError(f"a list item that is no object with a metadata.name: {str(value)[:40]!r}")
                 self.put(value)
+                kept += 1
+                if kept % items_per_step == 0:
+                    yield
             elif key == "metadata" and isinstance(value, dict):
                 metadata = value
         return metadata

@@ -80,6 +80,14 @@ SETTLE_SECONDS = 10.0
 T = TypeVar("T")
 
 
+@dataclass
+class _Attempts:
+    """The list-then-watch loop's count of failed watches in a row, and of reads since it began polling."""
+
+    failures: int = 0
+    polls: int = 0
+
+
 class ListThenWatch(Generic[T]):
     """The list-then-watch loop of the synchronous wait; a subclass says what it reads, watches and yields.
 
@@ -146,90 +154,114 @@ class ListThenWatch(Generic[T]):
 
     # ---- the loop -----------------------------------------------------------------------------------
 
-    def _loop(self, look_within: Callable[[], float | None]) -> Iterator[T]:
-        failures = polls = 0
+    def _loop(self, look_within: Callable[[], float | None]) -> Generator[T, None, None]:
+        attempts = _Attempts()
         while not self._stopped.is_set():
             window = look_within()
             window = WATCH_SECONDS if window is None else min(float(WATCH_SECONDS), max(1.0, window))
-            if failures >= WATCH_FAILURES_BEFORE_POLLING and polls < WATCH_RETRY_POLLS:
-                if self._stopped.wait(min(self._poll_interval, window)):
-                    return
-                polls += 1
-                item = self._read()
-                if item is None:
-                    continue
-                yield item
-                if self._is_last(item):
+            if attempts.failures >= WATCH_FAILURES_BEFORE_POLLING and attempts.polls < WATCH_RETRY_POLLS:
+                if (yield from self._poll(attempts, window)):
                     return
                 continue
-            polls = 0
-            started = time.monotonic()
-            ends_at = started + _watch_seconds(window)
-            delivered = nearer = False
+            attempts.polls = 0
             try:
-                watch = self._watch(window)
-                try:
-                    for item in watch:
-                        delivered = True
-                        self._answered()
-                        yield item
-                        if self._is_last(item):
-                            return
-                        # The caller has taken the item in: a change may have brought its next look nearer (a job
-                        # suspended into its queue starts queue_timeout) than this watch's end.
-                        if outlasts_next_look(ends_at - time.monotonic(), look_within()):
-                            nearer = True
-                            break
-                finally:
-                    watch.close()  # a watch ended early is shut down now, not when it is collected
-                self._answered()
-                if delivered or time.monotonic() - started >= SHORTEST_HEALTHY_WATCH:
-                    failures = 0
-                else:
-                    failures += 1
-                    self._not_watching()
-                    self._stopped.wait(_backoff(failures))
-                if nearer:
-                    continue  # watched again at once, from the last resourceVersion, for as long as the look allows
-                idle = self._idle()
-                if idle is not None:
-                    yield idle
+                ended = yield from self._watch_round(attempts, window, look_within)
             except ApiException as e:
-                if e.status == 410:
-                    self.stats["expired"] += 1
-                    item = self._read()  # compacted away: read again, watch from that version
-                    if item is not None:
-                        yield item
-                        if self._is_last(item):
-                            return
-                    continue
-                self.stats["failures"] += 1
-                self._not_watching()
-                if not is_transient(e):
-                    # Refused: the reads below raise the hook's clear error if reads are refused too; if only
-                    # watching is (a Role without "watch"), the collection is polled, with a watch tried now and then.
-                    if not self._watch_refused:
-                        self._watch_refused = True
-                        self._log.info(
-                            "Watching %s was refused (%s); reading it every %g s instead",
-                            self._what,
-                            one_line(e),
-                            self._poll_interval,
-                        )
-                    failures = WATCH_FAILURES_BEFORE_POLLING
-                    continue
-                failures += 1
-                self._outage(e)
-                self._stopped.wait(_backoff(failures))
+                ended = yield from self._watch_failed(attempts, e)
             except (HTTPError, OSError, AttributeError) as e:
                 # AttributeError: urllib3 reading a response whose connection stop() shut down under it.
                 if self._stopped.is_set():
                     return
-                self.stats["failures"] += 1
-                self._not_watching()
-                failures += 1
-                self._outage(e)
-                self._stopped.wait(_backoff(failures))
+                self._failed(attempts, e)
+                ended = False
+            if ended:
+                return
+
+    def _poll(self, attempts: _Attempts, window: float) -> Generator[T, None, bool]:
+        """While watches fail: one read after ``poll_interval`` (or the caller's next look); True: the follow ends."""
+        if self._stopped.wait(min(self._poll_interval, window)):
+            return True
+        attempts.polls += 1
+        return (yield from self._read_once())
+
+    def _read_once(self) -> Generator[T, None, bool]:
+        """One read, yielded unless it is None (a tolerated outage); True: the follow ends."""
+        item = self._read()
+        if item is None:
+            return False
+        yield item
+        return self._is_last(item)
+
+    def _watch_round(
+        self, attempts: _Attempts, window: float, look_within: Callable[[], float | None]
+    ) -> Generator[T, None, bool]:
+        """One watch, from the last resourceVersion, for ``window`` seconds at most; True: the follow ends. Raises
+        what the watch raises."""
+        started = time.monotonic()
+        ends_at = started + _watch_seconds(window)
+        delivered = nearer = False
+        watch = self._watch(window)
+        try:
+            for item in watch:
+                delivered = True
+                self._answered()
+                yield item
+                if self._is_last(item):
+                    return True
+                # The caller has taken the item in: a change may have brought its next look nearer (a job
+                # suspended into its queue starts queue_timeout) than this watch's end.
+                if outlasts_next_look(ends_at - time.monotonic(), look_within()):
+                    nearer = True
+                    break
+        finally:
+            watch.close()  # a watch ended early is shut down now, not when it is collected
+        self._answered()
+        if delivered or time.monotonic() - started >= SHORTEST_HEALTHY_WATCH:
+            attempts.failures = 0
+        else:
+            attempts.failures += 1
+            self._not_watching()
+            self._stopped.wait(_backoff(attempts.failures))
+        if nearer:
+            return False  # watched again at once, from the last resourceVersion, for as long as the look allows
+        idle = self._idle()
+        if idle is not None:
+            yield idle
+        return False
+
+    def _watch_failed(self, attempts: _Attempts, error: ApiException) -> Generator[T, None, bool]:
+        """The API answered a watch with an error: 410 reads again; a refusal polls; else back off. True: the
+        follow ends."""
+        if error.status == 410:
+            self.stats["expired"] += 1
+            return (yield from self._read_once())  # compacted away: read again, watch from that version
+        self.stats["failures"] += 1
+        self._not_watching()
+        if not is_transient(error):
+            # Refused: the reads raise the hook's clear error if reads are refused too; if only watching is (a Role
+            # without "watch"), the collection is polled, with a watch tried now and then.
+            if not self._watch_refused:
+                self._watch_refused = True
+                self._log.info(
+                    "Watching %s was refused (%s); reading it every %g s instead",
+                    self._what,
+                    one_line(error),
+                    self._poll_interval,
+                )
+            attempts.failures = WATCH_FAILURES_BEFORE_POLLING
+            return False
+        attempts.failures += 1
+        self._outage(error)
+        self._stopped.wait(_backoff(attempts.failures))
+        return False
+
+    def _failed(self, attempts: _Attempts, error: Exception) -> None:
+        """A watch failed without an answer (a reset, a timeout): back off, within the outage tolerance."""
+        self.stats["failures"] += 1
+        self._not_watching()
+        attempts.failures += 1
+        self._outage(error)
+        self._stopped.wait(_backoff(attempts.failures))
 
     def _not_watching(self) -> None:
         self.watching = False
