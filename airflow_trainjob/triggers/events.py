@@ -81,12 +81,6 @@ def _job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
     if family is None and (spec.get("runPolicy") or {}).get("suspend") is True:  # queued: the timeout's message says so
         summary_spec["runPolicy"] = {"suspend": True}
     labels = {k: v for k, v in (meta.get("labels") or {}).items() if k == LABEL_KUEUE_QUEUE_NAME}
-    status = dict(job.get("status") or {})
-    if isinstance(status.get("replicaStatuses"), Mapping):  # the counts; not the controller's label selectors
-        status["replicaStatuses"] = {
-            rtype: {k: v for k, v in (counts or {}).items() if isinstance(v, int)}
-            for rtype, counts in status["replicaStatuses"].items()
-        }
     return {
         "apiVersion": job.get("apiVersion"),
         "kind": job.get("kind"),
@@ -95,11 +89,24 @@ def _job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
             **({"labels": labels} if labels else {}),
         },
         "spec": summary_spec,
-        # A copy: the payload may be shortened (see _within_budget), the stream's cached job must not be.
-        "status": copy.deepcopy(
-            {k: status[k] for k in ("conditions", "replicaStatuses", "startTime", "completionTime") if k in status}
-        ),
+        "status": _status_summary(job.get("status")),
     }
+
+
+def _status_summary(status: Any) -> dict[str, Any]:
+    """The status' conditions, replica counts (not the controller's label selectors) and times, as a copy: the
+    payload may be shortened (see :func:`_within_budget`), the stream's cached job must not be."""
+    kept = {k: status[k] for k in _STATUS_KEPT if k in status} if isinstance(status, Mapping) else {}
+    if isinstance(kept.get("replicaStatuses"), Mapping):
+        kept["replicaStatuses"] = {
+            rtype: {k: v for k, v in (counts or {}).items() if isinstance(v, int)}
+            for rtype, counts in kept["replicaStatuses"].items()
+        }
+    return copy.deepcopy(kept)
+
+
+#: What the event keeps of the job's status.
+_STATUS_KEPT = ("conditions", "replicaStatuses", "startTime", "completionTime")
 
 
 def _terminated(state: Any) -> dict[str, Any]:
