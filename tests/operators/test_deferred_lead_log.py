@@ -22,6 +22,7 @@ from airflow_trainjob.domain import lead_log
 from airflow_trainjob.domain.lead_log import ANNOTATION_LEAD_LOG_CURSOR, cursor_on_job
 from airflow_trainjob.triggers import log_pacing
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
+from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.deferred import defer, first_event, operator_for, rebuild
 from tests.support.jobs import jobs, pytorch_specs
 
@@ -311,6 +312,46 @@ def test_a_killed_deferred_task_copies_the_lines_printed_since_the_last_look_bef
     assert copied_before == expected[:10], copied_before  # the paced copy had these; on_kill copied the rest
     deleted = killed.index(f"Deleted PyTorchJob {namespace}/{trigger.name}: the deferred task was killed")
     assert killed.rindex("[Master-0] line 48") < deleted  # copied before the job (and the pod's log) went
+    assert jobs(custom_objects, namespace) == [] or all(
+        j["metadata"].get("deletionTimestamp") for j in jobs(custom_objects, namespace)
+    )
+
+
+def test_on_kill_has_the_triggerer_mask_the_jobs_secrets_before_it_copies_a_line(
+    monkeypatch, ti, namespace, core_v1, custom_objects
+):
+    """A trigger killed before its first look (the lead's lines all printed since): ``on_kill``'s copy hands the
+    job's secrets to Airflow's masker before the first line it copies, as the trigger's own copy does."""
+    import airflow.sdk.log
+    from airflow.providers.common.compat.sdk import mask_secret
+
+    secret = f"hf_{uuid.uuid4().hex}"
+    mask_secret(secret)  # what reading a sensitive Variable in a template does, in the task's process
+    handed: list[tuple[str, int]] = []
+    written: list[str] = []
+
+    async def amask_secret(value, name=None):
+        handed.append((value, len(written)))
+
+    monkeypatch.setattr(airflow.sdk.log, "amask_secret", amask_secret)
+    write = TrainingJobTrigger._write
+    monkeypatch.setattr(
+        TrainingJobTrigger, "_write", lambda self, lines: (written.extend(o.text for o in lines), write(self, lines))
+    )
+    code = "import os, time; print('token', os.environ['HF_TOKEN'], flush=True); time.sleep(600)"
+    specs = pytorch_specs(code, workers=0)
+    specs["Master"]["template"]["spec"]["containers"][0]["env"] = [{"name": "HF_TOKEN", "value": secret}]
+    operator = operator_for("deferred", specs, poll_interval=60)
+    trigger = rebuild(defer(operator, ti))
+
+    def printed() -> bool:
+        pods = job_pods(core_v1, namespace, trigger.name)
+        return bool(pods) and "token" in core_v1.read_namespaced_pod_log(pods[0], namespace)
+
+    wait_for(printed, what="the lead's line")
+    asyncio.run(trigger.on_kill())
+    assert [h for h in handed if h[0] == secret] == [(secret, 0)]  # before any line was copied
+    assert any(secret in text for text in written)  # the line the masker then masks in the triggerer
     assert jobs(custom_objects, namespace) == [] or all(
         j["metadata"].get("deletionTimestamp") for j in jobs(custom_objects, namespace)
     )
