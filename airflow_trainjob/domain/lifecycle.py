@@ -322,12 +322,7 @@ def explained_timeout(
     """
     warned = f"; warnings: {' | '.join(warnings)}" if warnings else ""
     if which == QUEUE_TIMEOUT:
-        where = queue.where() if queue else "its queue"
-        return (
-            f"{ref}: queue_timeout of {seconds:g} s passed while the job waited in {where}, suspended and not "
-            f"admitted (for Kueue's reason: kubectl get workloads.kueue.x-k8s.io -n {namespace}); the job was "
-            "deleted" + warned
-        )
+        return _queue_timeout_words(ref, seconds, queue, namespace) + warned
     if not family.controller_has_acted(status) and not pods:
         return (
             f"{ref}: {which} of {seconds:g} s passed and no controller has acted on the job (no status, no "
@@ -340,6 +335,21 @@ def explained_timeout(
         + (f"; pending: {' | '.join(pending)}" if pending else "")
         + warned
         + "".join(f"\n{line}" for line in tails)
+    )
+
+
+def _queue_timeout_words(ref: str, seconds: float, queue: QueueState | None, namespace: str) -> str:
+    """``queue_timeout``'s words: Kueue's command for its reason only when the job names a Kueue queue; a job that
+    names none was held by ``runPolicy.suspend`` alone, which nothing turned false."""
+    if queue is not None and queue.queue_name:
+        return (
+            f"{ref}: queue_timeout of {seconds:g} s passed while the job waited in {queue.where()}, suspended and not "
+            f"admitted (for Kueue's reason: kubectl get workloads.kueue.x-k8s.io -n {namespace}); the job was deleted"
+        )
+    return (
+        f"{ref}: queue_timeout of {seconds:g} s passed while the job waited suspended: its runPolicy.suspend is true "
+        "and nothing resumed it (it names no Kueue queue: set runPolicy.suspend to false, or let a queue controller "
+        "admit it); the job was deleted"
     )
 
 

@@ -73,6 +73,9 @@ if TYPE_CHECKING:
 #: try's end, after the deletion: the triggerer's first call to Airflow's API starts its in-process API server, which
 #: took 19 s on a loaded test machine.
 RECORD_END_MARGIN_SECONDS = 1.0
+#: Share of Airflow's ``[triggerer] on_kill_timeout`` that ``on_kill`` gives the copy of the rest of the lead replica's
+#: log before it deletes the job, at most: the deletion, and the record of the try's end, need the rest.
+ON_KILL_COPY_SHARE = 0.5
 #: Phases in which the lead replica may be writing its log: the trigger looks at it then.
 LOG_PHASES = frozenset({JobConditionType.RUNNING, JobConditionType.RESTARTING, JobConditionType.SCALING})
 #: Seconds between two records of the copy's cursor on the job (:data:`ANNOTATION_LEAD_LOG_CURSOR`) while lines are
@@ -373,7 +376,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             lead = self._wait.family.lead_pod(pods)
             if lead is not None and self._follows_lead_log and any(p is lead for p in stop.pods):
                 # Copied here, not carried in the event: the event is stored and printed whole, and stays small.
-                copied = await self._copy_rest_of_lead_log(stream, job, pods)
+                copied = await self._copy_rest_of_lead_log(stream.hook, job, pods)
             for pod in stop.pods:
                 # 404 counts as done; 409: a successor's (the uid precondition); a refusal: the task's cleanup's.
                 with contextlib.suppress(*kubernetes_side.RAISED_ERRORS):
@@ -462,7 +465,9 @@ class TrainingJobTrigger(BaseEventTrigger):
 
     async def _look_at_lead_log(self, stream: JobStream, copy: LeadLogCopy, budget: log_pacing.LogReadBudget) -> None:
         """One look: its place in the rate, then LIST the job's index-0 pods and read what is new of the lead's log."""
-        if not await self._mask_secrets(stream):
+        if not stream.connected:
+            raise ConnectionError(f"the stream has no connection to read {self._ref} with right now")
+        if not await self._mask_secrets(stream.hook):
             return  # the job is gone: no line is copied unmasked
         await budget.reserve(log_pacing.REQUESTS_PER_LOOK)
         made = budget.requests
@@ -476,19 +481,21 @@ class TrainingJobTrigger(BaseEventTrigger):
                     "Copying the lead replica's new lines into this log every %.0f s while the task waits",
                     budget.look_interval(),
                 )
-            await self._read_lead_log(stream, copy, budget)
+            await self._read_lead_log(stream.hook, copy, budget)
             await self._record_cursor(stream)  # when due: part of the look, charged with its extra requests
         finally:
             budget.charge(budget.requests - made - log_pacing.REQUESTS_PER_LOOK)
 
-    async def _read_lead_log(self, stream: JobStream, copy: LeadLogCopy, budget: log_pacing.LogReadBudget) -> bool:
+    async def _read_lead_log(
+        self, hook: AsyncTrainingJobHook, copy: LeadLogCopy, budget: log_pacing.LogReadBudget
+    ) -> bool:
         """Make the reads ``copy`` asks for and write what it returns (each answer's lines at once: a cancellation
         between two reads leaves the cursor at the last line written). Returns whether any read answered."""
         answered = False
         while (read := copy.next_read()) is not None:
             try:
                 async with budget.request():
-                    data = await self._read_log(stream, read)
+                    data = await self._read_log(hook, read)
             except kubernetes_side.RAISED_ERRORS as e:  # a 400 comes as a JobRejectedError, with its status
                 if getattr(e, "status", None) not in LOG_NOT_THERE:
                     raise
@@ -498,8 +505,8 @@ class TrainingJobTrigger(BaseEventTrigger):
             self._write(copy.take(read, data))
         return answered
 
-    async def _read_log(self, stream: JobStream, read: LogRead) -> bytes:
-        return await stream.hook.read_timestamped_log_async(
+    async def _read_log(self, hook: AsyncTrainingJobHook, read: LogRead) -> bytes:
+        return await hook.read_timestamped_log_async(
             read.pod,
             self.namespace,
             read.container,
@@ -510,14 +517,16 @@ class TrainingJobTrigger(BaseEventTrigger):
         )
 
     async def _copy_rest_of_lead_log(
-        self, stream: JobStream, job: Mapping[str, Any], pods: list[dict[str, Any]]
+        self, hook: AsyncTrainingJobHook, job: Mapping[str, Any], pods: list[dict[str, Any]]
     ) -> dict[str, Any] | None:
-        """The job has ended and the lead's pod is about to be stopped: copy the rest of its log now (up to the size
-        bound, in reads of :data:`~airflow_trainjob.domain.lead_log.LIVE_READ_BYTES`, so that the loop runs between them).
+        """The job has ended, or is about to be deleted (:meth:`on_kill`), and the lead's pod is about to be stopped:
+        copy the rest of its log now (up to the size bound, in reads of
+        :data:`~airflow_trainjob.domain.lead_log.LIVE_READ_BYTES`, so that the loop runs between them), the job's
+        secrets handed to the masker first.
 
         :returns: the cursor (``complete``), or None when the log could not be read (the resumed task says so)."""
         try:
-            masked = await self._mask_secrets(stream)
+            masked = await self._mask_secrets(hook)
         except (*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):
             masked = False
         if not masked:
@@ -535,14 +544,14 @@ class TrainingJobTrigger(BaseEventTrigger):
         budget = log_pacing.budget()
         made = budget.requests
         try:  # now, not in line: the pod is about to go; charged to the rate afterwards
-            if not await self._read_lead_log(stream, copy, budget):
+            if not await self._read_lead_log(hook, copy, budget):
                 return None
         finally:
             budget.charge(budget.requests - made)
         copy.mark_complete()
         return copy.cursor.to_dict()
 
-    async def _mask_secrets(self, stream: JobStream) -> bool:
+    async def _mask_secrets(self, hook: AsyncTrainingJobHook) -> bool:
         """Before the first line is copied: hand the secrets of the job (where :attr:`secret_spans` says) to Airflow's
         masker, in this process and in the triggerer's supervisor, which writes the task's log
         (``amask_secret``). They are in the pod templates, which the stream's cache does not keep: the job is read by
@@ -553,7 +562,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         if not self.secret_spans:
             self._masked = True
             return True
-        job = await self._read(stream)
+        job = await self._job_if_any(hook)
         if job is None:
             return False
         self._masked = True
@@ -666,6 +675,10 @@ class TrainingJobTrigger(BaseEventTrigger):
         job, and the end recorded after the deletion: nothing widens the window between reading the job and deleting
         it, in which a later try may take it over.
 
+        Before that, with ``follow_lead_log``, the rest of the lead replica's log is copied into the task log (the
+        lines printed since the trigger's last look would go with the pods: :meth:`_copy_before_deletion`), within
+        :data:`ON_KILL_COPY_SHARE` of Airflow's ``[triggerer] on_kill_timeout``; the job is read again after it.
+
         A wait without ``owner_labels`` (a sensor's, on a job made elsewhere) owns nothing and deletes nothing.
 
         :raises KubernetesAccessError: and the hook's other refusals, as the sync hook raises them.
@@ -673,19 +686,19 @@ class TrainingJobTrigger(BaseEventTrigger):
         if not self.owner_labels:
             self.log.info("Not deleting %s/%s: this wait does not own the job", self.namespace, self.name)
             return
-        record_by = time.monotonic() + _on_kill_seconds() - RECORD_END_MARGIN_SECONDS
+        on_kill_seconds, started = _on_kill_seconds(), time.monotonic()
+        record_by = started + on_kill_seconds - RECORD_END_MARGIN_SECONDS
         await kubernetes_side.load()
         hook = kubernetes_side.stream_hook(self.shared_stream_key())
         async with hook.connect():
             pods = await self._pods_if_any(hook)
-            try:
-                job: Mapping[str, Any] | None = await hook.get_job_async(self.kind, self.name, self.namespace)
-            except kubernetes_side.QuietApiException as e:
-                if e.status != 404:
-                    raise
-                job = None
+            job = await self._job_if_any(hook)
+            if job is not None and self._follows_lead_log and self._why_not_ours(job) is None:
+                copy_by = started + on_kill_seconds * ON_KILL_COPY_SHARE
+                await self._copy_before_deletion(hook, job, pods, max(0.0, copy_by - time.monotonic()))
+                job = await self._job_if_any(hook)  # again: the deletion follows this read at once
             if job is not None:
-                why_not = why_not_followed(job, self.owner_labels, uid=self.uid, try_number=self.try_number)
+                why_not = self._why_not_ours(job)
                 if why_not is not None:
                     self.log.warning("Not deleting %s/%s: %s", self.namespace, self.name, why_not)
                 elif await hook.delete_job_async(self.kind, self.name, self.namespace, uid=job["metadata"]["uid"]):
@@ -693,6 +706,41 @@ class TrainingJobTrigger(BaseEventTrigger):
                         "Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name
                     )
             await self._record_end(hook, self._this_tries(job), pods, max(1.0, record_by - time.monotonic()))
+
+    async def _job_if_any(self, hook: AsyncTrainingJobHook) -> dict[str, Any] | None:
+        """GET the job; None if it does not exist."""
+        try:
+            return await hook.get_job_async(self.kind, self.name, self.namespace)
+        except kubernetes_side.QuietApiException as e:
+            if e.status != 404:
+                raise
+            return None
+
+    def _why_not_ours(self, job: Mapping[str, Any]) -> str | None:
+        return why_not_followed(job, self.owner_labels, uid=self.uid, try_number=self.try_number)
+
+    async def _copy_before_deletion(
+        self, hook: AsyncTrainingJobHook, job: Mapping[str, Any], pods: list[dict[str, Any]], seconds: float
+    ) -> None:
+        """Copy the rest of the lead replica's log into the task log before :meth:`on_kill` deletes the job: the copy
+        the trigger makes at a terminal transition (:meth:`_copy_rest_of_lead_log`: the job's secrets masked, up to
+        the size bound), stopped after ``seconds`` (the deletion must come within Airflow's ``on_kill_timeout``).
+        Best effort: a failure or a stop is a warning, and the deletion follows all the same."""
+        try:
+            await asyncio.wait_for(self._copy_rest_of_lead_log(hook, job, pods), seconds)
+        except asyncio.TimeoutError:
+            self.log.warning(
+                "Stopped copying the lead replica's log of %s after %.0f s, before its end: the job is deleted now, "
+                "and the rest of the log with its pods",
+                self._ref,
+                seconds,
+            )
+        except Exception as e:  # the deletion is what on_kill is for
+            self.log.warning(
+                "Could not copy the rest of the lead replica's log of %s before deleting the job: %s",
+                self._ref,
+                kubernetes_side.one_line(e),
+            )
 
     def _this_tries(self, job: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
         """``job`` if it is the object this wait is about; else (gone, or a successor) the last state the shared

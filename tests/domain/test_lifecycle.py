@@ -288,6 +288,18 @@ def test_a_queue_timeout_names_the_queue_and_kueues_command():
     )
 
 
+def test_a_queue_timeout_of_a_job_that_names_no_queue_says_runpolicy_suspend_holds_it_not_kueue():
+    queue = QueueState(queued=True, queue_name=None, queued_since=None, admitted_at=None)
+    for seen in (queue, None):
+        message = words(QUEUE_TIMEOUT, {}, queue=seen)
+        assert message == (
+            f"{REF}: queue_timeout of 30 s passed while the job waited suspended: its runPolicy.suspend is true and "
+            "nothing resumed it (it names no Kueue queue: set runPolicy.suspend to false, or let a queue controller "
+            "admit it); the job was deleted"
+        )
+        assert "kueue.x-k8s.io" not in message
+
+
 def test_a_deadline_with_no_controller_says_so():
     assert words(STARTUP_TIMEOUT, None) == (
         f"{REF}: startup_timeout of 30 s passed and no controller has acted on the job (no status, no pods): the "

@@ -22,6 +22,7 @@ from airflow_trainjob.domain import lead_log
 from airflow_trainjob.domain.lead_log import ANNOTATION_LEAD_LOG_CURSOR, cursor_on_job
 from airflow_trainjob.triggers import log_pacing
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
+from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.deferred import defer, first_event, operator_for, rebuild
 from tests.support.jobs import jobs, pytorch_specs
 
@@ -251,3 +252,106 @@ def test_the_trigger_has_the_triggerer_mask_the_jobs_secrets_before_it_copies_a_
     assert [h for h in handed if h[0] == secret] == [(secret, 0)]
     assert any(secret in out.text for out in written)  # the line the masker then masks in the triggerer
     operator.execute_complete({"ti": ti}, event)
+
+
+def test_a_killed_deferred_task_copies_the_lines_printed_since_the_last_look_before_the_job_goes(
+    quick_looks, monkeypatch, tmp_path, ti, namespace, core_v1, custom_objects, capfd
+):
+    """Airflow stops a deferred task (marked failed or success, or cleared) by cancelling its trigger and running the
+    trigger's ``on_kill``, which deletes the job and its pods with their logs: the lines the lead printed since the
+    trigger's last look are copied first (a trial lost them: 3 of about 23 lines). Each line is in the task log once,
+    and the job is deleted after them."""
+    marker = str(tmp_path / "print-the-rest")
+    code = (
+        "import os, time\n"
+        "for i in range(1, 11):\n"
+        "    print(f'line {i:02d}', flush=True)\n"
+        f"while not os.path.exists({marker!r}):\n"
+        "    time.sleep(0.1)\n"
+        "for i in range(11, 49):\n"
+        "    print(f'line {i:02d}', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    written: list[str] = []
+    write = TrainingJobTrigger._write
+    monkeypatch.setattr(
+        TrainingJobTrigger, "_write", lambda self, lines: (written.extend(o.text for o in lines), write(self, lines))
+    )
+    operator = operator_for("deferred", pytorch_specs(code, workers=0), poll_interval=60)
+    trigger = defer(operator, ti)
+
+    def lead_printed_all() -> bool:
+        (pod,) = job_pods(core_v1, namespace, trigger.name)
+        return "line 48" in core_v1.read_namespaced_pod_log(pod, namespace)
+
+    async def until(done, seconds: float) -> None:
+        async def poll() -> None:
+            while not await asyncio.to_thread(done):
+                await asyncio.sleep(0.2)
+
+        await asyncio.wait_for(poll(), seconds)
+
+    async def kill_after_the_first_lines() -> None:
+        task = asyncio.create_task(anext(trigger.run()))
+        await until(lambda: any(t.endswith("line 10") for t in written), 120)
+        task.cancel()  # the triggerer cancels the trigger, then runs its on_kill
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        open(marker, "w").close()  # the lead prints the rest now, after the trigger's last look
+        await until(lead_printed_all, 60)
+        capfd_before.append(capfd.readouterr().out)
+        await trigger.on_kill()
+
+    capfd_before: list[str] = []
+    asyncio.run(kill_after_the_first_lines())
+    before, killed = capfd_before[0], capfd.readouterr().out
+    texts = [text for _, text in lead_lines(before + killed)]
+    expected = [f"line {i:02d}" for i in range(1, 49)]
+    assert [t for t in texts if t.startswith("line ")] == expected  # every line, once, in order
+    copied_before = [t for _, t in lead_lines(before) if t.startswith("line ")]
+    assert copied_before == expected[:10], copied_before  # the paced copy had these; on_kill copied the rest
+    deleted = killed.index(f"Deleted PyTorchJob {namespace}/{trigger.name}: the deferred task was killed")
+    assert killed.rindex("[Master-0] line 48") < deleted  # copied before the job (and the pod's log) went
+    assert jobs(custom_objects, namespace) == [] or all(
+        j["metadata"].get("deletionTimestamp") for j in jobs(custom_objects, namespace)
+    )
+
+
+def test_on_kill_has_the_triggerer_mask_the_jobs_secrets_before_it_copies_a_line(
+    monkeypatch, ti, namespace, core_v1, custom_objects
+):
+    """A trigger killed before its first look (the lead's lines all printed since): ``on_kill``'s copy hands the
+    job's secrets to Airflow's masker before the first line it copies, as the trigger's own copy does."""
+    import airflow.sdk.log
+    from airflow.providers.common.compat.sdk import mask_secret
+
+    secret = f"hf_{uuid.uuid4().hex}"
+    mask_secret(secret)  # what reading a sensitive Variable in a template does, in the task's process
+    handed: list[tuple[str, int]] = []
+    written: list[str] = []
+
+    async def amask_secret(value, name=None):
+        handed.append((value, len(written)))
+
+    monkeypatch.setattr(airflow.sdk.log, "amask_secret", amask_secret)
+    write = TrainingJobTrigger._write
+    monkeypatch.setattr(
+        TrainingJobTrigger, "_write", lambda self, lines: (written.extend(o.text for o in lines), write(self, lines))
+    )
+    code = "import os, time; print('token', os.environ['HF_TOKEN'], flush=True); time.sleep(600)"
+    specs = pytorch_specs(code, workers=0)
+    specs["Master"]["template"]["spec"]["containers"][0]["env"] = [{"name": "HF_TOKEN", "value": secret}]
+    operator = operator_for("deferred", specs, poll_interval=60)
+    trigger = rebuild(defer(operator, ti))
+
+    def printed() -> bool:
+        pods = job_pods(core_v1, namespace, trigger.name)
+        return bool(pods) and "token" in core_v1.read_namespaced_pod_log(pods[0], namespace)
+
+    wait_for(printed, what="the lead's line")
+    asyncio.run(trigger.on_kill())
+    assert [h for h in handed if h[0] == secret] == [(secret, 0)]  # before any line was copied
+    assert any(secret in text for text in written)  # the line the masker then masks in the triggerer
+    assert jobs(custom_objects, namespace) == [] or all(
+        j["metadata"].get("deletionTimestamp") for j in jobs(custom_objects, namespace)
+    )

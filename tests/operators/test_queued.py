@@ -114,6 +114,25 @@ def test_queue_timeout_bounds_the_wait_in_the_queue_and_deletes_the_job(mode, ti
     assert core_v1.list_namespaced_pod(namespace).items == []
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_queue_timeout_of_a_job_that_names_no_queue_points_at_runpolicy_suspend(mode, ti, namespace, custom_objects):
+    """No ``kueue.x-k8s.io/queue-name`` label: ``runPolicy.suspend`` alone held the job, and Kueue has no workload
+    for it; the message says so, the same in both modes."""
+    operator = operator_for(
+        mode, pytorch_specs(OK, workers=0), queue_timeout=3, run_policy={"suspend": True}, poll_interval=60
+    )
+    with pytest.raises(TrainingJobTimeoutError) as raised:
+        run(mode, operator, ti, timeout=60)
+    message = str(raised.value)
+    assert (
+        "queue_timeout of 3 s passed while the job waited suspended: its runPolicy.suspend is true and nothing "
+        "resumed it (it names no Kueue queue: set runPolicy.suspend to false, or let a queue controller admit it); "
+        "the job was deleted"
+    ) in message
+    assert "kueue.x-k8s.io" not in message
+    assert jobs(custom_objects, namespace) == []
+
+
 def test_queue_name_conflicting_with_the_label_is_refused(ti, namespace, custom_objects):
     from airflow_trainjob.exceptions import InvalidJobSpecError
 

@@ -442,6 +442,20 @@ def test_queue_timeout(hook, log_text):
     assert hook.jobs == {}
 
 
+def test_queue_timeout_of_a_job_that_names_no_queue(hook, log_text):
+    run = make_run(hook, queue_timeout=0.05, run_policy={"suspend": True})
+    run.create_or_attach()
+    hook.set_status(NAME, job_status("Created", "Suspended"))
+    with pytest.raises(TrainingJobTimeoutError) as raised:
+        run.wait()
+    assert str(raised.value) == (
+        f"{REF}: queue_timeout of 0.05 s passed while the job waited suspended: its runPolicy.suspend is true and "
+        "nothing resumed it (it names no Kueue queue: set runPolicy.suspend to false, or let a queue controller "
+        "admit it); the job was deleted"
+    )
+    assert hook.jobs == {}
+
+
 def test_stopped_by_airflow_mid_wait(hook, log_text):
     run = make_run(hook)
     run.create_or_attach()

@@ -153,6 +153,35 @@ def test_killed_deferred_task_deletes_the_job(ti, namespace, custom_objects):
     wait_for(lambda: jobs(custom_objects, namespace) == [], what="on_kill deletion")
 
 
+def test_on_kill_deletes_the_job_when_the_copy_of_the_lead_log_overruns_its_share(
+    ti, namespace, custom_objects, monkeypatch, capfd
+):
+    """``on_kill`` copies the rest of the lead replica's log before it deletes the job, within a share of Airflow's
+    ``[triggerer] on_kill_timeout``: a copy that takes longer is stopped, and the deletion still comes in time."""
+    from airflow_trainjob.triggers import training_job as trigger_module
+
+    monkeypatch.setattr(trigger_module, "_on_kill_seconds", lambda: 6.0)
+    copies: list[str] = []
+
+    async def stuck(self, hook, job, pods):  # e.g. a log read waiting for its place in a crowded triggerer's rate
+        copies.append(job["metadata"]["uid"])
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(TrainingJobTrigger, "_copy_rest_of_lead_log", stuck)
+    operator = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0), deferrable=True
+    )
+    trigger = rebuild(defer(operator, ti))
+    started = time.monotonic()
+    asyncio.run(trigger.on_kill())
+    assert time.monotonic() - started < 6.0 * trigger_module.ON_KILL_COPY_SHARE + 2.0
+    assert len(copies) == 1
+    wait_for(lambda: jobs(custom_objects, namespace) == [], what="on_kill deletion")
+    out = capfd.readouterr().out
+    assert "Stopped copying the lead replica's log of PyTorchJob" in out
+    assert out.index("Stopped copying") < out.index("the deferred task was killed")
+
+
 def test_on_kill_leaves_a_job_that_is_not_ours(namespace, custom_objects):
     foreign = {
         "apiVersion": "kubeflow.org/v1",
