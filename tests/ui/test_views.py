@@ -911,6 +911,13 @@ def test_the_last_phase_of_a_job_that_did_not_finish_runs_to_the_end_of_what_is_
     )
     killed = try_view({**by_trigger, "final": {**by_trigger["final"], "recorded_by": "trigger"}}, live=None, now=NOW)
     assert (killed["badge"], killed["known_until"], killed["duration_seconds"]) == ("Stopped", KILLED_AT, 47.0)
+    # the header says the try ended and its badge is the try's outcome; the summary's phase is the job's, last seen
+    assert (killed["try_ended"], killed["phase"], killed["seen_by"], killed["seen_at"]) == (
+        True,
+        "Running",
+        "trigger",
+        KILLED_AT,
+    )
     # no record of its end: Airflow's end of the try, not the last sight of the job while it ran
     last_seen = {**record(), "last_seen": {"seen_at": "2026-12-02T05:08:30Z", "job": trim_job(GONE_RUNNING)}}
     ended = try_view(last_seen, live=None, now=NOW, airflow=MARKED_FAILED)
@@ -920,7 +927,8 @@ def test_the_last_phase_of_a_job_that_did_not_finish_runs_to_the_end_of_what_is_
     timed_out = try_view(
         record(ended_at="2026-12-02T05:03:14Z", outcome="timed_out", job=trim_job(job(suspended))), live=None, now=NOW
     )
-    assert (timed_out["phase"], timed_out["badge"], timed_out["known_until"]) == (
+    assert (timed_out["try_ended"], timed_out["phase"], timed_out["badge"], timed_out["known_until"]) == (
+        True,
         "Suspended",
         "Timed out",
         "2026-12-02T05:03:14Z",
