@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from airflow_trainjob.domain import conditions, pods
@@ -26,6 +26,7 @@ from airflow_trainjob.ui.views import (
     about_job,
     events,
     is_finished,
+    iso,
     job_phase,
     parse_time,
     replica_counts,
@@ -58,6 +59,10 @@ OUTCOME_BADGES = {
     "deleted": "Deleted",
 }
 ENDED = "Ended"
+#: Seconds past the job's creation after which a try that says it created the job (its ``try-number`` label) took it
+#: up later: it reconnected to it, or the job is an earlier release's of that try number. Creating a job and recording
+#: it take well under this.
+TAKE_UP_GAP_SECONDS = 60
 
 
 def try_has_ended(try_number: int, states: Mapping[int, Mapping[str, Any]]) -> bool | None:
@@ -206,7 +211,7 @@ def try_view(
     return {
         **_record_fields(record, sight.job),
         **_sight_fields(shown),
-        **_job_fields(shown, now=now, pods_read=pods_read),
+        **_job_fields(shown, known_until=_known_until(shown, mine, now=now), pods_read=pods_read),
         "link": link,
         "manifest_yaml": record.get("manifest_yaml") or None,
         **_end_fields(record, mine, ended=ended),
@@ -299,7 +304,37 @@ def _record_fields(record: Mapping[str, Any], job: Mapping[str, Any] | None) -> 
         "attached": bool(record.get("attached")),
         # This try returned the success of that try's job instead of training again (Airflow ran it after the success).
         "reused_from_try": record.get("reused_from_try"),
+        **_origin_fields(record, job),
     }
+
+
+def _origin_fields(record: Mapping[str, Any], job: Mapping[str, Any] | None) -> Json:
+    """When the job was created (``job_created_at``: its ``metadata.creationTimestamp``; the record's ``created_at``
+    only for a job this try created) and, when this try took up a job it did not just create, when it did
+    (``attached_at``): the record's ``created_at`` is when the try attached or reconnected, not the job's creation."""
+    created = parse_time(_meta(job).get("creationTimestamp"))
+    taken_up = parse_time(record.get("created_at"))
+    attached = bool(record.get("attached"))
+    later = created is not None and taken_up is not None and taken_up - created > timedelta(seconds=TAKE_UP_GAP_SECONDS)
+    return {
+        "job_created_at": iso(created) if created else None if attached else stamp(record.get("created_at")),
+        "attached_at": stamp(record.get("created_at")) if attached or later else None,
+    }
+
+
+def _known_until(shown: _Shown, mine: Mapping[str, Any], *, now: datetime | None) -> datetime | None:
+    """Until when the state shown is known, where its last phase ends (its duration, and the timeline's last bar of a
+    job that did not finish): ``now`` while the try watches the job live; for an ended try its end (the record's,
+    else Airflow's ``end_date``), else the sight's own time (recorded, last seen); never past the job's deletion."""
+    if shown.on_cluster and not shown.ended:
+        return now
+    final = shown.record.get("final") or {}
+    sight_end = (
+        [shown.sight.seen_at] if not shown.ended else [final.get("ended_at"), mine.get("end_date"), shown.sight.seen_at]
+    )
+    end = next((t for t in map(parse_time, sight_end) if t is not None), None)
+    deleted = parse_time(_meta(shown.job).get("deletionTimestamp"))
+    return min(end, deleted) if end and deleted else end or deleted
 
 
 def _sight_fields(shown: _Shown) -> Json:
@@ -313,14 +348,12 @@ def _sight_fields(shown: _Shown) -> Json:
     }
 
 
-def _job_fields(shown: _Shown, *, now: datetime | None, pods_read: bool) -> Json:
+def _job_fields(shown: _Shown, *, known_until: datetime | None, pods_read: bool) -> Json:
     """The job as shown: its phase and badge, its deciding condition, times, timeline, replicas and events."""
     job, status = shown.job, _status(shown.job)
     condition = conditions.deciding_condition(status) or {}
-    # A running job's duration runs to now while the try watches it live, else to when it was last seen.
-    start, completion, duration = times(
-        job, shown.phase, now if shown.on_cluster and not shown.ended else parse_time(shown.sight.seen_at)
-    )
+    # A job that did not finish was in its last phase until what is known of it ends (_known_until).
+    start, completion, duration = times(job, shown.phase, known_until)
     rows, removed = _replica_rows(shown)
     shown_status = _counted_with(status, rows) if conditions.is_terminal(status) else status
     desired = (shown.kind.desired_replicas(shown.specced) if shown.kind else {}) or None
@@ -335,6 +368,8 @@ def _job_fields(shown: _Shown, *, now: datetime | None, pods_read: bool) -> Json
         "completion_time": completion,
         "duration_seconds": duration,
         "timeline": timeline(job),
+        # The timeline's last bar of a job that did not finish runs to this (RFC 3339), not to its own transition.
+        "known_until": iso(known_until) if job is not None else None,
         "restarts": restart_marks(
             [*shown.sight.pods, *removed], shown.relevant, str(shown.record.get("name") or ""), shown.kind
         ),

@@ -368,6 +368,10 @@ def test_the_live_try_and_the_recorded_one(world):
     assert {t: (c["active"], c["text"]) for t, c in gone["replica_counts"].items()} == {"Master": (None, "1 failed")}
     assert all(isinstance(c["active"], int) for c in live["replica_counts"].values())
     assert live["cluster_unreadable_since"] is None and gone["cluster_unreadable_since"] is None
+    # the job's own creation time; the try created it (attached at no time); an ended try is known until its end
+    made = world.live["metadata"]["creationTimestamp"]
+    assert (live["job_created_at"], live["attached_at"]) == (made.replace("+00:00", "Z"), None)
+    assert gone["known_until"] == gone["ended_at"] and gone["job_created_at"] is not None
 
 
 @pytest.mark.parametrize("run_id", ["r-stranger", "r-replaced"])

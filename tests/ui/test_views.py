@@ -893,3 +893,72 @@ def test_a_try_under_way_is_live_as_before():
         False,
         5,
     )
+
+
+# --- until when a job that did not finish is known; when it was created and attached to --------------------------
+
+#: Killed while Running: Running since 05:01:30 (RUNNING), the try ended 47 s later.
+KILLED_AT = "2026-12-02T05:02:17Z"
+
+
+def test_the_last_phase_of_a_job_that_did_not_finish_runs_to_the_end_of_what_is_known():
+    """A try that ended without a terminal condition (killed while Running, timed out while Suspended, its job
+    deleted): its job's last phase lasted until the try's end, not a 1 s stub at its own transition. The timeline's
+    last bar and the duration run to ``known_until``: now while the try watches the job live; the record's end, else
+    Airflow's ``end_date``, else the sight's time, for an ended try; never past the job's deletion."""
+    by_trigger = record(
+        ended_at=KILLED_AT, outcome="stopped", job=trim_job(job(RUNNING, startTime="2026-12-02T05:01:30Z"))
+    )
+    killed = try_view({**by_trigger, "final": {**by_trigger["final"], "recorded_by": "trigger"}}, live=None, now=NOW)
+    assert (killed["badge"], killed["known_until"], killed["duration_seconds"]) == ("Stopped", KILLED_AT, 47.0)
+    # the header says the try ended and its badge is the try's outcome; the summary's phase is the job's, last seen
+    assert (killed["try_ended"], killed["phase"], killed["seen_by"], killed["seen_at"]) == (
+        True,
+        "Running",
+        "trigger",
+        KILLED_AT,
+    )
+    # no record of its end: Airflow's end of the try, not the last sight of the job while it ran
+    last_seen = {**record(), "last_seen": {"seen_at": "2026-12-02T05:08:30Z", "job": trim_job(GONE_RUNNING)}}
+    ended = try_view(last_seen, live=None, now=NOW, airflow=MARKED_FAILED)
+    assert ended["known_until"] == "2026-12-02T05:09:00Z"
+    # timed out while Suspended: the Suspended bar lasts until the try's end
+    suspended = [*RUNNING, condition("Suspended", "True", "2026-12-02T05:03:00Z", "PyTorchJobSuspended")]
+    timed_out = try_view(
+        record(ended_at="2026-12-02T05:03:14Z", outcome="timed_out", job=trim_job(job(suspended))), live=None, now=NOW
+    )
+    assert (timed_out["try_ended"], timed_out["phase"], timed_out["badge"], timed_out["known_until"]) == (
+        True,
+        "Suspended",
+        "Timed out",
+        "2026-12-02T05:03:14Z",
+    )
+    # deleted under a try still under way: known until its deletion
+    deleted = {**GONE_RUNNING, "metadata": {**GONE_RUNNING["metadata"], "deletionTimestamp": "2026-12-02T05:04:00Z"}}
+    under_way = try_view(record(), live=None, gone=deleted, now=NOW, airflow=states(t2=("running", True, None)))
+    assert under_way["known_until"] == "2026-12-02T05:04:00Z"
+    # live: now; and what the timeline lists stays as it was
+    live = try_view(record(), live=job(RUNNING), now=NOW)
+    assert live["known_until"] == "2026-12-02T05:10:00Z" and live["timeline"] == views.timeline(job(RUNNING))
+
+
+def test_the_job_was_created_when_it_says_and_attached_to_when_the_record_says():
+    """The record's ``created_at`` is when the try took the job up: its creation for a job it created, the attach
+    for one it attached to. ``job_created_at`` is the job's own creation; ``attached_at`` says when a try attached (to
+    an earlier try's job, or to an earlier release's job of its own try number, long after its creation)."""
+    created = try_view({**record(), "created_at": "2026-12-02T05:00:00.4Z"}, live=job(RUNNING), now=NOW)
+    assert (created["job_created_at"], created["attached_at"]) == ("2026-12-02T05:00:00Z", None)
+    attached = {**record(), "attached": True, "created_at": "2026-12-02T05:07:00Z"}
+    view = try_view(attached, live=job(RUNNING), now=NOW)
+    assert (view["created_at"], view["attached"]) == ("2026-12-02T05:07:00Z", True)  # as before
+    assert (view["job_created_at"], view["attached_at"]) == ("2026-12-02T05:00:00Z", "2026-12-02T05:07:00Z")
+    taken_up = try_view({**record(), "created_at": "2026-12-02T05:07:00Z"}, live=job(RUNNING), now=NOW)
+    assert (taken_up["attached"], taken_up["job_created_at"], taken_up["attached_at"]) == (
+        False,
+        "2026-12-02T05:00:00Z",
+        "2026-12-02T05:07:00Z",
+    )
+    # no job known: the record's time is the creation only for a job the try created
+    assert try_view(record(), live=None, now=NOW)["job_created_at"] == "2026-12-02T05:00:00Z"
+    nothing = try_view(attached, live=None, now=NOW)
+    assert (nothing["job_created_at"], nothing["attached_at"]) == (None, "2026-12-02T05:07:00Z")

@@ -676,13 +676,18 @@
       if (d) times.push(d.getTime());
     });
     if (!times.length) return null;
+    // A job that stopped short of Succeeded/Failed was in its last phase until what is known of it ends (the try's
+    // end, the last sight, the deletion): its last bar runs to there, not to its own transition.
+    var known = finished && !isTerminal(tr.phase) ? toDate(tr.known_until) : null;
+    var knownMs = known ? Math.max(known.getTime(), Math.max.apply(null, times)) : null;
+    if (knownMs !== null) times.push(knownMs);
     var t0 = Math.min.apply(null, times);
     var tEnd = finished ? Math.max.apply(null, times) : Math.max(nowMs, Math.max.apply(null, times));
     if (tEnd - t0 < 1000) tEnd = t0 + 1000;
     // a finished job's last condition (Succeeded/Failed) gets a little room to be seen in
     var t1 = finished ? tEnd + (tEnd - t0) * 0.03 : tEnd;
 
-    var seg = timelineSegments(tr.timeline, t1);
+    var seg = timelineSegments(tr.timeline, knownMs !== null ? knownMs : t1);
     var laneTypes = [];
     LANE_ORDER.forEach(function (type) {
       if (seg.entries.some(function (e) {
@@ -1196,11 +1201,15 @@
           ? h("span", null, "Still exists", tr.source === "live" ? h("span", { class: "muted", text: " (read from the cluster)" }) : null)
           : h("span", null, h("strong", { text: "No longer exists" }), sightText(tr) ? " — showing " + sightText(tr) : "");
       var when = toDate(tr.created_at) ? formatTime(tr.created_at) : null;
+      // the job's own creation time; the record's created_at of a try that attached is when it attached
+      var made = toDate(tr.job_created_at) ? formatTime(tr.job_created_at) : null;
+      var attachedAt = toDate(tr.attached_at) ? formatTime(tr.attached_at) : null;
       var origin = tr.reused_from_try
         ? "Did not train again: returned the success of try " + tr.reused_from_try + "'s job" + (when ? " (at " + when + ")" : "")
         : tr.attached
-        ? "Followed a job an earlier try created" + (when ? " (attached " + when + ")" : "")
-        : "Created by try " + tr.try_number + (when ? " at " + when : "");
+        ? "Followed a job an earlier try created" +
+          (made ? " (created " + made + (attachedAt ? ", attached " + attachedAt : "") + ")" : attachedAt ? " (attached " + attachedAt + ")" : "")
+        : "Created by try " + tr.try_number + (made ? " at " + made : "") + (attachedAt ? ", attached " + attachedAt : "");
       replaceChildren(
         parts.summary,
         h("h2", { id: "summary-h", text: "Summary" }),
