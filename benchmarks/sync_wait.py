@@ -7,8 +7,8 @@ the trackers start, nothing for a quiet phase, then ``Succeeded`` for each at a 
 ``--window`` seconds. Three tracker processes follow the same jobs at the same time, each with N threads (as N
 worker slots would wait), each thread with its own client:
 
-* ours: the synchronous wait of a ``TrainingJobRun`` (``_follow_to_end``: what ``wait()`` runs between recording
-  that the try follows the job and the verdict): the job's watch with its deadlines, the pod watch
+* ours: the synchronous wait of a ``TrainingJobRun`` (``SynchronousWait.follow_to_end``: what ``wait()`` runs
+  between recording that the try follows the job and the verdict): the job's watch with its deadlines, the pod watch
   (``PodFeed``: one LIST, then a watch) and the lead log follower (no pod ever exists here, so it sends nothing);
   the create/attach before it and the cleanup after it are not measured;
 * sdk: kubeflow-training 1.9.4's ``TrainingClient.wait_for_job_conditions`` at its default ``polling_interval``
@@ -120,13 +120,12 @@ def _ours(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeou
             pod_feed=pod_feed,
         )
         try:
-            final = run._follow_to_end(f"{KIND} {NAMESPACE}/{name}", obj, obj)
+            final = run._sync.follow_to_end(f"{KIND} {NAMESPACE}/{name}", obj, obj)
             seen[name] = [time.time(), "finished" if _is_terminal(final) else "not terminal"]
         except Exception as e:
             errors[f"{type(e).__name__}: {str(e)[:80]}"] += 1
         finally:
-            run._stop_follower()
-            run._stop_pod_feed()
+            run._sync.stop()
 
     for obj in jobs:
         threading.Thread(target=wait, args=(obj,), daemon=True).start()

@@ -1,5 +1,5 @@
 """What a look at a training job means for the task that waits on it: one decision, decided here once for the three
-waits -- the synchronous one (:mod:`airflow_trainjob.operators.run`, a watch in a thread), the trigger
+waits -- the synchronous one (:mod:`airflow_trainjob.operators.sync_wait`, a watch in a thread), the trigger
 (:mod:`airflow_trainjob.triggers.training_job`, the triggerer's shared stream) and the sensor's poke.
 
 No I/O: a driver fetches (the job as last read; when it is gone, its last state the driver kept, or the end the

@@ -1,9 +1,9 @@
 """``TrainingJobRun``: one try of a :class:`~airflow_trainjob.operators.training_job.TrainingJobOperator` task, from
 the job's creation to its XCom summary. It keeps the try's state (:mod:`~airflow_trainjob.operators.try_state`) and
 calls :mod:`~airflow_trainjob.operators.take_up` (the job created, attached to, replaced or reconnected to, or an
-earlier try's success returned), :mod:`~airflow_trainjob.operators.resume` (the deferred try) and
-:mod:`~airflow_trainjob.operators.ending` (the try's record, the cleanup). The operator's entry points build one per
-try and call it in this order:
+earlier try's success returned), :mod:`~airflow_trainjob.operators.sync_wait` (the synchronous wait),
+:mod:`~airflow_trainjob.operators.resume` (the deferred try) and :mod:`~airflow_trainjob.operators.ending` (the try's
+record, the cleanup). The operator's entry points build one per try and call it in this order:
 
 - both modes (``durable``): ``execute`` -> :meth:`~TrainingJobRun.earlier_success` (an earlier try's success, if
   the records make it this try's result: returned, nothing created); else
@@ -26,47 +26,26 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
-from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.domain import conditions
-from airflow_trainjob.domain.deadlines import (
-    Deadlines,
-    QueueState,
-)
 from airflow_trainjob.domain.earlier_success import Reuse, reuse_lines
-from airflow_trainjob.domain.failures import container_ends, pending_failures, quoted_tails
 from airflow_trainjob.domain.lead_log import (
     secret_spans,
-)
-from airflow_trainjob.domain.lifecycle import (
-    Finished,
-    Gone,
-    JobWait,
-    TimedOut,
-    explained_timeout,
-    judge_gone,
-    pods_stopped_at_terminal,
 )
 from airflow_trainjob.domain.ownership import (
     TaskInstanceIdentity,
 )
 from airflow_trainjob.domain.params import RunSettings
-from airflow_trainjob.domain.pods import restart_counts
 from airflow_trainjob.domain.records import TrySeries
 from airflow_trainjob.domain.summary import job_summary
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import (
     JobDeletedError,
     TrainingJobError,
-    TrainingJobStoppedError,
-    TrainingJobTimeoutError,
 )
-from airflow_trainjob.families import kubeflow_v1
-from airflow_trainjob.hooks.api_errors import one_line
-from airflow_trainjob.hooks.evidence import announced_end, failure_exception, read_tails
+from airflow_trainjob.hooks.evidence import failure_exception
 from airflow_trainjob.operators import ending, resume
 from airflow_trainjob.operators.recorder import KILL_WRITE_SECONDS, JobRecorder
+from airflow_trainjob.operators.sync_wait import SynchronousWait
 from airflow_trainjob.operators.take_up import TakeUp, is_earlier_result, with_summary
 from airflow_trainjob.operators.try_state import TryProgress
 from airflow_trainjob.triggers.args import TriggerArgs
@@ -80,12 +59,6 @@ JOB_GONE = "Gone"
 #: Status of a stored job that succeeded under an earlier try whose success is not this try's result (see
 #: :meth:`TrainingJobRun.earlier_success`): the task was cleared since, or no record says it was not.
 JOB_NOT_REUSED = "Succeeded, not this try's result"
-#: Seconds between two LISTs of a waiting job's pods while watching them fails (refused, e.g. a Role without ``watch``
-#: on pods, or failing again and again); while the watch works, every change of a pod is seen as it happens.
-POD_LOOK_SECONDS = 60.0
-#: Seconds the status polling rides out an API that keeps failing transiently (an apiserver restart, a long
-#: run of 5xx/resets) after each call's own retries are spent, before the task fails with the last error.
-API_OUTAGE_TOLERANCE = 300.0
 
 
 class TrainingJobRun:
@@ -125,11 +98,6 @@ class TrainingJobRun:
         self._build_manifest = manifest if callable(manifest) else (lambda: manifest)
         self._manifest: dict[str, Any] | None = None
         self._kind: str | None = None
-        self._watch, self._follower_factory, self._pod_feed_factory = watch, follower, pod_feed
-        self._pod_feed: Any = None
-        self._follower: Any = None
-        self._last_restarts: dict[str, int] = {}  # pod name -> restartCount last seen (the pod feed's thread)
-        self._seen_pods: dict[str, dict[str, Any]] = {}  # pod name -> last seen, for the verdict
         self._last_seen: dict[str, Any] | None = None  # the job as the wait or the event last showed it
         #: The summary, once the job succeeded (the XCom ``return_value``).
         self.summary: dict[str, Any] | None = None
@@ -138,6 +106,19 @@ class TrainingJobRun:
         self._earlier: Reuse | None = None  # what earlier_success found: an earlier try's success, maybe this try's
         self._take_up = TakeUp(hook, identity, log)
         self._job_cleanup = ending.JobCleanup(hook, identity, settings.on_finish, log)
+        self._sync = SynchronousWait(
+            hook,
+            settings,
+            log,
+            kind=lambda: self.kind,
+            watch=watch,
+            follower=follower,
+            pod_feed=pod_feed,
+            stopped_by_airflow=lambda: self._stopped_by_airflow,
+            on_seen=self._saw,
+            record_seen=self._record_seen,
+            record_due_in=lambda: self._recorder.seen_due_in() if self._recorder is not None else None,
+        )
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -279,13 +260,13 @@ class TrainingJobRun:
         def follow() -> tuple[dict[str, Any], Iterable[dict[str, Any]]]:
             followed = self._take_up.follow(job, self.kind)  # reconnected through task_state_store: followed now
             self._progress.hold(followed)
-            final = self._last_seen = self._follow_to_end(ref, manifest, followed)
-            self._stop_pods_at_terminal(final)
-            self._stop_follower(drain=True)
-            self._stop_pod_feed()
-            return final, self._seen_pods.values()
+            final = self._last_seen = self._sync.follow_to_end(ref, manifest, followed)
+            self._sync.stop_pods_at_terminal(final)
+            self._sync.stop_follower(drain=True)
+            self._sync.stop_pod_feed()
+            return final, self._sync.seen_pods.values()
 
-        return self._judged(ref, follow, on_error=self._stop_following)
+        return self._judged(ref, follow, on_error=self._sync.stop)
 
     def _judged(
         self,
@@ -312,193 +293,6 @@ class TrainingJobRun:
         self._record_end(None)
         self._clean_up("succeeded")
         return summary
-
-    def _follow_to_end(self, ref: str, manifest: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
-        """Start following the job's pods (:class:`~airflow_trainjob.watching.job_watch.PodFeed`) and, with ``get_logs``,
-        the lead replica's log, then wait by the job's watch (:meth:`_wait`); the caller stops both.
-
-        :returns: the job's last state (see :meth:`_wait`)."""
-        meta = job["metadata"]
-        self._pod_feed = self._pod_feed_factory(
-            self.hook, job, on_change=self._pods_changed, poll_interval=POD_LOOK_SECONDS, log=self.log
-        )
-        self._pod_feed.start()
-        if self.settings.get_logs:
-            self._follower = self._follower_factory(
-                self.hook, JOB_KINDS[self.kind], meta["name"], meta["namespace"], self.log, pods=self._pods_seen
-            )
-            self._follower.start()
-        return self._wait(ref, manifest, job)
-
-    def _wait(self, ref: str, manifest: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
-        """Follow the job by a watch until it is terminal; log each change; enforce the timeouts, each just after its
-        time as it stands after the latest change (:meth:`JobWait.next_look`). What each state means is the
-        lifecycle core's (:mod:`~airflow_trainjob.domain.lifecycle`); this drives it.
-
-        :returns: the job's last state: terminal, also when the job was deleted right after it finished.
-        :raises JobDeletedError: the job vanished while its last state seen was not terminal.
-        :raises TrainingJobStoppedError: ... because this task's own ``on_kill`` deleted it.
-        """
-        settings = self.settings
-        deadlines = Deadlines(
-            started_at=time.time(),
-            timeout=settings.timeout,
-            startup_timeout=settings.startup_timeout,
-            queue_timeout=settings.queue_timeout,
-        )
-        family = kubeflow_v1.family(self.kind)
-        wait = JobWait(ref, deadlines, family, desired=family.desired_replicas(manifest))
-
-        def next_look() -> float | None:
-            # The next deadline as it stands now, or the next "still queued" line (the pods, a container restarted
-            # in place, have their own watch), or when a sight of the job held back from the record may be written.
-            record_in = self._recorder.seen_due_in() if self._recorder is not None else None
-            return wait.next_look(time.time(), every=record_in)
-
-        watch = self._watch(
-            self.hook, job, poll_interval=settings.poll_interval, outage_tolerance=API_OUTAGE_TOLERANCE, log=self.log
-        )
-        for seen in watch.follow(next_look):  # asked before each watch request and after each state seen
-            job = seen.job
-            self._last_seen = job
-            if seen.deleted or self._stopped_by_airflow:
-                finished = self._final_state(ref, seen)
-                self.log.info("%s", finished.deleted_line)
-                return finished.job
-            decision = wait.seen(job, time.time())
-            if decision.lines.progress is not None:
-                self.log.info("%s", decision.lines.progress)
-            if decision.lines.queue is not None:
-                (self.log.warning if decision.lines.queue_warns else self.log.info)("%s", decision.lines.queue)
-            pods = self._look_at_pods()
-            if isinstance(decision, Finished):
-                return job
-            self._record_seen(job)
-            if isinstance(decision, TimedOut):
-                status = job.get("status")
-                raise self._timeout(job, decision.which, decision.seconds, ref, status, pods or [], decision.queue)
-        raise JobDeletedError(f"{ref}: the watch ended before the job did")  # follow() ends only on a deletion
-
-    def _final_state(self, ref: str, seen: Any) -> Finished[dict[str, Any]]:
-        """The job is gone: its end as its last state says (:func:`~airflow_trainjob.domain.lifecycle.judge_gone`), the
-        one seen, else the terminal condition the training operator announced in its events (a deletion the watch
-        could not see, e.g. while polling).
-
-        :raises TrainingJobStoppedError: this task's own ``on_kill`` deleted it.
-        :raises JobDeletedError: it was deleted (or replaced) before it finished."""
-        if self._stopped_by_airflow:
-            raise TrainingJobStoppedError(
-                f"{ref}: this task was stopped by Airflow (cleared, marked failed or success, or its worker shut "
-                f"down) while the job was {conditions.phase(seen.job.get('status'))}; it deleted the job and its "
-                "pods on the way out"
-            )
-        family = kubeflow_v1.family(self.kind)
-        decision = judge_gone(ref, seen.job, family, replaced=seen.replaced)
-        if isinstance(decision, Gone) and not decision.replaced:
-            try:
-                announced = announced_end(self.hook, seen.job)
-            except Exception as e:
-                self.log.warning("Could not read the events of %s (%s)", ref, one_line(e))
-                announced = None
-            if announced is not None:
-                decision = judge_gone(ref, announced, family)
-        if isinstance(decision, Gone):
-            raise JobDeletedError(decision.message)
-        return decision
-
-    def _look_at_pods(self) -> list[dict[str, Any]] | None:
-        """The job's pods now (see :meth:`PodFeed.look`: from their watch, else a LIST), or None when the API cannot
-        say right now (the job's watch decides the wait)."""
-        feed = self._pod_feed
-        return None if feed is None else feed.look()
-
-    def _pods_seen(self) -> list[dict[str, Any]] | None:
-        """The job's pods as the pod feed last saw them, for the log follower; None before its first LIST."""
-        feed = self._pod_feed
-        return None if feed is None else feed.pods()
-
-    def _pods_changed(self, pods: list[dict[str, Any]]) -> None:
-        """The pod feed saw the pods (in its thread, or a look's; one call at a time): keep them for the verdict, warn
-        of restarts, and tell the lead replica's log follower."""
-        self._seen_pods = {**self._seen_pods, **{p["metadata"]["name"]: p for p in pods}}  # one rebinding: no lock
-        self._last_restarts = self._warn_on_restarts(pods, self._last_restarts)
-        follower = self._follower
-        if follower is not None:
-            follower.pods_changed()
-
-    def _stop_pod_feed(self) -> None:
-        feed, self._pod_feed = self._pod_feed, None
-        if feed is not None:
-            feed.stop()
-
-    def _warn_on_restarts(self, pods: list[dict[str, Any]], before: dict[str, int]) -> dict[str, int]:
-        kind = JOB_KINDS[self.kind]
-        now = restart_counts(pods)
-        for pod_name, count in now.items():
-            if count > before.get(pod_name, 0):
-                ends = [e for e in container_ends(pods, kind) if e.pod == pod_name and e.restarted]
-                why = ends[-1].describe() if ends else pod_name
-                self.log.warning("Replica restarted (restart %d): %s", count, why)
-        return now
-
-    def _timeout(
-        self,
-        job: dict[str, Any],
-        which: str,
-        seconds: float,
-        ref: str,
-        status: Any,
-        pods: list,
-        queue: QueueState | None = None,
-    ) -> TrainingJobTimeoutError:
-        """The error of a deadline passed, in :func:`~airflow_trainjob.domain.lifecycle.explained_timeout`'s words,
-        with the evidence read here: the logs of the containers that keep a pod pending by failing (an init
-        container's crash loop) and the job's last warning events."""
-        kind = JOB_KINDS[self.kind]
-        name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
-        tails = quoted_tails(
-            read_tails(self.hook, namespace, pending_failures(pods, kind), self.settings.log_tail_lines)
-        )
-        try:
-            warnings = [
-                f"{e.get('reason')}: {e.get('message', '')}"
-                for e in self.hook.list_events(namespace, {name})
-                if e.get("type") == "Warning"
-            ][-3:]
-        except ApiException:
-            warnings = []  # the timeout is the news; its explanation is best effort
-        return TrainingJobTimeoutError(
-            explained_timeout(
-                ref,
-                which,
-                seconds,
-                status=status,
-                queue=queue,
-                family=kubeflow_v1.family(self.kind),
-                namespace=namespace,
-                pods=pods,
-                warnings=warnings,
-                tails=tails,
-            )
-        )
-
-    def _stop_pods_at_terminal(self, job: dict[str, Any]) -> None:
-        """The job is terminal: stop the pods its user's ``cleanPodPolicy`` has the controller stop at that moment
-        (:func:`~airflow_trainjob.domain.lifecycle.pods_stopped_at_terminal`), which the held policy kept running.
-        Best effort: the cleanup at the end of the task deletes whatever is left."""
-        meta = job["metadata"]
-        try:
-            pods = self.hook.list_job_pods(meta["name"], meta["namespace"])
-            stop = pods_stopped_at_terminal(job_ref(job), job, pods, kubeflow_v1.family(self.kind))
-            for pod in stop.pods:
-                self.hook.delete_pod(pod["metadata"]["name"], meta["namespace"], uid=pod["metadata"].get("uid"))
-        except Exception as e:
-            self.log.warning(
-                "Could not stop the running pods of %s now (%s); the cleanup will", job_ref(job), one_line(e)
-            )
-            return
-        if stop.line is not None:
-            self.log.info("%s", stop.line)
 
     # ---- 3. the result -----------------------------------------------------------------------------
 
@@ -554,9 +348,9 @@ class TrainingJobRun:
         return self._judged(job_ref(self._taken()), partial(self._event_end, self._taken(), event))
 
     def _event_end(self, job: dict[str, Any], event: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        try_number, timeout = self.identity.try_number, self._timeout
+        try_number, timeout = self.identity.try_number, self._sync.timeout
         pods = resume.event_end(self.hook, self.log, job, event, self.settings, try_number=try_number, timeout=timeout)
-        self._seen_pods.update((p["metadata"]["name"], p) for p in pods)
+        self._sync.saw(pods)
         return job, pods
 
     # ---- stopped by Airflow ------------------------------------------------------------------------
@@ -565,18 +359,21 @@ class TrainingJobRun:
         """Airflow stopped the task (marked failed/success, cleared, timed out, worker shutdown): end the wait as
         stopped, stop following the log, delete the job (unless a later try follows it now)."""
         self._progress.stop()
-        self._stop_following()
+        self._sync.stop()
         self._record_end(None, wait_seconds=KILL_WRITE_SECONDS)
         self._clean_up("killed")
 
     # ---- the end of the try (operators/ending.py) -----------------------------------------------------
+
+    def _saw(self, job: dict[str, Any]) -> None:
+        self._last_seen = job  # the job as the wait last showed it: the try's end records it
 
     def _record_seen(self, job: dict[str, Any]) -> None:
         """Record the job as the wait sees it now, with its pods as last seen, when its phase or replica counts
         changed (:meth:`JobRecorder.seen`): a try killed where it cannot record its end (a clear) still says what it
         saw last."""
         if self._recorder is not None and not self._progress.end_recorded:
-            self._recorder.seen(job, list(self._seen_pods.values()))
+            self._recorder.seen(job, list(self._sync.seen_pods.values()))
 
     def _record_end(
         self,
@@ -588,19 +385,10 @@ class TrainingJobRun:
     ) -> None:
         """Record how the try ended (``error``: its verdict; None: succeeded, or stopped), once, with ``job`` (default:
         as last seen) read again unless ``look`` is false (see :func:`~airflow_trainjob.operators.ending.record_end`)."""
-        job, pods = job or self._last_seen or self._progress.job, list(self._seen_pods.values())
+        job, pods = job or self._last_seen or self._progress.job, list(self._sync.seen_pods.values())
         final_look = partial(ending.final_look, self.hook, self.kind, self.log) if look else None
         record_end = partial(ending.record_end, self._recorder, self._progress, summary=self.summary)
         record_end(job, pods, error=error, look=final_look, wait_seconds=wait_seconds)
-
-    def _stop_following(self) -> None:
-        self._stop_follower()
-        self._stop_pod_feed()
-
-    def _stop_follower(self, drain: bool = False) -> None:
-        follower, self._follower = self._follower, None
-        if follower is not None:
-            follower.finish() if drain else follower.stop()
 
     def _clean_up(self, outcome: str, *, keep_verdict: bool = False) -> None:
         job = self._progress.let_go()  # once: kill() and the wait's way out may both get here

@@ -341,10 +341,10 @@ def test_a_whole_job_copied_with_an_earlier_jobs_identity_gets_this_ones(hook):
 
 
 def test_an_api_outage_is_recorded_in_one_line_without_reading_again(hook, monkeypatch):
-    from airflow_trainjob.operators import run as run_module
+    from airflow_trainjob.operators import sync_wait as sync_wait_module
     from tests.support.fake_hook import api_error
 
-    monkeypatch.setattr(run_module, "API_OUTAGE_TOLERANCE", 0.02)
+    monkeypatch.setattr(sync_wait_module, "API_OUTAGE_TOLERANCE", 0.02)
     store = Store()
     hook.fail_always("get_job", api_error(500))
     with pytest.raises(Exception, match="500"):

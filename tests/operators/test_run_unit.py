@@ -30,7 +30,7 @@ from airflow_trainjob.exceptions import (
 )
 from airflow_trainjob.models.job import TrainingJobSpec
 from airflow_trainjob.models.manifest import build_manifest
-from airflow_trainjob.operators import run as run_module
+from airflow_trainjob.operators import sync_wait as sync_wait_module
 from airflow_trainjob.operators import take_up
 from airflow_trainjob.operators.run import JOB_GONE, JOB_NOT_REUSED, RunSettings, TrainingJobRun, job_summary
 from airflow_trainjob.operators.training_job import TrainingJobOperator
@@ -280,7 +280,7 @@ def test_transient_errors_for_a_while_then_success(hook, log_text):
 
 
 def test_past_the_outage_tolerance_the_last_error_fails_the_try(hook, log_text, monkeypatch):
-    monkeypatch.setattr(run_module, "API_OUTAGE_TOLERANCE", 0.02)
+    monkeypatch.setattr(sync_wait_module, "API_OUTAGE_TOLERANCE", 0.02)
     run = make_run(hook)
     run.create_or_attach()
     hook.fail_always("get_job", api_error(500))
@@ -299,7 +299,7 @@ def test_the_watch_gets_the_tolerance_and_poll_interval(hook):
     run.create_or_attach()
     run.wait()
     assert watch.made[0]["poll_interval"] == 7.0
-    assert watch.made[0]["outage_tolerance"] == run_module.API_OUTAGE_TOLERANCE == 300.0
+    assert watch.made[0]["outage_tolerance"] == sync_wait_module.API_OUTAGE_TOLERANCE == 300.0
 
 
 # ---- verdicts ----------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from airflow_trainjob.hooks.training_job import TrainingJobHook
-from airflow_trainjob.operators.run import TrainingJobRun
+from airflow_trainjob.operators.sync_wait import SynchronousWait
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from tests.support.jobs import OK, pytorch_specs
 from tests.support.least_privilege import (
@@ -33,7 +33,7 @@ COUNTED = ("list_job_pods", "list_job_pods_and_version", "open_pod_log_stream")
 @pytest.fixture
 def counted_calls(monkeypatch):
     """Each call of the hook's pod reads, as ``(method, monotonic time)``, and the moment the wait saw the job
-    terminal (``TrainingJobRun._stop_pods_at_terminal`` entered) under ``"terminal"``."""
+    terminal (``SynchronousWait.stop_pods_at_terminal`` entered) under ``"terminal"``."""
     calls: list[tuple[str, float]] = []
     for name in COUNTED:
         original = getattr(TrainingJobHook, name)
@@ -43,13 +43,13 @@ def counted_calls(monkeypatch):
             return _original(self, *args, **kwargs)
 
         monkeypatch.setattr(TrainingJobHook, name, functools.wraps(original)(counted))
-    stop_pods = TrainingJobRun._stop_pods_at_terminal
+    stop_pods = SynchronousWait.stop_pods_at_terminal
 
     def at_terminal(self, job):
         calls.append(("terminal", time.monotonic()))
         return stop_pods(self, job)
 
-    monkeypatch.setattr(TrainingJobRun, "_stop_pods_at_terminal", at_terminal)
+    monkeypatch.setattr(SynchronousWait, "stop_pods_at_terminal", at_terminal)
     return calls
 
 
