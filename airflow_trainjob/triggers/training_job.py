@@ -62,6 +62,7 @@ from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.triggers import kubernetes_side, log_pacing
 from airflow_trainjob.triggers.args import TriggerArgs
 from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED, TIMED_OUT, event_payload
+from airflow_trainjob.watching import cancel_safe
 from airflow_trainjob.watching.stream_source import WATCH_SECONDS, StreamSource
 
 if TYPE_CHECKING:
@@ -263,8 +264,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         try:
             event = await self._judge(stream) if _readable(stream) else None
             while event is None:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(woken.wait(), self._seconds_to_deadline())
+                await cancel_safe.set_within(woken, self._seconds_to_deadline())
                 woken.clear()
                 if sifter.done():
                     sifter.result()  # raises why the shared stream ended
@@ -282,9 +282,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                 # Cancelled (the triggerer stops): the trigger's next run goes on from here. Recorded before the
                 # sifter stops: a stream of the trigger's own closes with it.
                 await self._record_cursor(stream, now=True)
-            sifter.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sifter
+            await cancel_safe.stop(sifter)
         yield event
 
     async def _judge(self, stream: JobStream) -> TriggerEvent | None:
@@ -578,9 +576,7 @@ class TrainingJobTrigger(BaseEventTrigger):
     async def _stop_following(self) -> None:
         reader, self._reader = self._reader, None
         if reader is not None:
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await reader
+            await cancel_safe.stop(reader)
 
     async def _record_cursor(self, stream: JobStream, now: bool = False) -> None:
         """Record the copy's cursor on the job (annotation), if it moved, every :data:`CURSOR_RECORD_SECONDS` (or
@@ -609,7 +605,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             budget.charge(1)
         try:
             async with budget.request():
-                await asyncio.wait_for(
+                await cancel_safe.within(
                     stream.hook.patch_job_async(self.kind, self.name, self.namespace, patch), CURSOR_RECORD_TIMEOUT
                 )
         except failures:
@@ -730,7 +726,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         the size bound), stopped after ``seconds`` (the deletion must come within Airflow's ``on_kill_timeout``).
         Best effort: a failure or a stop is a warning, and the deletion follows all the same."""
         try:
-            await asyncio.wait_for(self._copy_rest_of_lead_log(hook, job, pods), seconds)
+            await cancel_safe.within(self._copy_rest_of_lead_log(hook, job, pods), seconds)
         except asyncio.TimeoutError:
             self.log.warning(
                 "Stopped copying the lead replica's log of %s after %.0f s, before its end: the job is deleted now, "
@@ -777,7 +773,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             return
         until = time.monotonic() + seconds
         try:
-            await asyncio.wait_for(self._park_end(hook, ti, job, pods, until), seconds)
+            await cancel_safe.within(self._park_end(hook, ti, job, pods, until), seconds)
         except Exception as e:  # the record serves the UI: a failure to write it is no failure of on_kill
             self.log.warning(
                 "Could not record how try %s of the deferred task ended: %s",

@@ -23,7 +23,6 @@ Everything here lives on the api-server's event loop: one :class:`UiCache` per a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import Counter
@@ -40,6 +39,7 @@ from airflow_trainjob.hooks.api_errors import kind_not_served_message
 from airflow_trainjob.hooks.retries import API_EXCEPTIONS, no_retries
 from airflow_trainjob.hooks.training_job import REQUEST_TIMEOUT, AsyncTrainingJobHook
 from airflow_trainjob.ui import settings
+from airflow_trainjob.watching import cancel_safe
 from airflow_trainjob.watching.job_stream import JobStream, StreamSource
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ async def quick_read(what: str, read: Callable[[], Awaitable[T]], seconds: float
     """
     with no_retries():
         try:
-            return await asyncio.wait_for(read(), seconds)
+            return await cancel_safe.within(read(), seconds)
         except asyncio.TimeoutError as e:
             if str(e):
                 raise  # the client's own timeout, which says what timed out
@@ -139,7 +139,7 @@ class Coalescer(Generic[T]):
             self.stats["joined"] += 1
         # shield: a reader that goes away (a closed tab) does not cancel the load the others wait for.
         try:
-            return await asyncio.wait_for(asyncio.shield(flight), self.wait_seconds)
+            return await cancel_safe.within(asyncio.shield(flight), self.wait_seconds)
         except asyncio.TimeoutError:
             if flight.done():
                 raise  # the load's own timeout, with its message
@@ -209,10 +209,9 @@ class StreamRegistry:
             running = self._start(source)
         running.last_used = now
         if not running.ready.is_set():
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(
-                    running.ready.wait(), max(0.0, running.started + self.sync_wait_seconds - time.monotonic())
-                )
+            await cancel_safe.set_within(
+                running.ready, max(0.0, running.started + self.sync_wait_seconds - time.monotonic())
+            )
         return running.stream
 
     def _start(self, source: StreamSource) -> _Running:
@@ -247,18 +246,14 @@ class StreamRegistry:
         if running is None or running.task is None:
             return
         self.stats["stopped"] += 1  # counted as it leaves the registry: a reader may look while the task ends
-        running.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await running.task
+        await cancel_safe.stop(running.task)
 
     async def close(self) -> None:
         """Stop every stream (the app is shutting down)."""
         for source in list(self._running):
             await self._stop(source)
         if self._reaper is not None:
-            self._reaper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reaper
+            await cancel_safe.stop(self._reaper)
 
 
 def ui_source(conn_id: str | None, namespace: str, kind: str) -> StreamSource:

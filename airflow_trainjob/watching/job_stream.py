@@ -46,6 +46,7 @@ from airflow_trainjob.hooks.api_errors import (
 )
 from airflow_trainjob.hooks.retries import doubling
 from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
+from airflow_trainjob.watching import cancel_safe
 from airflow_trainjob.watching.job_cache import JobCache
 from airflow_trainjob.watching.stream_source import TRIGGER_PURPOSE, WATCH_SECONDS, StreamSource
 
@@ -160,9 +161,7 @@ class JobStream:
                 dirty, self._dirty = self._dirty, set()
                 yield JobChanges(None if dirty is None else frozenset(dirty), self)
         finally:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
+            await cancel_safe.stop(keeper)
 
     async def take_turn(self) -> None:
         """Wait until this reader may read the cache: :data:`READERS_PER_TURN` readers per pass of the event loop,
