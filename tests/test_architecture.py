@@ -56,7 +56,8 @@ CLIENT_LIBRARIES = ("kubernetes", "kubernetes_asyncio", "aiohttp", "urllib3")
 #: :mod:`airflow_trainjob.triggers.events`'s, what the resumed task writes :mod:`airflow_trainjob.domain.lead_log`'s.
 TRIGGER_MODULE = "airflow_trainjob.triggers.training_job"
 TRIGGER_NAMES_ALLOWED = {
-    "airflow_trainjob.operators.run": {"TrainingJobTrigger"},
+    "airflow_trainjob.operators.run": {"TrainingJobTrigger"},  # (the return type of trigger())
+    "airflow_trainjob.operators.resume": {"TrainingJobTrigger"},  # (trigger_for builds the try's trigger)
     "airflow_trainjob.sensors.training_job": {"TrainingJobTrigger"},
 }
 

@@ -14,6 +14,7 @@ it).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -32,9 +33,10 @@ from airflow_trainjob.domain.cleanup_hold import (
     cleanup_plan,
     pods_left,
 )
+from airflow_trainjob.domain.earlier_success import Reuse, reuse_lines
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity, following_try
 from airflow_trainjob.domain.pods import is_active, owned_by, pods_to_clean
-from airflow_trainjob.domain.records import Outcome, outcome_of
+from airflow_trainjob.domain.records import Outcome, TrySeries, outcome_of
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.hooks.api_errors import one_line
 from airflow_trainjob.hooks.retries import is_transient
@@ -197,11 +199,11 @@ class JobCleanup:
         *,
         success_unrecorded: bool,
         stopped_by_airflow: Callable[[], bool],
-        keep_verdict: bool = False,
     ) -> None:
-        """Apply ``cleanPodPolicy`` to the job's pods, then ``on_finish`` to the job. A job that is
-        still running is deleted whatever ``on_finish`` says. Except when Airflow stopped the task, the pods removed
-        are gone when this returns (:meth:`remove_pods_left`). Touches only this task instance's job.
+        """Apply ``cleanPodPolicy`` to the job's pods, then ``on_finish`` to the job, as
+        :func:`~airflow_trainjob.domain.cleanup_hold.cleanup_plan` says. A job that is still running is deleted
+        whatever ``on_finish`` says. Except when Airflow stopped the task, the pods removed are gone when this returns
+        (:meth:`remove_pods_left`). Touches only this task instance's job.
 
         :param job: the job the try took up, as last known.
         :param kind: its kind.
@@ -209,34 +211,8 @@ class JobCleanup:
             follows it).
         :param success_unrecorded: there is a store, and this try's success is not in it (the job is then kept).
         :param stopped_by_airflow: whether Airflow stopped the task by now (then the pods are not waited for).
-        :param keep_verdict: the try's verdict is an exception (failed, timed out, killed, an error): a cleanup that
-            fails is logged, never raised in the verdict's place: it would turn a permanent failure into a retry that
-            runs the job again. (After a success a failed cleanup is raised: the retry reconnects and finishes it.)
+        :raises ApiException: and the hook's other errors: a read or a deletion failed.
         """
-        try:
-            self._clean_up(
-                job, kind, outcome, success_unrecorded=success_unrecorded, stopped_by_airflow=stopped_by_airflow
-            )
-        except Exception as e:
-            if not keep_verdict:
-                raise
-            self.log.error(
-                "Could not clean up %s after the task's verdict (%s): the job and its pods may remain; "
-                "the verdict below stands",
-                job_ref(job),
-                one_line(e),
-            )
-
-    def _clean_up(
-        self,
-        job: dict[str, Any],
-        kind: str,
-        outcome: str,
-        *,
-        success_unrecorded: bool,
-        stopped_by_airflow: Callable[[], bool],
-    ) -> None:
-        """:meth:`clean_up`, raising what fails: as :func:`~airflow_trainjob.domain.cleanup_hold.cleanup_plan` says."""
         meta = job["metadata"]
         name, namespace, uid = meta["name"], meta["namespace"], meta.get("uid")
         try:
@@ -254,17 +230,8 @@ class JobCleanup:
             on_finish=self.on_finish,
             success_unrecorded=success_unrecorded,
         )
-        if plan.leave_alone == REPLACED:
-            self.log.warning("Not cleaning up %s/%s: it is no longer the job this task created", namespace, name)
-            return
-        if plan.leave_alone == FOLLOWED_BY_LATER_TRY:
-            self.log.warning(
-                "Not deleting %s %s/%s: try %s of this task follows it now",
-                kind,
-                namespace,
-                name,
-                following_try(current),
-            )
+        if plan.leave_alone is not None:
+            self._leave_alone(current, kind, plan.leave_alone)
             return
         listed, left_running = self._clean_pods(current, plan.policy) if plan.clean_pods_first else (None, [])
         if plan.keep_unrecorded_success:
@@ -282,6 +249,16 @@ class JobCleanup:
             self.remove_pods_left(current, plan.policy.clean_pod_policy, job_deleted=plan.delete_job, listed=listed)
         if not plan.delete_job:
             self._keep(current, kind, plan)
+
+    def _leave_alone(self, job: dict[str, Any], kind: str, why: str) -> None:
+        """Say why the cleanup does not touch ``job`` (:data:`REPLACED` or :data:`FOLLOWED_BY_LATER_TRY`)."""
+        namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
+        if why == REPLACED:
+            self.log.warning("Not cleaning up %s/%s: it is no longer the job this task created", namespace, name)
+        elif why == FOLLOWED_BY_LATER_TRY:
+            self.log.warning(
+                "Not deleting %s %s/%s: try %s of this task follows it now", kind, namespace, name, following_try(job)
+            )
 
     def _delete_job(self, job: dict[str, Any], kind: str, reason: str, left_running: list[str]) -> None:
         """Delete the job (``reason``: why, for the task log), naming its pods that still run and stop with it."""
@@ -407,3 +384,124 @@ class JobCleanup:
             )
         for pod in pods:
             self.hook.delete_pod(pod["metadata"]["name"], job["metadata"]["namespace"], uid=pod["metadata"].get("uid"))
+
+
+class TryEnd:
+    """The end of one try, by whichever way out comes first: what the wait saw recorded as it goes, the try's end
+    recorded once (:func:`record_end`), then its job cleaned up once (:class:`JobCleanup`).
+
+    :param hook: the task's hook.
+    :param identity: the task instance and try.
+    :param on_finish: the operator's ``on_finish``.
+    :param log: the task's logger.
+    :param recorder: the try's recorder; None: no record.
+    :param progress: the try's state (:class:`~airflow_trainjob.operators.try_state.TryProgress`).
+    :param kind: the job's kind, read when needed.
+    :param seen_pods: the job's pods as the wait last saw them, read when needed.
+    """
+
+    def __init__(
+        self,
+        hook: Any,
+        identity: TaskInstanceIdentity,
+        on_finish: str,
+        log: Any,
+        *,
+        recorder: JobRecorder | None,
+        progress: TryProgress,
+        kind: Callable[[], str],
+        seen_pods: Callable[[], list[dict[str, Any]]],
+    ) -> None:
+        self.hook, self.log, self.recorder, self.progress = hook, log, recorder, progress
+        self._kind, self._seen_pods = kind, seen_pods
+        self._cleanup = JobCleanup(hook, identity, on_finish, log)
+
+    def seen(self, job: dict[str, Any]) -> None:
+        """Record the job as the wait sees it now, with its pods as last seen, when its phase or replica counts
+        changed (:meth:`JobRecorder.seen`): a try killed where it cannot record its end (a clear) still says what it
+        saw last.
+
+        :param job: the job as the wait sees it, an API JSON dict.
+        """
+        if self.recorder is not None and not self.progress.end_recorded:
+            self.recorder.seen(job, self._seen_pods())
+
+    def record(
+        self,
+        error: BaseException | None,
+        job: dict[str, Any] | None,
+        *,
+        summary: dict[str, Any] | None,
+        look: bool = True,
+        wait_seconds: float | None = None,
+    ) -> None:
+        """Record how the try ended, once (:func:`record_end`, which says the rest).
+
+        :param error: the try's verdict; None: succeeded, or stopped.
+        :param job: the job as last known, or None.
+        :param summary: the summary returned, after a success.
+        :param look: read the job, its pods and events again first (:func:`final_look`); false: the job is gone.
+        :param wait_seconds: see :meth:`JobRecorder.ended`.
+        """
+        final = functools.partial(final_look, self.hook, self._kind(), self.log) if look else None
+        record_end(
+            self.recorder,
+            self.progress,
+            job,
+            self._seen_pods(),
+            error=error,
+            summary=summary,
+            look=final,
+            wait_seconds=wait_seconds,
+        )
+
+    def reused(self, decision: Reuse, job: dict[str, Any] | None, try_number: int) -> dict[str, Any]:
+        """End the try as succeeded with an earlier try's success (:mod:`~airflow_trainjob.domain.earlier_success`):
+        say why, and record it as this try's (once).
+
+        :param decision: what :meth:`~airflow_trainjob.operators.take_up.TakeUp.earlier_success` found, with its
+            summary (:func:`~airflow_trainjob.operators.take_up.with_summary`).
+        :param job: the earlier try's job as read now; None: gone.
+        :param try_number: this try's number.
+        :returns: the summary that try returned (this try's XCom ``return_value``).
+        """
+        recorder, on_finish = self.recorder, self._cleanup.on_finish
+        series = recorder.series if recorder is not None else TrySeries()
+        for line in reuse_lines(decision, try_number, series, job_exists=job is not None, on_finish=on_finish):
+            self.log.info("%s", line)
+        summary = decision.summary
+        assert summary is not None  # with_summary
+        if self.progress.end("succeeded") and recorder is not None:  # this try's record is this one
+            self.progress.success_written(recorder.reused(decision.source, decision.succeeded_try, summary, job))
+        return summary
+
+    def clean_up(self, outcome: str, *, keep_verdict: bool = False) -> None:
+        """Clean up the job the try holds (:meth:`JobCleanup.clean_up`), once: ``kill()`` and the wait's way out may
+        both get here.
+
+        :param outcome: ``succeeded``, ``failed`` or ``killed``.
+        :param keep_verdict: the try's verdict is an exception (failed, timed out, killed, an error): a cleanup that
+            fails is logged, never raised in the verdict's place: it would turn a permanent failure into a retry that
+            runs the job again. (After a success a failed cleanup is raised: the retry reconnects and finishes it.)
+        """
+        job = self.progress.let_go()
+        if job is None:
+            return
+        recorder, progress = self.recorder, self.progress
+        try:
+            self._cleanup.clean_up(
+                job,
+                self._kind(),
+                outcome,
+                success_unrecorded=recorder is not None and recorder.enabled and not progress.success_recorded,
+                stopped_by_airflow=lambda: progress.stopped_by_airflow,  # read when the cleanup gets there
+            )
+        except Exception as e:
+            if not keep_verdict:
+                raise
+            self.log.error(
+                "Could not clean up %s after the task's verdict (%s): the job and its pods may remain; "
+                "the verdict below stands",
+                job_ref(job),
+                one_line(e),
+            )

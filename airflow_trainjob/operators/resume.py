@@ -1,17 +1,19 @@
-"""The deferred try: what it gives the trigger (the spans of the manifest's secrets), and what it reads when it
-resumes after the trigger fired (see :meth:`~airflow_trainjob.operators.run.TrainingJobRun.complete`): the job as the
+"""The deferred try: the trigger it defers to (:func:`trigger_for`, with the spans of the manifest's secrets), and
+what it reads when it resumes after the trigger fired (:func:`event_job`, :func:`event_end` (see :meth:`~airflow_trainjob.operators.run.TrainingJobRun.complete`): the job as the
 API has it now, its pods, and the rest of the lead replica's log, which the trigger did not copy while it waited.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from airflow_trainjob.constants import JOB_KINDS
+from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.deadlines import queue_state
 from airflow_trainjob.domain.lead_log import (
     LOG_NOT_THERE,
@@ -20,6 +22,7 @@ from airflow_trainjob.domain.lead_log import (
     LogCursor,
     cursor_on_job,
     quote_log,
+    secret_spans,
     write_lines,
 )
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
@@ -28,7 +31,9 @@ from airflow_trainjob.domain.pods import owned_by
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobError
 from airflow_trainjob.hooks.api_errors import RAISED_ERRORS, one_line
-from airflow_trainjob.triggers.events import FINISHED, TIMED_OUT
+from airflow_trainjob.triggers.args import TriggerArgs
+from airflow_trainjob.triggers.events import ERROR, FINISHED, TIMED_OUT
+from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 
 
 def marked_secrets(text: str) -> str:
@@ -41,6 +46,61 @@ def marked_secrets(text: str) -> str:
 
     redacted = redact(text, replacement=SECRET_MARK)
     return redacted if isinstance(redacted, str) else text
+
+
+def trigger_for(
+    settings: RunSettings,
+    identity: TaskInstanceIdentity,
+    kind: str,
+    metadata: Mapping[str, Any],
+    manifest: Callable[[], dict[str, Any]],
+) -> TrainingJobTrigger:
+    """The trigger that waits for the try's job, with the deadlines counted from now.
+
+    :param settings: the operator's parameters that govern the try.
+    :param identity: the task instance and try (the job's owner labels).
+    :param kind: the job's kind.
+    :param metadata: the job's ``metadata`` as created or attached to (name, namespace, uid).
+    :param manifest: the job the try sent, built when called: the spans of its secrets, with ``get_logs``.
+    """
+    args = TriggerArgs.for_run(
+        settings,
+        kind=kind,
+        metadata=metadata,
+        owner_labels=identity.instance_labels(),
+        try_number=identity.try_number,
+        started_at=time.time(),
+        secret_spans=secret_spans(manifest(), marked_secrets) if settings.get_logs else None,
+    )
+    return TrainingJobTrigger(**args.kwargs())
+
+
+def event_job(
+    hook: Any,
+    identity: TaskInstanceIdentity,
+    kind: str,
+    metadata: Callable[[], dict[str, Any]],
+    event: dict[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any] | None, bool]:
+    """The event to judge, the job it is about, and whether that job was read now rather than taken from the event.
+    When the trigger gave up watching (``error`` without a job: the watch failed, not the job), the job is read here
+    (:func:`own_job`): a finished one gets its verdict (the event becomes ``finished``); a running one is deleted
+    with the task's failure, as after any synchronous error.
+
+    :param hook: the task's hook.
+    :param identity: the task instance and try.
+    :param kind: the job's kind.
+    :param metadata: returns the manifest's ``metadata`` (built only when the job must be read).
+    :param event: the trigger's event payload.
+    :raises TrainingJobError: the job cannot be read, or is not this task instance's (see :func:`own_job`).
+    """
+    job = event.get("job")
+    if event["outcome"] != ERROR or job is not None:
+        return event, job, False
+    job = own_job(hook, identity, kind, metadata(), event["message"])
+    if conditions.is_terminal(job.get("status")):
+        event = {**event, "outcome": FINISHED, "pods": []}
+    return event, job, True
 
 
 def event_end(

@@ -21,44 +21,30 @@ record, the cleanup). The operator's entry points build one per try and call it 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping
-from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_trainjob.domain import conditions
-from airflow_trainjob.domain.earlier_success import Reuse, reuse_lines
-from airflow_trainjob.domain.lead_log import (
-    secret_spans,
-)
-from airflow_trainjob.domain.ownership import (
-    TaskInstanceIdentity,
-)
+from airflow_trainjob.domain.earlier_success import Reuse
+from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.domain.params import RunSettings
-from airflow_trainjob.domain.records import TrySeries
 from airflow_trainjob.domain.summary import job_summary
 from airflow_trainjob.domain.verdict import job_ref
-from airflow_trainjob.exceptions import (
-    JobDeletedError,
-    TrainingJobError,
-)
+from airflow_trainjob.exceptions import JobDeletedError, TrainingJobError
 from airflow_trainjob.hooks.evidence import failure_exception
 from airflow_trainjob.operators import ending, resume
 from airflow_trainjob.operators.recorder import KILL_WRITE_SECONDS, JobRecorder
 from airflow_trainjob.operators.sync_wait import SynchronousWait
-from airflow_trainjob.operators.take_up import TakeUp, is_earlier_result, with_summary
+from airflow_trainjob.operators.take_up import JOB_GONE, JOB_NOT_REUSED, TakeUp, is_earlier_result, with_summary
 from airflow_trainjob.operators.try_state import TryProgress
-from airflow_trainjob.triggers.args import TriggerArgs
-from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED
-from airflow_trainjob.triggers.training_job import TrainingJobTrigger
+from airflow_trainjob.triggers.events import DELETED
 from airflow_trainjob.watching.job_watch import JobWatch, PodFeed
 from airflow_trainjob.watching.lead_log_follower import LeadLogFollower
 
-#: Status of a stored job that no longer exists as this task instance's (deleted or replaced).
-JOB_GONE = "Gone"
-#: Status of a stored job that succeeded under an earlier try whose success is not this try's result (see
-#: :meth:`TrainingJobRun.earlier_success`): the task was cleared since, or no record says it was not.
-JOB_NOT_REUSED = "Succeeded, not this try's result"
+if TYPE_CHECKING:
+    from airflow_trainjob.triggers.training_job import TrainingJobTrigger
+
+__all__ = ["JOB_GONE", "JOB_NOT_REUSED", "RunSettings", "TrainingJobRun", "job_summary"]
 
 
 class TrainingJobRun:
@@ -71,13 +57,9 @@ class TrainingJobRun:
         ``job_name``/``job_namespace`` XComs); called once, when the run first needs it — never for a deferred
         task's resume unless the trigger could not tell the job's state.
     :param log: the task's logger.
-    :param watch: builds the synchronous wait's watch: ``watch(hook, job, poll_interval=..., outage_tolerance=...,
-        log=...)``, whose ``follow(look_within)`` yields :class:`~airflow_trainjob.watching.job_watch.Seen`.
-    :param follower: builds the lead replica's log follower: ``follower(hook, kind, name, namespace, log, pods=...)``
-        (``pods``: returns the pods as the wait last saw them), a thread with ``start``, ``finish``, ``stop`` and
-        ``pods_changed``.
-    :param pod_feed: builds what follows the job's pods during the synchronous wait: ``pod_feed(hook, job,
-        on_change=..., poll_interval=..., log=...)``, a thread with ``start``, ``stop``, ``pods`` and ``look``.
+    :param watch: builds the synchronous wait's job watch (:class:`~airflow_trainjob.operators.sync_wait.SynchronousWait`).
+    :param follower: builds the lead replica's log follower (the same).
+    :param pod_feed: builds what follows the job's pods during the synchronous wait (the same).
     :param recorder: writes the try's record (:class:`~airflow_trainjob.operators.recorder.JobRecorder`); None: none.
     """
 
@@ -105,7 +87,16 @@ class TrainingJobRun:
         self._progress = TryProgress()  # where the try is, the job it holds, the end it recorded
         self._earlier: Reuse | None = None  # what earlier_success found: an earlier try's success, maybe this try's
         self._take_up = TakeUp(hook, identity, log)
-        self._job_cleanup = ending.JobCleanup(hook, identity, settings.on_finish, log)
+        self._end = ending.TryEnd(
+            hook,
+            identity,
+            settings.on_finish,
+            log,
+            recorder=recorder,
+            progress=self._progress,
+            kind=lambda: self.kind,
+            seen_pods=lambda: list(self._sync.seen_pods.values()),
+        )
         self._sync = SynchronousWait(
             hook,
             settings,
@@ -114,9 +105,9 @@ class TrainingJobRun:
             watch=watch,
             follower=follower,
             pod_feed=pod_feed,
-            stopped_by_airflow=lambda: self._stopped_by_airflow,
+            stopped_by_airflow=lambda: self._progress.stopped_by_airflow,
             on_seen=self._saw,
-            record_seen=self._record_seen,
+            record_seen=self._end.seen,
             record_due_in=lambda: self._recorder.seen_due_in() if self._recorder is not None else None,
         )
 
@@ -142,11 +133,6 @@ class TrainingJobRun:
     def job(self, job: dict[str, Any]) -> None:
         self._progress.take_up(job)
         self._kind = job.get("kind") or self._kind
-
-    @property
-    def _stopped_by_airflow(self) -> bool:
-        """kill() ran: a deletion seen after it is this task's own."""
-        return self._progress.stopped_by_airflow
 
     def _taken(self) -> dict[str, Any]:
         if self._progress.job is None:
@@ -195,50 +181,26 @@ class TrainingJobRun:
     def _return_earlier(self, decision: Reuse, job: dict[str, Any] | None) -> dict[str, Any]:
         """Return the earlier try's success as this try's (``job``: as read now, or None when gone): say so, record
         it, clean up the job if it is still there."""
-        decision, recorder = with_summary(decision, job), self._recorder
-        series, try_number = recorder.series if recorder is not None else TrySeries(), self.identity.try_number
-        exists, on_finish = job is not None, self.settings.on_finish
-        for line in reuse_lines(decision, try_number, series, job_exists=exists, on_finish=on_finish):
-            self.log.info("%s", line)
-        summary = self.summary = decision.summary
-        assert summary is not None  # with_summary
         if job is not None:
             self.job = job
-        if self._progress.end("succeeded") and recorder is not None:  # this try's record is this one
-            self._progress.success_written(recorder.reused(decision.source, decision.succeeded_try, summary, job))
-        self._clean_up("succeeded")
+        summary = self.summary = self._end.reused(with_summary(decision, job), job, self.identity.try_number)
+        self._end.clean_up("succeeded")
         return summary
 
     def reconnect(self, external_id: Mapping[str, Any]) -> str:
-        """Take up the job an earlier try stored in ``task_state_store``.
+        """Take up the job an earlier try stored in ``task_state_store`` (:meth:`TakeUp.reconnect
+        <airflow_trainjob.operators.take_up.TakeUp.reconnect>`), and record it unless it failed (it is replaced).
 
         :param external_id: the stored identity, ``{name, namespace, uid}`` (see :attr:`external_id`).
-        :returns: its phase (see :func:`conditions.phase`), :data:`JOB_GONE` when it no longer exists as this
-            task instance's job (deleted, or replaced by another object), or :data:`JOB_NOT_REUSED` when it succeeded:
-            unless :meth:`earlier_success`, which runs first, found it to be this try's result (then ``Succeeded``,
-            and :meth:`result` returns it)."""
+        :returns: its phase, :data:`JOB_GONE` or :data:`JOB_NOT_REUSED` (unless :meth:`earlier_success`, which runs
+            first, made it this try's result: then ``Succeeded``, and :meth:`result` returns it)."""
         _ = self.manifest  # built first: the task's rendered fields show it, and the kind comes from it
-        job = self._take_up.stored(external_id, self.kind)
-        if job is None:
-            return JOB_GONE
-        if conditions.is_succeeded(job.get("status")) and not is_earlier_result(job, self._earlier):
-            return JOB_NOT_REUSED  # not this try's result by the records of this series: replaced, as a failed one is
-        self.job = job
-        if not conditions.is_failed(job.get("status")):  # a failed one is replaced: its successor is recorded
-            ending.record_start(self._recorder, self.identity, job, self._manifest)
-        return conditions.phase(job.get("status"))
-
-    def _require_job(self, external_id: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The job of this run; read from ``external_id`` when no step before took it up."""
-        if self._progress.job is None and external_id is not None:
-            job = self._take_up.stored(external_id, self.kind)
-            if job is None:
-                ref = f"{self.kind} {external_id['namespace']}/{external_id['name']}"
-                raise JobDeletedError(f"{ref} no longer exists as this task instance's job")
+        job, status = self._take_up.reconnect(external_id, self.kind, self._earlier)
+        if job is not None:
             self.job = job
-        if self._progress.job is None:
-            raise TrainingJobError("no job to follow: create_or_attach or reconnect comes first")
-        return self._progress.job
+            if not conditions.is_failed(job.get("status")):  # a failed one is replaced: its successor is recorded
+                ending.record_start(self._recorder, self.identity, job, self._manifest)
+        return status
 
     # ---- 2. wait (synchronous), verdict, record, cleanup -------------------------------------------------
 
@@ -253,17 +215,15 @@ class TrainingJobRun:
         :raises TrainingJobStoppedError: :meth:`kill` ran (Airflow stopped the task).
         """
         manifest = self.manifest
-        job = self._require_job(external_id)
-        ref = f"{self.kind} {job['metadata']['namespace']}/{job['metadata']['name']}"
+        self.job = job = self._take_up.require(self._progress.job, external_id, self.kind)
+        ref = job_ref(job)
         self._progress.start_waiting()
 
         def follow() -> tuple[dict[str, Any], Iterable[dict[str, Any]]]:
             followed = self._take_up.follow(job, self.kind)  # reconnected through task_state_store: followed now
             self._progress.hold(followed)
             final = self._last_seen = self._sync.follow_to_end(ref, manifest, followed)
-            self._sync.stop_pods_at_terminal(final)
-            self._sync.stop_follower(drain=True)
-            self._sync.stop_pod_feed()
+            self._sync.finish(final)
             return final, self._sync.seen_pods.values()
 
         return self._judged(ref, follow, on_error=self._sync.stop)
@@ -288,10 +248,10 @@ class TrainingJobRun:
             if on_error is not None:
                 on_error()
             self._record_end(e)
-            self._clean_up(outcome, keep_verdict=True)
+            self._end.clean_up(outcome, keep_verdict=True)
             raise
         self._record_end(None)
-        self._clean_up("succeeded")
+        self._end.clean_up("succeeded")
         return summary
 
     # ---- 3. the result -----------------------------------------------------------------------------
@@ -312,18 +272,9 @@ class TrainingJobRun:
     # ---- deferrable: the trigger, then its event ------------------------------------------------
 
     def trigger(self) -> TrainingJobTrigger:
-        """The trigger that waits for this run's job, with the deadlines counted from now (see :mod:`admission`)."""
-        settings = self.settings
-        args = TriggerArgs.for_run(
-            settings,
-            kind=self.kind,
-            metadata=self._taken()["metadata"],
-            owner_labels=self.identity.instance_labels(),
-            try_number=self.identity.try_number,
-            started_at=time.time(),
-            secret_spans=secret_spans(self.manifest, resume.marked_secrets) if settings.get_logs else None,
-        )
-        return TrainingJobTrigger(**args.kwargs())
+        """The trigger that waits for this run's job (:func:`~airflow_trainjob.operators.resume.trigger_for`)."""
+        metadata, manifest = self._taken()["metadata"], lambda: self.manifest
+        return resume.trigger_for(self.settings, self.identity, self.kind, metadata, manifest)
 
     def complete(self, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after the trigger fired: the same verdict, messages and cleanup as :meth:`wait`.
@@ -331,27 +282,23 @@ class TrainingJobRun:
         :param event: the trigger's event payload (see :class:`TrainingJobTrigger`).
         :returns: the summary. Raises as :meth:`wait` does; ``TrainingJobError`` with the event's message when
             the trigger could not watch a job that is still running (the job is deleted)."""
-        job, live = event.get("job"), False
-        if event["outcome"] == ERROR and job is None:
-            # The trigger gave up on watching, not the job on running: read it here. A finished job still gets
-            # its verdict; a running one is deleted below with the task's failure, like any synchronous error.
-            job = resume.own_job(self.hook, self.identity, self.kind, self.manifest["metadata"], event["message"])
-            live = True
-            if conditions.is_terminal(job.get("status")):
-                event = {**event, "outcome": FINISHED, "pods": []}
+        metadata = lambda: self.manifest["metadata"]
+        event, job, live = resume.event_job(self.hook, self.identity, self.kind, metadata, event)
         if event["outcome"] == DELETED or job is None:
             error = JobDeletedError(event["message"])
             self._record_end(error, job, look=False)  # gone: its last state is the event's
             raise error
         self.job = self._last_seen = job if live else resume.current_job(self.hook, self.identity, job, self.log)
         self._progress.start_waiting()
-        return self._judged(job_ref(self._taken()), partial(self._event_end, self._taken(), event))
+        job = self._taken()
 
-    def _event_end(self, job: dict[str, Any], event: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        try_number, timeout = self.identity.try_number, self._sync.timeout
-        pods = resume.event_end(self.hook, self.log, job, event, self.settings, try_number=try_number, timeout=timeout)
-        self._sync.saw(pods)
-        return job, pods
+        def end() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+            number, timeout = self.identity.try_number, self._sync.timeout
+            pods = resume.event_end(self.hook, self.log, job, event, self.settings, try_number=number, timeout=timeout)
+            self._sync.saw(pods)
+            return job, pods
+
+        return self._judged(job_ref(job), end)
 
     # ---- stopped by Airflow ------------------------------------------------------------------------
 
@@ -361,45 +308,14 @@ class TrainingJobRun:
         self._progress.stop()
         self._sync.stop()
         self._record_end(None, wait_seconds=KILL_WRITE_SECONDS)
-        self._clean_up("killed")
+        self._end.clean_up("killed")
 
     # ---- the end of the try (operators/ending.py) -----------------------------------------------------
 
     def _saw(self, job: dict[str, Any]) -> None:
         self._last_seen = job  # the job as the wait last showed it: the try's end records it
 
-    def _record_seen(self, job: dict[str, Any]) -> None:
-        """Record the job as the wait sees it now, with its pods as last seen, when its phase or replica counts
-        changed (:meth:`JobRecorder.seen`): a try killed where it cannot record its end (a clear) still says what it
-        saw last."""
-        if self._recorder is not None and not self._progress.end_recorded:
-            self._recorder.seen(job, list(self._sync.seen_pods.values()))
-
-    def _record_end(
-        self,
-        error: BaseException | None,
-        job: dict[str, Any] | None = None,
-        *,
-        look: bool = True,
-        wait_seconds: float | None = None,
-    ) -> None:
-        """Record how the try ended (``error``: its verdict; None: succeeded, or stopped), once, with ``job`` (default:
-        as last seen) read again unless ``look`` is false (see :func:`~airflow_trainjob.operators.ending.record_end`)."""
-        job, pods = job or self._last_seen or self._progress.job, list(self._sync.seen_pods.values())
-        final_look = partial(ending.final_look, self.hook, self.kind, self.log) if look else None
-        record_end = partial(ending.record_end, self._recorder, self._progress, summary=self.summary)
-        record_end(job, pods, error=error, look=final_look, wait_seconds=wait_seconds)
-
-    def _clean_up(self, outcome: str, *, keep_verdict: bool = False) -> None:
-        job = self._progress.let_go()  # once: kill() and the wait's way out may both get here
-        if job is None:
-            return
-        recorder = self._recorder
-        self._job_cleanup.clean_up(
-            job,
-            self.kind,
-            outcome,
-            success_unrecorded=recorder is not None and recorder.enabled and not self._progress.success_recorded,
-            stopped_by_airflow=lambda: self._stopped_by_airflow,  # read when the cleanup gets there
-            keep_verdict=keep_verdict,
-        )
+    def _record_end(self, error: BaseException | None, job: dict[str, Any] | None = None, **how: Any) -> None:
+        """Record how the try ended, once (:meth:`~airflow_trainjob.operators.ending.TryEnd.record`): ``job``
+        defaults to the job as last seen."""
+        self._end.record(error, job or self._last_seen or self._progress.job, summary=self.summary, **how)

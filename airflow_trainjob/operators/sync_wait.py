@@ -52,9 +52,13 @@ class SynchronousWait:
         ``log_tail_lines``).
     :param log: the task's logger.
     :param kind: returns the job's kind (``PyTorchJob``...), read when needed: the run learns it late.
-    :param watch: builds the job's watch (see ``TrainingJobRun``'s ``watch``).
-    :param follower: builds the lead replica's log follower (see ``TrainingJobRun``'s ``follower``).
-    :param pod_feed: builds the pods' feed (see ``TrainingJobRun``'s ``pod_feed``).
+    :param watch: builds the job's watch: ``watch(hook, job, poll_interval=..., outage_tolerance=..., log=...)``,
+        whose ``follow(look_within)`` yields :class:`~airflow_trainjob.watching.job_watch.Seen`.
+    :param follower: builds the lead replica's log follower: ``follower(hook, kind, name, namespace, log, pods=...)``
+        (``pods``: returns the pods as the wait last saw them), a thread with ``start``, ``finish``, ``stop`` and
+        ``pods_changed``.
+    :param pod_feed: builds what follows the job's pods: ``pod_feed(hook, job, on_change=..., poll_interval=...,
+        log=...)``, a thread with ``start``, ``stop``, ``pods`` and ``look``.
     :param stopped_by_airflow: returns whether Airflow stopped the try (``on_kill`` ran): a deletion seen after is
         the task's own.
     :param on_seen: called with each state of the job the watch shows (the run's last seen job).
@@ -301,6 +305,16 @@ class SynchronousWait:
         feed, self._pod_feed = self._pod_feed, None
         if feed is not None:
             feed.stop()
+
+    def finish(self, final: dict[str, Any]) -> None:
+        """After :meth:`follow_to_end`: stop the pods the terminal job's ``cleanPodPolicy`` stops, let the lead's log
+        follower copy the rest, stop following the pods.
+
+        :param final: the job at its end, as :meth:`follow_to_end` returned it.
+        """
+        self.stop_pods_at_terminal(final)
+        self.stop_follower(drain=True)
+        self.stop_pod_feed()
 
     def stop(self) -> None:
         """Stop following the lead's log and the pods, at once (the wait failed, or Airflow stopped the try)."""

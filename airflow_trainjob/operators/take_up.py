@@ -5,7 +5,7 @@ A try takes up one job, by one of these ways:
 - it creates the job; on 409 it attaches to this try's job, or to an earlier try's running one
   (``reattach_on_restart``), or replaces one that has finished or is being deleted (when the job vanished between the
   409 and the read, it creates again): :meth:`TakeUp.create_or_attach`;
-- it reconnects to the job an earlier try stored in ``task_state_store``: :meth:`TakeUp.stored`;
+- it reconnects to the job an earlier try stored in ``task_state_store``: :meth:`TakeUp.reconnect`;
 - it returns an earlier try's success instead of training again, when the records say so
   (:mod:`~airflow_trainjob.domain.earlier_success`): :meth:`TakeUp.earlier_success`, :func:`with_summary`.
 
@@ -28,10 +28,15 @@ from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskIn
 from airflow_trainjob.domain.records import JobRecord, spec_digest
 from airflow_trainjob.domain.summary import job_summary
 from airflow_trainjob.domain.verdict import job_ref
-from airflow_trainjob.exceptions import JobNotOwnedError, TrainingJobError
+from airflow_trainjob.exceptions import JobDeletedError, JobNotOwnedError, TrainingJobError
 from airflow_trainjob.hooks.api_errors import one_line
 from airflow_trainjob.operators.recorder import JobRecorder
 
+#: Status of a stored job that no longer exists as this task instance's (deleted or replaced).
+JOB_GONE = "Gone"
+#: Status of a stored job that succeeded under an earlier try whose success is not this try's result (see
+#: :meth:`TakeUp.earlier_success`): the task was cleared since, or no record says it was not.
+JOB_NOT_REUSED = "Succeeded, not this try's result"
 #: Seconds to wait for a replaced job to be gone before creating its successor.
 REPLACE_TIMEOUT = 120.0
 #: Seconds between two reads of a replaced job while it is being deleted.
@@ -138,6 +143,47 @@ class TakeUp:
             raise
         if job["metadata"].get("uid") != external_id.get("uid") or not self.identity.owns(job):
             return None
+        return job
+
+    def reconnect(
+        self, external_id: Mapping[str, Any], kind: str, earlier: Reuse | None
+    ) -> tuple[dict[str, Any] | None, str]:
+        """The job an earlier try stored in ``task_state_store``, to take up, and its status for Airflow's
+        ``ResumableJobMixin``.
+
+        :param external_id: the stored identity, ``{name, namespace, uid}``.
+        :param kind: the job's kind.
+        :param earlier: what :meth:`earlier_success` found, or None.
+        :returns: ``(job, phase)`` (:func:`~airflow_trainjob.domain.conditions.phase`); ``(None, JOB_GONE)`` when it
+            no longer exists as this task instance's job (deleted, or replaced by another object);
+            ``(None, JOB_NOT_REUSED)`` when it succeeded but is not this try's result by the records of this series
+            (it is replaced, as a failed one is).
+        :raises ApiException: the job could not be read (not a 404).
+        """
+        job = self.stored(external_id, kind)
+        if job is None:
+            return None, JOB_GONE
+        if conditions.is_succeeded(job.get("status")) and not is_earlier_result(job, earlier):
+            return None, JOB_NOT_REUSED
+        return job, conditions.phase(job.get("status"))
+
+    def require(self, held: dict[str, Any] | None, external_id: Mapping[str, Any] | None, kind: str) -> dict[str, Any]:
+        """The job to follow: ``held`` (taken up by a step before), else the one ``external_id`` names.
+
+        :param held: the job the try holds, or None.
+        :param external_id: the stored identity, ``{name, namespace, uid}``, or None.
+        :param kind: the job's kind.
+        :raises JobDeletedError: the stored job no longer exists as this task instance's.
+        :raises TrainingJobError: neither is there (no step took up a job).
+        """
+        if held is not None:
+            return held
+        if external_id is None:
+            raise TrainingJobError("no job to follow: create_or_attach or reconnect comes first")
+        job = self.stored(external_id, kind)
+        if job is None:
+            ref = f"{kind} {external_id['namespace']}/{external_id['name']}"
+            raise JobDeletedError(f"{ref} no longer exists as this task instance's job")
         return job
 
     def create_or_attach(
