@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -37,8 +37,10 @@ from airflow_trainjob.domain.earlier_success import Reuse, reuse_lines
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity, following_try
 from airflow_trainjob.domain.pods import is_active, owned_by, pods_to_clean
 from airflow_trainjob.domain.records import Outcome, TrySeries, outcome_of
+from airflow_trainjob.domain.summary import job_summary
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.hooks.api_errors import one_line
+from airflow_trainjob.hooks.evidence import failure_exception
 from airflow_trainjob.hooks.retries import is_transient
 from airflow_trainjob.operators.recorder import JobRecorder
 from airflow_trainjob.operators.try_state import TryProgress
@@ -49,6 +51,27 @@ from airflow_trainjob.operators.try_state import TryProgress
 PODS_GONE_SECONDS = 60.0
 #: Seconds between the end of the task's LISTs of the pods it waits for: the first, doubled up to the last.
 PODS_GONE_POLL_SECONDS = (0.2, 1.0)
+
+
+def verdict(
+    hook: Any, log: Any, ref: str, final: dict[str, Any], pods: Iterable[dict[str, Any]], tail_lines: int
+) -> dict[str, Any]:
+    """The try's verdict on its job at its end: the summary of a job that succeeded (logged), else the failure.
+
+    :param hook: the task's hook (a failure's evidence: its pods' log tails and events).
+    :param log: the task's logger.
+    :param ref: the job, as messages name it (``PyTorchJob ns/name``).
+    :param final: the job at its end.
+    :param pods: its pods as last seen.
+    :param tail_lines: the lines of each failed replica's log the failure quotes (``log_tail_lines``).
+    :returns: :func:`~airflow_trainjob.domain.summary.job_summary` of the job (the XCom ``return_value``).
+    :raises AirflowFailException, TrainingJobError: the job did not succeed
+        (:func:`~airflow_trainjob.hooks.evidence.failure_exception`).
+    """
+    if not conditions.is_succeeded(final.get("status")):
+        raise failure_exception(hook, final, tail_lines, pods)
+    log.info("%s succeeded", ref)
+    return job_summary(final)
 
 
 def record_start(
@@ -415,6 +438,14 @@ class TryEnd:
         self.hook, self.log, self.recorder, self.progress = hook, log, recorder, progress
         self._kind, self._seen_pods = kind, seen_pods
         self._cleanup = JobCleanup(hook, identity, on_finish, log)
+        self._last_seen: dict[str, Any] | None = None
+
+    def saw(self, job: dict[str, Any]) -> None:
+        """Keep the job as the wait (or the trigger's event) last showed it: the try's end records it.
+
+        :param job: the job, an API JSON dict.
+        """
+        self._last_seen = job
 
     def seen(self, job: dict[str, Any]) -> None:
         """Record the job as the wait sees it now, with its pods as last seen, when its phase or replica counts
@@ -429,7 +460,7 @@ class TryEnd:
     def record(
         self,
         error: BaseException | None,
-        job: dict[str, Any] | None,
+        job: dict[str, Any] | None = None,
         *,
         summary: dict[str, Any] | None,
         look: bool = True,
@@ -438,7 +469,7 @@ class TryEnd:
         """Record how the try ended, once (:func:`record_end`, which says the rest).
 
         :param error: the try's verdict; None: succeeded, or stopped.
-        :param job: the job as last known, or None.
+        :param job: the job as last known; None: as last seen (:meth:`saw`), else as taken up.
         :param summary: the summary returned, after a success.
         :param look: read the job, its pods and events again first (:func:`final_look`); false: the job is gone.
         :param wait_seconds: see :meth:`JobRecorder.ended`.
@@ -447,7 +478,7 @@ class TryEnd:
         record_end(
             self.recorder,
             self.progress,
-            job,
+            job or self._last_seen or self.progress.job,
             self._seen_pods(),
             error=error,
             summary=summary,

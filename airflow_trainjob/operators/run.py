@@ -31,7 +31,6 @@ from airflow_trainjob.domain.params import RunSettings
 from airflow_trainjob.domain.summary import job_summary
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobError
-from airflow_trainjob.hooks.evidence import failure_exception
 from airflow_trainjob.operators import ending, resume
 from airflow_trainjob.operators.recorder import KILL_WRITE_SECONDS, JobRecorder
 from airflow_trainjob.operators.sync_wait import SynchronousWait
@@ -80,7 +79,6 @@ class TrainingJobRun:
         self._build_manifest = manifest if callable(manifest) else (lambda: manifest)
         self._manifest: dict[str, Any] | None = None
         self._kind: str | None = None
-        self._last_seen: dict[str, Any] | None = None  # the job as the wait or the event last showed it
         #: The summary, once the job succeeded (the XCom ``return_value``).
         self.summary: dict[str, Any] | None = None
         self._recorder = recorder
@@ -106,7 +104,7 @@ class TrainingJobRun:
             follower=follower,
             pod_feed=pod_feed,
             stopped_by_airflow=lambda: self._progress.stopped_by_airflow,
-            on_seen=self._saw,
+            on_seen=self._end.saw,
             record_seen=self._end.seen,
             record_due_in=lambda: self._recorder.seen_due_in() if self._recorder is not None else None,
         )
@@ -134,15 +132,10 @@ class TrainingJobRun:
         self._progress.take_up(job)
         self._kind = job.get("kind") or self._kind
 
-    def _taken(self) -> dict[str, Any]:
-        if self._progress.job is None:
-            raise RuntimeError("no job taken up yet: create_or_attach() or reconnect() comes first")
-        return self._progress.job
-
     @property
     def external_id(self) -> dict[str, Any]:
         """The job's identity as ``task_state_store`` keeps it: ``{name, namespace, uid}``."""
-        meta = self._taken()["metadata"]
+        meta = self._progress.held()["metadata"]
         return {"name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid")}
 
     # ---- 1. take up the job --------------------------------------------------------------------------
@@ -160,16 +153,11 @@ class TrainingJobRun:
         return job
 
     def earlier_success(self) -> dict[str, Any] | None:
-        """The success of an earlier try's job, when Airflow runs the task instance again after it
-        (:mod:`~airflow_trainjob.domain.earlier_success`): the summary that try returned, without creating a job; logs
-        why, records this try as succeeded with that job, and cleans the job up if it is still there. Called first.
-        A job still running is followed as usual (:meth:`reconnect`, :meth:`create_or_attach`), and taken up as this
-        try's result should it succeed before they read it.
+        """The success of an earlier try's job, returned as this try's when the records say so (called first;
+        :meth:`TakeUp.earlier_success <airflow_trainjob.operators.take_up.TakeUp.earlier_success>` says when).
 
         :returns: the summary (the XCom ``return_value``), or None: this try trains (creates or attaches as usual).
         :raises ApiException: the job could not be read (not a 404): the retry decides again."""
-        if self._recorder is None or not self._recorder.enabled:
-            return None
         found = self._take_up.earlier_success(self._recorder, lambda: self.manifest)
         if found is None:
             return None
@@ -222,7 +210,8 @@ class TrainingJobRun:
         def follow() -> tuple[dict[str, Any], Iterable[dict[str, Any]]]:
             followed = self._take_up.follow(job, self.kind)  # reconnected through task_state_store: followed now
             self._progress.hold(followed)
-            final = self._last_seen = self._sync.follow_to_end(ref, manifest, followed)
+            final = self._sync.follow_to_end(ref, manifest, followed)
+            self._end.saw(final)
             self._sync.finish(final)
             return final, self._sync.seen_pods.values()
 
@@ -239,18 +228,15 @@ class TrainingJobRun:
         outcome = "killed"
         try:
             final, pods = judge()
-            if not conditions.is_succeeded(final.get("status")):
-                outcome = "failed"
-                raise failure_exception(self.hook, final, self.settings.log_tail_lines, pods)
-            self.log.info("%s succeeded", ref)
-            summary = self.summary = job_summary(final)
+            outcome = "failed" if not conditions.is_succeeded(final.get("status")) else outcome
+            summary = self.summary = ending.verdict(self.hook, self.log, ref, final, pods, self.settings.log_tail_lines)
         except BaseException as e:
             if on_error is not None:
                 on_error()
-            self._record_end(e)
+            self._end.record(e, summary=self.summary)
             self._end.clean_up(outcome, keep_verdict=True)
             raise
-        self._record_end(None)
+        self._end.record(None, summary=self.summary)
         self._end.clean_up("succeeded")
         return summary
 
@@ -273,7 +259,7 @@ class TrainingJobRun:
 
     def trigger(self) -> TrainingJobTrigger:
         """The trigger that waits for this run's job (:func:`~airflow_trainjob.operators.resume.trigger_for`)."""
-        metadata, manifest = self._taken()["metadata"], lambda: self.manifest
+        metadata, manifest = self._progress.held()["metadata"], lambda: self.manifest
         return resume.trigger_for(self.settings, self.identity, self.kind, metadata, manifest)
 
     def complete(self, event: dict[str, Any]) -> dict[str, Any]:
@@ -286,11 +272,12 @@ class TrainingJobRun:
         event, job, live = resume.event_job(self.hook, self.identity, self.kind, metadata, event)
         if event["outcome"] == DELETED or job is None:
             error = JobDeletedError(event["message"])
-            self._record_end(error, job, look=False)  # gone: its last state is the event's
+            self._end.record(error, job, summary=None, look=False)  # gone: its last state is the event's
             raise error
-        self.job = self._last_seen = job if live else resume.current_job(self.hook, self.identity, job, self.log)
+        self.job = job if live else resume.current_job(self.hook, self.identity, job, self.log)
+        self._end.saw(self._progress.held())
         self._progress.start_waiting()
-        job = self._taken()
+        job = self._progress.held()
 
         def end() -> tuple[dict[str, Any], list[dict[str, Any]]]:
             number, timeout = self.identity.try_number, self._sync.timeout
@@ -307,15 +294,5 @@ class TrainingJobRun:
         stopped, stop following the log, delete the job (unless a later try follows it now)."""
         self._progress.stop()
         self._sync.stop()
-        self._record_end(None, wait_seconds=KILL_WRITE_SECONDS)
+        self._end.record(None, summary=self.summary, wait_seconds=KILL_WRITE_SECONDS)
         self._end.clean_up("killed")
-
-    # ---- the end of the try (operators/ending.py) -----------------------------------------------------
-
-    def _saw(self, job: dict[str, Any]) -> None:
-        self._last_seen = job  # the job as the wait last showed it: the try's end records it
-
-    def _record_end(self, error: BaseException | None, job: dict[str, Any] | None = None, **how: Any) -> None:
-        """Record how the try ended, once (:meth:`~airflow_trainjob.operators.ending.TryEnd.record`): ``job``
-        defaults to the job as last seen."""
-        self._end.record(error, job or self._last_seen or self._progress.job, summary=self.summary, **how)

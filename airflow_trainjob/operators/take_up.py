@@ -86,16 +86,21 @@ class TakeUp:
         self.log = log
 
     def earlier_success(
-        self, recorder: JobRecorder, manifest: Callable[[], dict[str, Any]]
+        self, recorder: JobRecorder | None, manifest: Callable[[], dict[str, Any]]
     ) -> tuple[Reuse, dict[str, Any] | None] | None:
-        """Whether an earlier try's success may be this try's result (see
-        :meth:`~airflow_trainjob.operators.run.TrainingJobRun.earlier_success`).
+        """Whether an earlier try's success may be this try's result, when Airflow runs the task instance again after
+        it (:mod:`~airflow_trainjob.domain.earlier_success`). If it succeeded (or is gone, its success recorded), the run
+        returns the summary that try returned, without creating a job, logs why, records this try as succeeded with
+        that job, and cleans the job up if it is still there. A job still running is followed as usual (reconnected
+        to, or attached to), and taken up as this try's result should it succeed before they read it.
 
-        :param recorder: the try's recorder, enabled.
+        :param recorder: the try's recorder; None or not enabled: no records, this try trains.
         :param manifest: builds (once) the job this try would send: its spec is compared with the earlier one's.
         :returns: the reuse and its job as read now (None: gone), or None: this try trains.
         :raises ApiException: the job could not be read (not a 404).
         """
+        if recorder is None or not recorder.enabled:
+            return None
         try_number = self.identity.try_number
         records = recorder.records()
         if not any(r.try_number <= try_number for r in records):

@@ -77,6 +77,15 @@ class TryProgress:
         """The job held: from its take-up until the cleanup lets it go; None before and after."""
         return self._job
 
+    def held(self) -> dict[str, Any]:
+        """The job held.
+
+        :raises TryStateError: none is (the try has not taken one up yet, or let it go).
+        """
+        if self._job is None:
+            raise TryStateError("no job taken up yet: create_or_attach() or reconnect() comes first")
+        return self._job
+
     @property
     def stopped_by_airflow(self) -> bool:
         """Airflow stopped the task: a deletion of the job seen since is this task's own."""
