@@ -680,6 +680,10 @@ class TrainingJobTrigger(BaseEventTrigger):
 
         A wait without ``owner_labels`` (a sensor's, on a job made elsewhere) owns nothing and deletes nothing.
 
+        Airflow 3.3's triggerer cancels the trigger's task again at every pass of its loop (about once a second) until
+        ``on_kill`` returns, and a cancellation would end it at its next ``await``: the work goes on through those
+        (:func:`~airflow_trainjob.watching.cancel_safe.through_cancellations`) until ``on_kill_timeout`` is nearly up.
+
         :raises KubernetesAccessError: and the hook's other refusals, as the sync hook raises them.
         """
         if not self.owner_labels:
@@ -687,6 +691,11 @@ class TrainingJobTrigger(BaseEventTrigger):
             return
         on_kill_seconds, started = _on_kill_seconds(), time.monotonic()
         record_by = started + on_kill_seconds - RECORD_END_MARGIN_SECONDS
+        # Airflow cancels the trigger again at each pass of its loop until on_kill returns: go on until record_by.
+        await cancel_safe.through_cancellations(self._stop_the_job(on_kill_seconds, started, record_by), record_by)
+
+    async def _stop_the_job(self, on_kill_seconds: float, started: float, record_by: float) -> None:
+        """:meth:`on_kill`'s work: the deletion, then the record (``record_by``: monotonic seconds)."""
         await kubernetes_side.load()
         hook = kubernetes_side.stream_hook(self.shared_stream_key())
         async with hook.connect():

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -16,9 +18,11 @@ import pytest
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 from airflow_trainjob.watching import cancel_safe
 from airflow_trainjob.watching.job_stream import JobChanges
+from tests.support.triggerer_model import (
+    USER_ACTION,
+    kill_as_the_triggerer_does,
+)
 
-#: The message Airflow's triggerer cancels a trigger with, and checks before it runs on_kill.
-USER_ACTION = "__airflow_user_action__"
 #: Passes of the event loop tried after the work is released: more than the window, which is 1-3 passes.
 PASSES = 12
 
@@ -151,3 +155,52 @@ def test_a_trigger_woken_by_its_job_as_it_is_cancelled_ends_with_airflows_messag
 
     outcomes = every_pass(case)
     assert set(outcomes.values()) == {"cancelled"}, outcomes
+
+
+class _SlowKill:
+    """An ``on_kill`` whose work takes ``steps`` awaits of ``pause`` seconds each, run through
+    :func:`cancel_safe.through_cancellations` until ``seconds`` from its start."""
+
+    def __init__(self, steps: int, pause: float, seconds: float) -> None:
+        self.steps, self.pause, self.seconds = steps, pause, seconds
+        self.done: list[int] = []
+
+    async def work(self) -> None:
+        for step in range(self.steps):
+            await asyncio.sleep(self.pause)
+            self.done.append(step)
+
+    async def on_kill(self) -> None:
+        await cancel_safe.through_cancellations(self.work(), time.monotonic() + self.seconds)
+
+
+def test_on_kill_goes_on_while_the_triggerer_cancels_it_again_at_every_pass():
+    """Airflow's triggerer cancels the trigger again at every pass of its loop while on_kill runs: the work is done
+    all the same (20 steps through about 100 cancellations). Whether Airflow's own wait for on_kill sees it return
+    depends on Python: its ``asyncio.wait_for`` stops waiting at a second cancellation up to 3.11 ("cut"; the work
+    finishes on the loop by itself), not from 3.12 ("returned")."""
+    kill = _SlowKill(steps=20, pause=0.005, seconds=5)
+    ended = asyncio.run(kill_as_the_triggerer_does(kill, timeout=10, every=0.001, linger=1.0))
+    assert ended in ({"cut"} if sys.version_info < (3, 12) else {"returned"}), ended
+    assert kill.done == list(range(20))
+
+
+def test_on_kill_stops_its_work_at_its_deadline():
+    """Past its own deadline on_kill's work stops, whether a cancellation comes then or not: a triggerer that shuts
+    down waits no longer, and nothing of it runs on."""
+    kill = _SlowKill(steps=1000, pause=0.005, seconds=0.1)
+    ended = asyncio.run(kill_as_the_triggerer_does(kill, timeout=10, every=0.01, linger=0.5))
+    assert ended in {"cut", "raised: TimeoutError()"} and 5 <= len(kill.done) < 40, (ended, len(kill.done))
+
+
+def test_the_model_of_the_triggerer_cuts_an_on_kill_that_does_not_go_on():
+    """The model is right about Airflow: an on_kill that awaits its work directly is cut at the first cancellation
+    that comes after it started (what the triggerer did to the provider's on_kill before)."""
+
+    class Plain(_SlowKill):
+        async def on_kill(self) -> None:
+            await self.work()
+
+    kill = Plain(steps=20, pause=0.005, seconds=5)
+    assert asyncio.run(kill_as_the_triggerer_does(kill, timeout=10, every=0.001, linger=0.5)) == "cut"
+    assert len(kill.done) < 20

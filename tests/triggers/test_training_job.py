@@ -20,6 +20,7 @@ from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.deferred import first_event, rebuild
 from tests.support.jobs import EXIT_1, OK, SLEEP, jobs, pytorch_specs
 from tests.support.report import record
+from tests.support.triggerer_model import kill_as_the_triggerer_does
 
 pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
 
@@ -416,6 +417,36 @@ def test_a_killed_deferred_task_records_what_its_trigger_saw_before_the_job_goes
     assert final.job is not None and final.job["status"]["conditions"][-1]["type"] == "Running"
     assert [p["metadata"]["name"] for p in final.pods] == [f"{final.job['metadata']['name']}-master-0"]
     assert "Airflow stopped the deferred task" in (final.message or "")
+
+
+def test_on_kill_deletes_and_records_though_the_triggerer_cancels_it_again_and_again(
+    ti, namespace, custom_objects, monkeypatch
+):
+    """Airflow's triggerer cancels the trigger again at every pass of its loop while ``on_kill`` runs (about once a
+    second; here every millisecond, with an XCom write that takes 0.3 s, as a busy triggerer's does): the job is
+    deleted and the try's end recorded all the same. Before, the first cancellation after on_kill's start ended it at
+    its next ``await`` (CI, under load: a killed deferred try deleted its job but recorded no end, a cleared one did
+    neither)."""
+    from airflow.sdk.execution_time.xcom import XCom
+
+    from airflow_trainjob.domain import records as job_record
+
+    parked: list[str] = []
+
+    async def aset(key, value, **where):  # a busy triggerer's comms
+        await asyncio.sleep(0.3)
+        parked.append(key)
+
+    monkeypatch.setattr(XCom, "aset", aset)
+    operator = TrainingJobOperator(
+        task_id="train", kind="PyTorchJob", replica_specs=pytorch_specs(SLEEP, workers=0), deferrable=True
+    )
+    trigger = rebuild(defer(operator, ti))
+    trigger.task_instance = ti  # as the triggerer sets it
+    ended = asyncio.run(kill_as_the_triggerer_does(trigger, timeout=30, every=0.001, linger=5))
+    assert ended in {"returned", "cut"}, ended  # (3.11's wait_for stops waiting at a second cancellation: "cut")
+    wait_for(lambda: jobs(custom_objects, namespace) == [], what="on_kill deletion")
+    assert parked == [job_record.PARKED_KEY]
 
 
 def test_a_cleared_deferred_task_records_its_end_once_the_next_try_has_started(

@@ -212,9 +212,23 @@ def trigger_log(airflow: AirflowDeployment, run: str, task_id: str, try_number: 
 
 
 def trigger_tail(airflow: AirflowDeployment, run: str, task_id: str, lines: int = 15) -> str:
-    """The last messages of try 1's trigger log, for a failure's message (what on_kill did, or not)."""
+    """The last messages of try 1's trigger log, for a failure's message (what on_kill did, or not), and what the
+    triggerer process said of on_kill (a timeout, or an exception with its traceback: Airflow logs those there, not in
+    the trigger's log)."""
     events = re.findall(r'"event":"((?:[^"\\]|\\.)*)"', trigger_log(airflow, run, task_id))
-    return f"\n--- {task_id}'s trigger log, last lines:\n" + ("\n".join(events[-lines:]) or "(none)")
+    said = f"\n--- {task_id}'s trigger log, last lines:\n" + ("\n".join(events[-lines:]) or "(none)")
+    return said + f"\n--- the triggerer on on_kill:\n{on_kill_lines(airflow)}"
+
+
+def on_kill_lines(airflow: AirflowDeployment, after: int = 25) -> str:
+    """The triggerer's output from each line that names on_kill, ``after`` lines each (at most 200 in all)."""
+    try:
+        output = airflow.log_path("triggerer").read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no triggerer log)"
+    starts = [i for i, line in enumerate(output) if "on_kill" in line]
+    shown = sorted({j for i in starts for j in range(i, min(i + after, len(output)))})
+    return "\n".join(output[j] for j in shown[:200]) or "(nothing)"
 
 
 def with_trigger_log(airflow: AirflowDeployment, run: str, task_id: str, wait: Callable[[], Any]) -> Any:
