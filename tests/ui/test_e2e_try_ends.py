@@ -284,12 +284,41 @@ def strings(value: Any) -> Iterator[str]:
             yield from strings(item)
 
 
-def task_error(airflow: AirflowDeployment, dag_id: str, run_id: str, task_id: str) -> str:
-    """The task's error as Airflow's task log keeps it (the message of the exception the task raised)."""
+def task_error(airflow: AirflowDeployment, dag_id: str, run_id: str, task_id: str) -> str | None:
+    """The task's error as Airflow's task log keeps it (the message of the exception the task raised); None when
+    Airflow failed the try before its resume could raise it (:data:`AIRFLOW_RACE`); else the test fails."""
     log = airflow.api(ADMIN).task_log(dag_id, run_id, task_id)
     found = [text for text in strings(log) if "First failure" in text or "Failure not restarted" in text]
+    if not found and any(AIRFLOW_RACE in text for text in strings(log)):
+        return None
     assert found, json.dumps(log)[-3000:]
     return found[-1]
+
+
+#: What a resumed deferred task logs when Airflow's scheduler failed it before the resume ran (apache/airflow#72716:
+#: the executor's event for the worker that deferred it arrives after the trigger fired): the task never raises the
+#: job's failure, so its error names no replica. docs/lifecycle.md says what the provider does about the race.
+AIRFLOW_RACE = "Server indicated the task shouldn't be running anymore"
+
+
+def failed_try_error(airflow: AirflowDeployment, run_id: str, task_id: str, mode: str) -> str:
+    """The error of the task's latest try once it has failed. A try that Airflow's race failed before its resume
+    raised anything (:data:`AIRFLOW_RACE`) is recorded and the task cleared, to fail again (at most twice): what the
+    tests check is a try whose error names the replicas."""
+    api = airflow.api(ADMIN)
+    for _ in range(3):
+        api.wait_for_task_state(FAILED, run_id, task_id, "failed", timeout=300)
+        error = task_error(airflow, FAILED, run_id, task_id)
+        if error is not None:
+            return error
+        record("ui_try_ends_airflow_race", mode=mode, task=task_id, cleared=1)
+        api.clear_task(FAILED, run_id, [task_id])
+        wait_for(
+            lambda: api.task_instance(FAILED, run_id, task_id)["state"] != "failed",
+            timeout=60,
+            what=f"{task_id} cleared after Airflow's race failed its try",
+        )
+    pytest.fail(f"Airflow's race (apache/airflow#72716) failed {task_id} three times in a row")
 
 
 def named_failures(error: str) -> tuple[str | None, set[str]]:
@@ -434,11 +463,10 @@ def test_every_replica_the_task_saw_fail_is_in_the_tab(
     """The pods go with the job's failure (the controller deletes them at its backoff limit): the tab lists, from the
     task's record, every replica the task's error names as failed."""
     task_id = f"failed_{mode}"
-    airflow.api(ADMIN).wait_for_task_state(FAILED, failed_run, task_id, "failed", timeout=300)
-    first, failed = named_failures(task_error(airflow, FAILED, failed_run, task_id))
+    first, failed = named_failures(failed_try_error(airflow, failed_run, task_id, mode))
     if mode == "sync":  # its pod watch saw both replicas exit 1, whatever the controller deleted since
         assert failed == {"Master-0", "Worker-0"} and first in failed, (first, failed)
-    (job,) = ui.tries(FAILED, failed_run, task_id)
+    job = ui.tries(FAILED, failed_run, task_id)[0]  # (the latest: a try Airflow's race failed is cleared)
     assert job["phase"] == "Failed" and job["exists"], job["phase"]  # kept: on_finish keeps a failed job
     assert_agrees_with_the_error(job, first, failed)
 
@@ -468,15 +496,14 @@ def test_a_replica_that_failed_after_its_job_is_counted_as_the_table_shows_it(
     """The controller stops counting once the job has failed: the Worker's later exit 1 is in the table, and in the
     counts too."""
     task_id = f"late_{mode}"
-    airflow.api(ADMIN).wait_for_task_state(FAILED, failed_run, task_id, "failed", timeout=300)
-    first, failed = named_failures(task_error(airflow, FAILED, failed_run, task_id))
+    first, failed = named_failures(failed_try_error(airflow, failed_run, task_id, mode))
     assert first == "Master-0", first
-    (job,) = wait_for(
+    job = wait_for(
         lambda: ui.tries(FAILED, failed_run, task_id),
         lambda tries: [(r["phase"], r["exit_code"]) for r in tries[0]["replicas"]] == [("Failed", 1)] * 2,
         timeout=60,
         what="both replicas exited 1",
-    )
+    )[0]
     assert_agrees_with_the_error(job, first, failed)
     assert {t: c["text"] for t, c in job["replica_counts"].items()} == {"Master": "1 failed", "Worker": "1 failed"}
 
