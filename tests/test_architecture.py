@@ -42,6 +42,7 @@ PURE_MODULES = (
     "airflow_trainjob.hooks.addressing",
     "airflow_trainjob.triggers.events",
     "airflow_trainjob.watching.job_cache",
+    "airflow_trainjob.watching.list_watch",
     "airflow_trainjob.triggers.log_pacing",
     "airflow_trainjob.watching.stream_source",
     "airflow_trainjob.operators.try_state",

@@ -12,7 +12,7 @@ import pytest
 
 from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.domain.deadlines import Deadlines
-from airflow_trainjob.watching import job_watch
+from airflow_trainjob.watching import list_watch
 from airflow_trainjob.watching.job_watch import (
     NEARER_LOOK_SLACK,
     WATCH_SECONDS,
@@ -129,7 +129,7 @@ def test_a_change_that_brings_a_deadline_nearer_ends_the_watch_for_one_that_ends
 
 
 def test_a_change_that_moves_no_deadline_nearer_keeps_the_watch_and_a_quiet_job_costs_no_more(monkeypatch):
-    monkeypatch.setattr(job_watch, "SHORTEST_HEALTHY_WATCH", 0.0)  # the scripted watches end at once
+    monkeypatch.setattr(list_watch, "SHORTEST_HEALTHY_WATCH", 0.0)  # the scripted watches end at once
     # Running with a 6 h timeout: each watch lasts WATCH_SECONDS; an event (Running) ends none early.
     deadlines = Deadlines(started_at=time.time(), timeout=6 * 3600)
     watch = ScriptedJobWatch([state(False, "Created", "Running")], [], [])

@@ -38,7 +38,6 @@ __all__ = [
     "TRANSIENT_STATUS_CODES",
     "WAIT_MAX",
     "WAIT_MIN",
-    "doubling",
     "is_transient",
     "no_retries",
     "retry_after_seconds",
@@ -92,24 +91,6 @@ def retry_after_seconds(exc: BaseException | None) -> float | None:
         return min(float(value), RETRY_AFTER_CAP) if value is not None else None
     except ValueError:
         return None  # an HTTP date: fall back to backoff
-
-
-def doubling(failures: int, low: float, high: float) -> float:
-    """The wait before the next attempt after ``failures`` in a row, in seconds: ``low``, doubling per failure,
-    capped at ``high``. The one backoff rule of the provider's reconnects (the synchronous wait's watches, the trigger's
-    shared stream, the lead log's follow stream); each caller passes its own bounds.
-
-    :param failures: failures in a row (count); 0 and 1 both give ``low``. Any count, however large, gives at most
-        ``high`` (the doubling stops at the cap: no float overflow after a thousand failures).
-    :param low: the first wait, seconds.
-    :param high: the longest wait, seconds.
-    """
-    wait = low
-    for _ in range(max(0, failures - 1)):
-        if wait >= high or wait <= 0:
-            break
-        wait *= 2
-    return min(high, wait)
 
 
 class _WaitRetryAfterOrBackoff(tenacity.wait.wait_base):

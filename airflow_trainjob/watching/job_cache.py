@@ -20,12 +20,37 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Generator, Iterator, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from airflow_trainjob.domain.observation import Observed, frozen_observation
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+R = TypeVar("R")
+
+
+class Steps(Generic[R]):
+    """A step generator (:meth:`JobCache.adding_list_page`) to run to its end with a ``for`` loop, whose body is what
+    runs between two steps (nothing for a synchronous caller; a pass of the event loop for the shared stream), and
+    what it returned, in :attr:`result` once the loop is done.
+
+    :param steps: a generator that yields between its steps and returns its result.
+    """
+
+    result: R
+
+    def __init__(self, steps: Generator[None, None, R]) -> None:
+        self._steps = steps
+
+    def __iter__(self) -> Iterator[None]:
+        self.result = yield from self._steps
+
+    def run(self) -> R:
+        """Every step at once; return the result."""
+        for _ in self:
+            pass
+        return self.result
 
 
 class JobCache(Mapping[str, Observed]):
@@ -71,13 +96,7 @@ class JobCache(Mapping[str, Observed]):
         :param text: the answer's body: a JSON list object (``{"items": [...], "metadata": {...}, ...}``).
         :raises ValueError: the text is not a JSON object with an ``items`` array (or ``null``) of named objects.
         """
-        steps = self.adding_list_page(text, len(text))
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                metadata: dict[str, Any] = done.value
-                return metadata
+        return Steps(self.adding_list_page(text, len(text))).run()
 
     def adding_list_page(self, text: str, items_per_step: int) -> Generator[None, None, dict[str, Any]]:
         """:meth:`add_list_page` in steps of ``items_per_step`` items: a caller on an event loop lets it run between

@@ -14,9 +14,11 @@ Staying current: the watch is re-opened from the last resourceVersion when the s
 (the resourceVersion was compacted away) lists again; a watch that fails (429, 5xx, a dropped connection)
 backs off and starts again from a list, as changes may have been missed meanwhile — without ending anyone's
 wait, and with the cache marked stale so no deadline is judged on it; while watches keep failing the
-stream lists every ``poll_interval`` seconds instead. A refusal that retrying will not fix (401/403, or 404 because the
-cluster does not serve the kind) is published as :attr:`JobStream.error` for the triggers to report, and
-the stream keeps retrying with a fresh client, slowly.
+stream lists every ``poll_interval`` seconds instead, a list and a watch in turn. A refusal that retrying will not
+fix (401/403, or 404 because the cluster does not serve the kind) is published as :attr:`JobStream.error` for the
+triggers to report, and the stream keeps retrying with a fresh client, slowly. What to do next is decided by
+:class:`~airflow_trainjob.watching.list_watch.ListWatch`, the synchronous wait's policy too, on this stream's rules
+(:func:`list_watch_rules`); this module makes the requests.
 
 Every request goes through the source's :class:`~airflow_trainjob.hooks.training_job.AsyncTrainingJobHook`
 (:meth:`JobStream.hook`, connected while the stream runs): the stream builds no client of its own, and the
@@ -44,10 +46,10 @@ from airflow_trainjob.hooks.api_errors import (
     ApiCall,
     one_line,
 )
-from airflow_trainjob.hooks.retries import doubling
 from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
 from airflow_trainjob.watching import cancel_safe
-from airflow_trainjob.watching.job_cache import JobCache
+from airflow_trainjob.watching.job_cache import JobCache, Steps
+from airflow_trainjob.watching.list_watch import Action, ListWatch, ListWatchRules, Step, doubling
 from airflow_trainjob.watching.stream_source import TRIGGER_PURPOSE, WATCH_SECONDS, StreamSource
 
 log = logging.getLogger(__name__)
@@ -80,12 +82,8 @@ def stream_call(source: StreamSource, purpose: str = TRIGGER_PURPOSE) -> ApiCall
 BATCH_SECONDS = 0.1
 #: ...per 1,000 jobs in the cache, up to this many seconds: every event wakes every trigger of the stream.
 BATCH_SECONDS_MAX = 0.5
-#: Consecutive failed watches after which the stream lists every ``poll_interval`` seconds instead.
-WATCH_FAILURES_BEFORE_POLLING = 3
 #: Backoff bounds between failed attempts (seconds).
 BACKOFF_MIN, BACKOFF_MAX = 1.0, 30.0
-#: A watch that ends sooner than this without delivering anything counts as a failed one (no hot loop).
-SHORTEST_HEALTHY_WATCH = 1.0
 #: Page size of the list (items per request). A page is read on the loop, decoded item by item, each item made into
 #: its observation (about 40 ms for 500 jobs, :data:`ITEMS_PER_TURN` at a time); reading it in a worker thread would
 #: not help: the decoder holds the GIL.
@@ -100,6 +98,23 @@ READERS_PER_TURN = 50
 DELETED_KEPT_SECONDS = 600.0
 #: At most this many deleted jobs are kept (the oldest go first).
 DELETED_KEPT_MAX = 20_000
+
+
+def list_watch_rules(poll_interval: float) -> ListWatchRules:
+    """The shared stream's list-then-watch rules (:class:`~airflow_trainjob.watching.list_watch.ListWatchRules` says
+    why each): a failed watch lists again (the cache may have missed changes), the lists and the watches alternate
+    while polling, and a 410 that repeats slows down. The bounds are read now: fault tests shorten them.
+
+    :param poll_interval: seconds between lists while watches keep failing.
+    """
+    return ListWatchRules(
+        poll_interval=poll_interval,
+        backoff_min=BACKOFF_MIN,
+        backoff_max=BACKOFF_MAX,
+        watch_retry_polls=None,
+        relist_after_failure=True,
+        slow_down_on_expiry=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -205,52 +220,48 @@ class JobStream:
                 self._refusals += 1
                 if self._refusals >= 2:
                     self._publish_error(str(refused))
-                await asyncio.sleep(_backoff(self._refusals))
+                await asyncio.sleep(doubling(self._refusals, BACKOFF_MIN, BACKOFF_MAX))
             except Exception as e:
                 self._publish_error(f"cannot watch {self.source}: {one_line(e)}")
                 await asyncio.sleep(BACKOFF_MAX)
 
     async def _sync(self) -> None:
-        """List, then watch from the list's resourceVersion, forever. Raises :class:`_Refused`."""
-        resource_version: str | None = None
-        failures = expired_in_a_row = 0
+        """List, then watch from the list's resourceVersion, forever, as its :class:`ListWatch` says. Raises
+        :class:`_Refused`."""
+        policy = ListWatch(list_watch_rules(self.poll_interval))
         while True:
             try:
-                if resource_version is None:
-                    resource_version = await self._list()
-                if failures >= WATCH_FAILURES_BEFORE_POLLING:
-                    await asyncio.sleep(self.poll_interval)
-                    resource_version = None  # list again; every other round, try a watch
-                    failures -= 1
-                    continue
-                started = time.monotonic()
-                resource_version, delivered = await self._watch(resource_version)
-                self._recovered()  # the list and the watch both answered: whatever refused us is gone
-                if delivered or time.monotonic() - started >= SHORTEST_HEALTHY_WATCH:
-                    failures = expired_in_a_row = 0
-                    continue
-                failures += 1  # the stream closes as soon as it opens: count it, back off (nothing was missed)
-                await asyncio.sleep(_backoff(failures))
+                await self._take(policy.next_step(), policy)
                 continue
             except API_EXCEPTIONS as e:  # the hook's list and watch raise the client's own
                 if e.status == 410:
                     self.stats["expired"] += 1
-                    resource_version = None  # compacted away: list again, watch from there
-                    expired_in_a_row += 1  # a fresh list's resourceVersion expiring at once again: slow down
-                    await asyncio.sleep(0 if expired_in_a_row == 1 else _backoff(expired_in_a_row - 1))
+                    await asyncio.sleep(policy.expired())  # compacted away: list again, watch from there
                     continue
                 if e.status not in TRANSIENT_STATUS_CODES:
                     line = one_line(e, stream_call(self.source, self.purpose), self.source.kubernetes_conn_id)
                     raise _Refused(line) from None
-                failures += 1
                 self._mark_stale(one_line(e, stream_call(self.source, self.purpose)))
             except TRANSIENT_ERRORS as e:
-                failures += 1
                 self._mark_stale(one_line(e, stream_call(self.source, self.purpose)))
-            # Changes may have been missed since the failure: start again from a list (a consistent snapshot)
-            # rather than trust the cache, so no job is judged on a state older than it looks.
-            resource_version = None
-            await asyncio.sleep(_backoff(failures))
+            # Changes may have been missed since the failure: the policy lists again (a consistent snapshot) rather
+            # than trust the cache, so no job is judged on a state older than it looks.
+            await asyncio.sleep(policy.failed(transient=True))
+
+    async def _take(self, step: Step, policy: ListWatch) -> None:
+        """Make the request ``step`` says, and tell ``policy`` what came of it. Raises what the request raises."""
+        if step.action is Action.WATCH:
+            started = time.monotonic()
+            resource_version, delivered = await self._watch(step.resource_version)
+            policy.saw(resource_version)
+            self._recovered()  # the list and the watch both answered: whatever refused us is gone
+            backoff = policy.watch_ended(delivered, time.monotonic() - started)
+            if policy.failures:  # the stream closed as soon as it opened: back off (nothing was missed)
+                await asyncio.sleep(backoff)
+            return
+        if step.action is Action.POLL:
+            await asyncio.sleep(step.wait)
+        policy.listed(await self._list())
 
     async def _list(self) -> str:
         """Replace the cache with a fresh list (page by page); return its resourceVersion."""
@@ -261,7 +272,10 @@ class JobStream:
             page = await self.hook.list_jobs_text_async(
                 self.source.kind, self.source.namespace, limit=LIST_PAGE_SIZE, continue_token=token
             )
-            metadata = await _add_page(listed, page)
+            steps = Steps(listed.adding_list_page(page, ITEMS_PER_TURN))
+            for _ in steps:
+                await asyncio.sleep(0)  # the event loop runs between two turns of ITEMS_PER_TURN jobs
+            metadata = steps.result
             token = metadata.get("continue")
             if not token:
                 break
@@ -273,7 +287,7 @@ class JobStream:
         self._mark(None)
         return str(metadata["resourceVersion"])
 
-    async def _watch(self, resource_version: str) -> tuple[str, bool]:
+    async def _watch(self, resource_version: str | None) -> tuple[str | None, bool]:
         """Apply watch events until the server ends the watch; return the last resourceVersion and whether
         anything arrived. Raises ApiException (410 included) and transient errors."""
         self.stats["watches"] += 1
@@ -355,26 +369,9 @@ class JobStream:
             self._mark(None)
 
 
-async def _add_page(cache: JobCache, page: str) -> dict[str, Any]:
-    """Keep a list page's jobs in ``cache``, :data:`ITEMS_PER_TURN` at a time, letting the event loop run between;
-    return the list's ``metadata``."""
-    steps = cache.adding_list_page(page, ITEMS_PER_TURN)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            metadata: dict[str, Any] = done.value
-            return metadata
-        await asyncio.sleep(0)
-
-
 class _Refused(Exception):
     """The API refused the stream's list or watch in a way retrying the same client will not fix (its one line,
     from :func:`~airflow_trainjob.hooks.api_errors.one_line`)."""
-
-
-def _backoff(failures: int) -> float:
-    return doubling(failures, BACKOFF_MIN, BACKOFF_MAX)  # the bounds read now: fault tests shorten them
 
 
 # --- the streams alive in this process ---------------------------------------------------------------

@@ -19,10 +19,12 @@ One loop (:class:`ListThenWatch`) serves both collections the wait follows:
 Each watch is re-opened from the last resourceVersion it saw (bookmarks included), so a dropped or ended watch
 misses nothing (the server replays what happened since). 410 Gone (that version was compacted away) reads the
 collection again and watches from there. Failed watches (429, 5xx, resets) back off; after
-:data:`WATCH_FAILURES_BEFORE_POLLING` in a row, or a watch the server refuses (e.g. a Role without ``watch``), the
-collection is read every ``poll_interval`` seconds instead, with a watch tried again every
-:data:`WATCH_RETRY_POLLS` reads. While the API does not answer at all, the wait rides it out for
-``outage_tolerance`` seconds before the last error is raised.
+:data:`~airflow_trainjob.watching.list_watch.WATCH_FAILURES_BEFORE_POLLING` in a row, or a watch the server refuses
+(e.g. a Role without ``watch``), the collection is read every ``poll_interval`` seconds instead, with a watch tried
+again every :data:`WATCH_RETRY_POLLS` reads. While the API does not answer at all, the wait rides it out for
+``outage_tolerance`` seconds before the last error is raised. What to do next is decided by
+:class:`~airflow_trainjob.watching.list_watch.ListWatch`, the shared stream's policy too, on this wait's rules
+(:func:`list_watch_rules`); this module makes the requests.
 
 A watch of the job lasts until the caller's next look (``look_within``: its nearest deadline, see
 :meth:`~airflow_trainjob.domain.deadlines.Deadlines.next_look`), asked again after each state the watch delivers: when a
@@ -59,19 +61,16 @@ from urllib3.exceptions import HTTPError
 
 from airflow_trainjob.hooks.addressing import JobAddress, job_pod_selector, name_field_selector
 from airflow_trainjob.hooks.api_errors import ApiCall, exception_for, one_line
-from airflow_trainjob.hooks.retries import doubling, is_transient
+from airflow_trainjob.hooks.retries import is_transient
 from airflow_trainjob.hooks.training_job import watch_timeout
+from airflow_trainjob.watching.list_watch import Action, ListWatch, ListWatchRules
 
 #: Longest single watch request (seconds, its ``timeoutSeconds``); the caller's next deadline makes it shorter.
 WATCH_SECONDS = 900
 #: Seconds by which a watch may outlast the caller's next look before it is ended for a shorter one.
 NEARER_LOOK_SLACK = 1.0
-#: Failed watches in a row after which the collection is polled instead.
-WATCH_FAILURES_BEFORE_POLLING = 3
 #: While polling, a watch is tried again after this many reads.
 WATCH_RETRY_POLLS = 6
-#: A watch that ends sooner than this without an event counts as a failed one (no hot loop).
-SHORTEST_HEALTHY_WATCH = 1.0
 #: Backoff bounds between failed watches (seconds).
 BACKOFF_MIN, BACKOFF_MAX = 0.5, 10.0
 #: Seconds the wait's first look at the pods waits for their watch to answer (or fail) before it LISTs them itself.
@@ -80,12 +79,22 @@ SETTLE_SECONDS = 10.0
 T = TypeVar("T")
 
 
-@dataclass
-class _Attempts:
-    """The list-then-watch loop's count of failed watches in a row, and of reads since it began polling."""
+def list_watch_rules(poll_interval: float) -> ListWatchRules:
+    """The synchronous wait's list-then-watch rules (:class:`~airflow_trainjob.watching.list_watch.ListWatchRules`
+    says why each): a watch that failed is opened again from its last resourceVersion, a watch is tried again every
+    :data:`WATCH_RETRY_POLLS` reads while polling, and a 410 reads again at once. The bounds are read now: fault tests
+    shorten them.
 
-    failures: int = 0
-    polls: int = 0
+    :param poll_interval: seconds between reads while watches keep failing.
+    """
+    return ListWatchRules(
+        poll_interval=poll_interval,
+        backoff_min=BACKOFF_MIN,
+        backoff_max=BACKOFF_MAX,
+        watch_retry_polls=WATCH_RETRY_POLLS,
+        relist_after_failure=False,
+        slow_down_on_expiry=False,
+    )
 
 
 class ListThenWatch(Generic[T]):
@@ -118,7 +127,8 @@ class ListThenWatch(Generic[T]):
         self._poll_interval = poll_interval
         self._outage_tolerance = outage_tolerance
         self._log = log
-        self._resource_version: str | None = None
+        #: What to do next: list, poll or watch, and how long to back off (the requests are this class's).
+        self._policy = ListWatch(list_watch_rules(poll_interval))
         self._outage_since: float | None = None
         self._watch_refused = False
         self._stopped = threading.Event()
@@ -155,46 +165,43 @@ class ListThenWatch(Generic[T]):
     # ---- the loop -----------------------------------------------------------------------------------
 
     def _loop(self, look_within: Callable[[], float | None]) -> Generator[T, None, None]:
-        attempts = _Attempts()
         while not self._stopped.is_set():
             window = look_within()
             window = WATCH_SECONDS if window is None else min(float(WATCH_SECONDS), max(1.0, window))
-            if attempts.failures >= WATCH_FAILURES_BEFORE_POLLING and attempts.polls < WATCH_RETRY_POLLS:
-                if (yield from self._poll(attempts, window)):
+            step = self._policy.next_step()
+            if step.action is Action.WATCH:
+                ended = yield from self._watch_attempt(window, look_within)
+            else:
+                # A poll reads sooner when the caller's next look comes first.
+                if step.action is Action.POLL and self._stopped.wait(min(step.wait, window)):
                     return
-                continue
-            attempts.polls = 0
-            try:
-                ended = yield from self._watch_round(attempts, window, look_within)
-            except ApiException as e:
-                ended = yield from self._watch_failed(attempts, e)
-            except (HTTPError, OSError, AttributeError) as e:
-                # AttributeError: urllib3 reading a response whose connection stop() shut down under it.
-                if self._stopped.is_set():
-                    return
-                self._failed(attempts, e)
-                ended = False
+                ended = yield from self._read_once()
             if ended:
                 return
-
-    def _poll(self, attempts: _Attempts, window: float) -> Generator[T, None, bool]:
-        """While watches fail: one read after ``poll_interval`` (or the caller's next look); True: the follow ends."""
-        if self._stopped.wait(min(self._poll_interval, window)):
-            return True
-        attempts.polls += 1
-        return (yield from self._read_once())
 
     def _read_once(self) -> Generator[T, None, bool]:
         """One read, yielded unless it is None (a tolerated outage); True: the follow ends."""
         item = self._read()
         if item is None:
+            self._pause(self._policy.read_failed())
             return False
         yield item
         return self._is_last(item)
 
-    def _watch_round(
-        self, attempts: _Attempts, window: float, look_within: Callable[[], float | None]
-    ) -> Generator[T, None, bool]:
+    def _watch_attempt(self, window: float, look_within: Callable[[], float | None]) -> Generator[T, None, bool]:
+        """One watch, and what its failure means; True: the follow ends."""
+        try:
+            return (yield from self._watch_round(window, look_within))
+        except ApiException as e:
+            self._watch_failed(e)
+        except (HTTPError, OSError, AttributeError) as e:
+            # AttributeError: urllib3 reading a response whose connection stop() shut down under it.
+            if self._stopped.is_set():
+                return True
+            self._failed(e)
+        return False
+
+    def _watch_round(self, window: float, look_within: Callable[[], float | None]) -> Generator[T, None, bool]:
         """One watch, from the last resourceVersion, for ``window`` seconds at most; True: the follow ends. Raises
         what the watch raises."""
         started = time.monotonic()
@@ -216,12 +223,10 @@ class ListThenWatch(Generic[T]):
         finally:
             watch.close()  # a watch ended early is shut down now, not when it is collected
         self._answered()
-        if delivered or time.monotonic() - started >= SHORTEST_HEALTHY_WATCH:
-            attempts.failures = 0
-        else:
-            attempts.failures += 1
+        backoff = self._policy.watch_ended(delivered, time.monotonic() - started)
+        if self._policy.failures:  # it ended at once with nothing: a failed watch
             self._not_watching()
-            self._stopped.wait(_backoff(attempts.failures))
+            self._stopped.wait(backoff)
         if nearer:
             return False  # watched again at once, from the last resourceVersion, for as long as the look allows
         idle = self._idle()
@@ -229,12 +234,12 @@ class ListThenWatch(Generic[T]):
             yield idle
         return False
 
-    def _watch_failed(self, attempts: _Attempts, error: ApiException) -> Generator[T, None, bool]:
-        """The API answered a watch with an error: 410 reads again; a refusal polls; else back off. True: the
-        follow ends."""
+    def _watch_failed(self, error: ApiException) -> None:
+        """The API answered a watch with an error: 410 reads again; a refusal polls; else back off."""
         if error.status == 410:
             self.stats["expired"] += 1
-            return (yield from self._read_once())  # compacted away: read again, watch from that version
+            self._pause(self._policy.expired())  # compacted away: read again, watch from that version
+            return
         self.stats["failures"] += 1
         self._not_watching()
         if not is_transient(error):
@@ -248,20 +253,23 @@ class ListThenWatch(Generic[T]):
                     one_line(error),
                     self._poll_interval,
                 )
-            attempts.failures = WATCH_FAILURES_BEFORE_POLLING
-            return False
-        attempts.failures += 1
+            self._policy.failed(transient=False)
+            return
+        backoff = self._policy.failed(transient=True)
         self._outage(error)
-        self._stopped.wait(_backoff(attempts.failures))
-        return False
+        self._stopped.wait(backoff)
 
-    def _failed(self, attempts: _Attempts, error: Exception) -> None:
+    def _failed(self, error: Exception) -> None:
         """A watch failed without an answer (a reset, a timeout): back off, within the outage tolerance."""
         self.stats["failures"] += 1
         self._not_watching()
-        attempts.failures += 1
+        backoff = self._policy.failed(transient=True)
         self._outage(error)
-        self._stopped.wait(_backoff(attempts.failures))
+        self._stopped.wait(backoff)
+
+    def _pause(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopped.wait(seconds)
 
     def _not_watching(self) -> None:
         self.watching = False
@@ -284,7 +292,7 @@ class ListThenWatch(Generic[T]):
             answered,
             *args,
             **selector,
-            resource_version=self._resource_version,
+            resource_version=self._policy.resource_version,
             timeout_seconds=seconds,
             allow_watch_bookmarks=True,
             _request_timeout=watch_timeout(seconds),
@@ -293,7 +301,7 @@ class ListThenWatch(Generic[T]):
             for event in events:
                 obj = event.get("raw_object") or {}
                 meta = obj.get("metadata") or {}
-                self._resource_version = meta.get("resourceVersion") or self._resource_version
+                self._policy.saw(meta.get("resourceVersion"))
                 if event.get("type") == "BOOKMARK":
                     continue
                 meta.pop("managedFields", None)
@@ -403,7 +411,7 @@ class JobWatch(ListThenWatch[Seen]):
             :data:`WATCH_SECONDS`), and one that a change made outlast it is ended for a shorter one.
         """
         yield Seen(self._job)
-        self._resource_version = self._job["metadata"].get("resourceVersion")
+        self._policy.listed(self._job["metadata"].get("resourceVersion"))  # the job as created or attached to
         yield from self._loop(look_within)
 
     def _watched(self) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
@@ -441,7 +449,7 @@ class JobWatch(ListThenWatch[Seen]):
             return Seen(self._job, deleted=True, replaced=True)
         changed = job["metadata"].get("resourceVersion") != self._job["metadata"].get("resourceVersion")
         self._job = job
-        self._resource_version = job["metadata"].get("resourceVersion")
+        self._policy.listed(job["metadata"].get("resourceVersion"))
         return Seen(job, changed=changed)
 
 
@@ -467,14 +475,8 @@ class PodWatch(ListThenWatch[list[dict[str, Any]]]):
         super().__init__(hook, call, what, poll_interval=poll_interval, outage_tolerance=math.inf, log=log)
 
     def follow(self) -> Iterator[list[dict[str, Any]]]:
-        """Yield the pods after the first LIST that answers, then after each change, until :meth:`stop`.
-        Raises the hook's error when the API refuses the LIST."""
-        while not self._stopped.is_set():
-            pods = self._read()
-            if pods is not None:
-                yield pods
-                break
-            self._stopped.wait(BACKOFF_MAX)
+        """Yield the pods after the first LIST that answers (tried every :data:`BACKOFF_MAX` seconds until one does),
+        then after each change, until :meth:`stop`. Raises the hook's error when the API refuses the LIST."""
         yield from self._loop(lambda: None)
 
     def _watched(self) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
@@ -494,10 +496,11 @@ class PodWatch(ListThenWatch[list[dict[str, Any]]]):
     def _read(self) -> list[dict[str, Any]] | None:
         self.stats["reads"] += 1
         try:
-            pods, self._resource_version = self._hook.list_job_pods_and_version(self._name, self._namespace)
+            pods, version = self._hook.list_job_pods_and_version(self._name, self._namespace)
         except (ApiException, HTTPError, OSError) as e:  # what the hook's retries left of a transient failure
             self._outage(e)
             return None
+        self._policy.listed(version)
         self._answered()
         self._pods = {p["metadata"]["name"]: p for p in pods}
         return list(self._pods.values())
@@ -605,7 +608,3 @@ def outlasts_next_look(watch_left: float, look_in: float | None) -> bool:
         :meth:`~airflow_trainjob.domain.deadlines.Deadlines.next_look`); None: only changes call for one.
     """
     return look_in is not None and look_in < watch_left - NEARER_LOOK_SLACK
-
-
-def _backoff(failures: int) -> float:
-    return doubling(failures, BACKOFF_MIN, BACKOFF_MAX)  # the bounds read now: fault tests shorten them

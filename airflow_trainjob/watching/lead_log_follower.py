@@ -29,7 +29,7 @@ from urllib3.exceptions import HTTPError
 from airflow_trainjob.constants import JobKind, PodPhase
 from airflow_trainjob.domain.pods import is_finished, lead_pod, log_container, phase_of, pod_name, replica_of
 from airflow_trainjob.hooks.api_errors import one_line
-from airflow_trainjob.hooks.retries import doubling
+from airflow_trainjob.watching.list_watch import doubling
 
 #: Seconds between looks for the lead pod without a pod watch (``pods`` None); the first wait before a stream that
 #: ended (or failed) while its container still runs is opened again.

@@ -84,26 +84,6 @@ def test_backoff_doubles_from_wait_min_up_to_wait_max():
     assert waits == sorted(waits) and waits[-1] == retries.WAIT_MAX  # it grows until the cap, which it reaches
 
 
-def test_doubling_starts_at_low_doubles_per_failure_and_stops_at_high():
-    """The reconnects' one backoff rule (job_watch, job_stream, log_stream): no failure yet counts as the first."""
-    assert retries.doubling(0, 0.5, 10.0) == 0.5
-    assert [retries.doubling(n, 0.5, 10.0) for n in range(1, 8)] == [0.5, 1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
-    assert [retries.doubling(n, 1.0, 8.0) for n in range(1, 6)] == [1.0, 2.0, 4.0, 8.0, 8.0]  # the cap, reached exactly
-    assert retries.doubling(-3, 2.0, 30.0) == 2.0
-
-
-@pytest.mark.parametrize("failures", [1_025, 1_100, 10**6, 10**18])
-def test_doubling_gives_the_cap_however_many_failures_without_overflow(failures):
-    """``low * 2 ** (failures - 1)`` raises OverflowError past about 1,025 failures in a row (a Role refusing the
-    stream for hours); the doubling stops at the cap instead."""
-    assert retries.doubling(failures, 0.5, 10.0) == 10.0
-
-
-def test_doubling_from_the_smallest_float_reaches_the_cap():
-    assert retries.doubling(2_000, 5e-324, 30.0) == 30.0  # 2**-1074, doubled 1,079 times and more: the cap
-    assert retries.doubling(1_025, 5e-324, 30.0) == 2.0**-50  # still doubling exactly on the way up
-
-
 def test_no_retries_gives_one_attempt_to_calls_and_the_tasks_they_start():
     """The UI's reads (``no_retries``) fail at their first transient failure; outside the block, and in another
     task of the loop, the same call retries as before."""
