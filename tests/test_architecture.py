@@ -62,6 +62,16 @@ TRIGGER_NAMES_ALLOWED = {
     "airflow_trainjob.sensors.training_job": {"TrainingJobTrigger"},
 }
 
+#: The drivers: they read a job's API family through the port (``families.family_of``), never the ``kubeflow.org/v1``
+#: kind table (``constants.JOB_KINDS``, ``constants.JobKind``) nor an adapter's module: a second family's kinds are in
+#: neither. (The table stays with ``constants``, ``models/``, ``families/kubeflow_v1.py`` and the domain's v1
+#: specifics, which the adapter calls.)
+DRIVER_PACKAGES = ("operators", "watching", "triggers", "sensors", "links", "ui", "hooks")
+#: What a driver must not take of ``constants``.
+KIND_TABLE_NAMES = frozenset({"JOB_KINDS", "JobKind"})
+#: The adapters' modules, which only ``families/`` imports.
+ADAPTER_MODULES = ("airflow_trainjob.families.kubeflow_v1",)
+
 
 @dataclass(frozen=True)
 class Import:
@@ -339,4 +349,37 @@ def test_outside_the_triggers_only_the_trigger_class_is_taken_from_the_triggers_
                 f"{importer} no longer imports {', '.join(sorted(allowed - used))} from {TRIGGER_MODULE}: remove "
                 "them from TRIGGER_NAMES_ALLOWED in tests/test_architecture.py."
             )
+    assert not problems, "\n".join(problems)
+
+
+def driver_modules() -> list[str]:
+    """The modules of the drivers' packages (:data:`DRIVER_PACKAGES`)."""
+    return [name for name in modules() if name.split(".")[1:2] and name.split(".")[1] in DRIVER_PACKAGES]
+
+
+def test_no_driver_reads_the_v1_kind_table_or_an_adapter_directly():
+    assert len(driver_modules()) > 20, "the walk finds the drivers' modules"
+    problems = [
+        f"{edge.where()} imports {', '.join(sorted(KIND_TABLE_NAMES & set(edge.names)))} from {edge.target}: "
+        "a driver reads the job's family through the port (airflow_trainjob.families.family_of(kind)); if it "
+        "needs something the port lacks, add one documented member to domain/family.py's JobFamily and its "
+        "adapters."
+        for edge in imports()
+        if edge.importer in driver_modules()
+        and edge.target == f"{PACKAGE}.constants"
+        and KIND_TABLE_NAMES & set(edge.names)
+    ]
+    problems += [
+        f"{module_path(module)}:{node.lineno} reads {ast.unparse(node)}: a driver asks the job's family "
+        "(airflow_trainjob.families.family_of(kind)), not the v1 kind table."
+        for module in driver_modules()
+        for node in ast.walk(parsed(module))
+        if isinstance(node, ast.Attribute) and node.attr in KIND_TABLE_NAMES
+    ]
+    problems += [
+        f"{edge.where()} imports {edge.target}: a driver gets the job's family by its kind "
+        "(airflow_trainjob.families.family_of), never an adapter's module."
+        for edge in imports()
+        if edge.importer in driver_modules() and edge.target in ADAPTER_MODULES
+    ]
     assert not problems, "\n".join(problems)

@@ -177,7 +177,7 @@ def test_a_crash_looping_init_container_is_restarted_pending_and_counted():
     assert restart_counts([pod]) == {"job-master-0": 3}  # kubectl's RESTARTS counts init containers' too
     assert init_status(pod) == "Init:CrashLoopBackOff"
     assert log_container(pod, PYTORCH) == "fetch-data"
-    assert pending_failures([pod], PYTORCH) == [end]
+    assert pending_failures([pod], PYTORCH_FAMILY) == [end]
     assert pending_reasons([pod], PYTORCH) == [
         "Master-0 (job-master-0) Pending: Init:CrashLoopBackOff; initContainer fetch-data CrashLoopBackOff: "
         "back-off 40s restarting failed container=fetch-data pod=job-master-0_ns(0123); "
@@ -228,7 +228,7 @@ def test_init_containers_waiting_or_running_are_pending_reasons_in_kubectls_word
         "Master-0 (job-master-0) Pending: Init:ImagePullBackOff; initContainer fix-perms ImagePullBackOff: pull failed"
     ]
     assert log_container(pulling_pod, PYTORCH) == "pytorch"  # fix-perms never ran: no log of its own yet
-    assert pending_failures([pulling_pod], PYTORCH) == []
+    assert pending_failures([pulling_pod], PYTORCH_FAMILY) == []
     assert init_status(main_failed_after_init()) is None  # all completed
 
 

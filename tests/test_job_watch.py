@@ -10,8 +10,8 @@ from itertools import pairwise
 
 import pytest
 
-from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.domain.deadlines import Deadlines
+from airflow_trainjob.families import family_of
 from airflow_trainjob.watching import list_watch
 from airflow_trainjob.watching.job_watch import (
     NEARER_LOOK_SLACK,
@@ -60,7 +60,7 @@ def test_the_follower_reads_the_pods_the_wait_saw_and_lists_only_to_drain():
     hook = FakeTrainingJobHook(namespace="ml")
     hook.put_job({"apiVersion": "kubeflow.org/v1", **JOB, "spec": {}})
     done = hook.add_pod("train", "Master", phase="Succeeded", exit_code=0, log="one\ntwo")
-    follower = LeadLogFollower(hook, JOB_KINDS["PyTorchJob"], "train", "ml", LOG, pods=lambda: [done])
+    follower = LeadLogFollower(hook, family_of("PyTorchJob"), "train", "ml", LOG, pods=lambda: [done])
     follower.start()
     follower.finish()
     assert not follower.is_alive()

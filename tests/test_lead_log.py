@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from airflow_trainjob.constants import JOB_KINDS, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from airflow_trainjob.constants import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from airflow_trainjob.domain.lead_log import (
     ANNOTATION_LEAD_LOG_CURSOR,
     LIVE_READ_BYTES,
@@ -23,9 +23,10 @@ from airflow_trainjob.domain.lead_log import (
     since_time,
     timestamp_ns,
 )
+from airflow_trainjob.families import family_of
 from tests.support.legacy import as_legacy
 
-KIND = JOB_KINDS["PyTorchJob"]
+KIND = family_of("PyTorchJob")
 T0 = 1_796_000_000 * 1_000_000_000  # ns
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from airflow_trainjob.constants import JOB_KINDS
+from airflow_trainjob.families import family_of
 from airflow_trainjob.watching.lead_log_follower import LeadLogFollower
 from tests.support.fake_hook import FakeTrainingJobHook
 
@@ -21,7 +21,7 @@ def follower_of(**pod: object) -> tuple[FakeTrainingJobHook, LeadLogFollower]:
     hook = FakeTrainingJobHook(namespace="ml")
     hook.put_job({**JOB, "spec": {}})
     lead = hook.add_pod("train", "Master", log="one\ntwo\n", **pod)
-    return hook, LeadLogFollower(hook, JOB_KINDS["PyTorchJob"], "train", "ml", LOG, pods=lambda: [lead])
+    return hook, LeadLogFollower(hook, family_of("PyTorchJob"), "train", "ml", LOG, pods=lambda: [lead])
 
 
 def copied(caplog: pytest.LogCaptureFixture) -> list[str]:

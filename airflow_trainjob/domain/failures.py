@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from airflow_trainjob.constants import (
     JOB_KINDS,
@@ -421,15 +421,26 @@ def pending_reasons(pods: Iterable[Pod], kind: JobKind) -> list[str]:
     return reasons
 
 
-def pending_failures(pods: Iterable[Pod], kind: JobKind) -> list[ContainerEnd]:
+class EndsOfContainers(Protocol):
+    """What reads how a job's containers ended: its family (:class:`~airflow_trainjob.domain.family.JobFamily`)."""
+
+    def container_ends(self, pods: Iterable[Pod]) -> list[ContainerEnd]:
+        """How the containers worth quoting of the job's pods ended, oldest first (the replicas' containers).
+
+        :param pods: the job's pods, API JSON dicts.
+        """
+        ...
+
+
+def pending_failures(pods: Iterable[Pod], family: EndsOfContainers) -> list[ContainerEnd]:
     """The failed runs of the containers of pods still ``Pending`` — an init container that fails and is restarted
     (``Init:CrashLoopBackOff``) — oldest first: whose logs explain :func:`pending_reasons`.
 
     :param pods: the job's pods, API JSON dicts.
-    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types).
+    :param family: the job's family (its :meth:`~EndsOfContainers.container_ends`: its replicas' containers).
     """
     pending = [p for p in pods if phase_of(p) == PodPhase.PENDING]
-    return [e for e in container_ends(pending, kind) if e.failed]
+    return [e for e in family.container_ends(pending) if e.failed]
 
 
 def _replica_type(end: ContainerEnd) -> str:

@@ -1,7 +1,9 @@
-"""What the lifecycle core (:mod:`airflow_trainjob.domain.lifecycle`) and the drivers (the trigger, the sensor, the
-hooks' addressing, the links, the UI) read of a job's API family, and nothing else: the port its adapters implement (:mod:`airflow_trainjob.families`; today's one, ``kubeflow.org/v1``'s six kinds, is
-:mod:`airflow_trainjob.families.kubeflow_v1`). The core names no kind and reads no condition type of its own: a second
-family (Kubeflow Trainer v2's ``TrainJob``) is a second adapter, not a fourth copy of the judging.
+"""What the lifecycle core (:mod:`airflow_trainjob.domain.lifecycle`) and the drivers (the operator's run and its
+synchronous wait, the lead log's follower, the trigger, the sensor, the hooks' addressing, the links, the UI) read of a
+job's API family, and nothing else: the port its adapters implement (:mod:`airflow_trainjob.families`; today's one,
+``kubeflow.org/v1``'s six kinds, is :mod:`airflow_trainjob.families.kubeflow_v1`). The core names no kind and reads no
+condition type of its own, the drivers no kind table (``tests/test_architecture.py`` checks): a second family (Kubeflow
+Trainer v2's ``TrainJob``) is a second adapter, not a fourth copy of the judging.
 
 Defined here, beside the core that reads it, so that the domain imports nothing above it; the adapters import the
 domain.

@@ -34,8 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol
 
-from airflow_trainjob.constants import LABEL_PREFIX, JobKind
-from airflow_trainjob.domain import pods as pods_of
+from airflow_trainjob.constants import LABEL_PREFIX
 from airflow_trainjob.domain.own_keys import read_own_key
 from airflow_trainjob.domain.pods import Pod, phase_of, pod_name
 
@@ -291,23 +290,6 @@ class LeadReplica(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class _OfKind:
-    """:class:`LeadReplica` of a ``kubeflow.org/v1`` :class:`~airflow_trainjob.constants.JobKind`, for the callers
-    that still pass one (the synchronous wait)."""
-
-    kind: JobKind
-
-    def lead_pod(self, pods: Iterable[Pod]) -> Pod | None:
-        return pods_of.lead_pod(pods, self.kind)
-
-    def log_container(self, pod: Pod) -> str:
-        return pods_of.log_container(pod, self.kind)
-
-    def replica_of(self, pod: Pod) -> tuple[str, int]:
-        return pods_of.replica_of(pod, self.kind)
-
-
 def current_run(pod: Mapping[str, Any], kind: LeadReplica) -> tuple[LogRun, bool] | None:
     """The lead pod's container run whose log a read returns now, and whether it has ended; None while the container
     has not started (the pod pending, the container waiting for its first run).
@@ -343,8 +325,7 @@ class LeadLogCopy:
     the answer to :meth:`take` (or, when the API answered that the log is not there, to :meth:`missing`); it writes
     each :class:`LogOut` returned, in order, into the task log.
 
-    :param kind: the job's family (:class:`LeadReplica`, e.g. its :class:`~airflow_trainjob.domain.family.JobFamily`),
-        or its :class:`~airflow_trainjob.constants.JobKind`.
+    :param kind: the job's family (:class:`LeadReplica`, e.g. its :class:`~airflow_trainjob.domain.family.JobFamily`).
     :param cursor: where an earlier copy stopped (the trigger's event, the job's annotation); None: at the start.
     :param final: the job has ended: read the rest, up to the size bound, then the log's last ``tail_lines`` lines
         if the bound cut it. Else (the task waits): at most :data:`LIVE_READS_PER_LOOK` reads of
@@ -357,7 +338,7 @@ class LeadLogCopy:
 
     def __init__(
         self,
-        kind: LeadReplica | JobKind,
+        kind: LeadReplica,
         cursor: LogCursor | None = None,
         *,
         final: bool = False,
@@ -365,7 +346,7 @@ class LeadLogCopy:
         max_bytes: int | None = None,
         read_bytes: int | None = None,
     ) -> None:
-        self.kind: LeadReplica = _OfKind(kind) if isinstance(kind, JobKind) else kind
+        self.kind = kind
         self.cursor = cursor or LogCursor()
         self.final = final
         self.tail_lines = tail_lines

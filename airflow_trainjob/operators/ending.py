@@ -23,7 +23,6 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from airflow_trainjob.constants import GROUP, JOB_KINDS
 from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.cleanup_hold import (
     FOLLOWED_BY_LATER_TRY,
@@ -39,6 +38,7 @@ from airflow_trainjob.domain.pods import is_active, owned_by, pods_to_clean
 from airflow_trainjob.domain.records import Outcome, TrySeries, outcome_of
 from airflow_trainjob.domain.summary import job_summary
 from airflow_trainjob.domain.verdict import job_ref
+from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import one_line
 from airflow_trainjob.hooks.evidence import failure_exception
 from airflow_trainjob.hooks.retries import is_transient
@@ -325,7 +325,7 @@ class JobCleanup:
                     one_line(e),
                 )
         ttl = plan.policy.ttl_seconds_after_finished
-        fate = f"remove it with: kubectl delete {JOB_KINDS[kind].plural}.{GROUP} {name} -n {namespace}"
+        fate = f"remove it with: kubectl delete {family_of(kind).resource.name} {name} -n {namespace}"
         if ttl is not None:
             left = seconds_until_ttl(job, ttl)
             fate = f"the training operator deletes it {ttl} s after it finished (ttlSecondsAfterFinished)" + (

@@ -43,7 +43,8 @@ class TrainingJobRequest:
 
     @property
     def kind(self) -> str:
-        """The job's kind, a key of ``JOB_KINDS``: the ``kind`` parameter's, or the whole job's own."""
+        """The job's kind, one of :func:`~airflow_trainjob.families.known_kinds`: the ``kind`` parameter's, or the whole
+        job's own."""
         return str(self.manifest["kind"])
 
     @property

@@ -12,7 +12,6 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.deadlines import queue_state
 from airflow_trainjob.domain.lead_log import (
@@ -30,6 +29,7 @@ from airflow_trainjob.domain.params import RunSettings
 from airflow_trainjob.domain.pods import owned_by
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobError
+from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import RAISED_ERRORS, one_line
 from airflow_trainjob.triggers.args import TriggerArgs
 from airflow_trainjob.triggers.events import ERROR, FINISHED, TIMED_OUT
@@ -236,12 +236,12 @@ def copy_rest_of_lead_log(
     """
     if copied and copied.get("quoted"):
         return  # an event of an earlier version of the trigger: it quoted the tail before stopping the lead's pod
-    kind = JOB_KINDS[job["kind"]]
+    family = family_of(job["kind"])
     if copied and "text" in copied:  # ... or carried the tail in the event
         quote_log(log, copied["pod"], copied["pod"], copied["text"], tail_lines)
         return
     cursor = LogCursor.from_dict(copied) if copied else cursor_on_job(job, try_number)
-    copy = LeadLogCopy(kind, cursor, final=True, tail_lines=tail_lines)
+    copy = LeadLogCopy(family, cursor, final=True, tail_lines=tail_lines)
     uid, namespace = job["metadata"].get("uid"), job["metadata"]["namespace"]
     before = copy.cursor.lines
     write_lines(log, copy.look([p for p in pods if owned_by(p, uid)]))

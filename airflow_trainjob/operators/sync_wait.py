@@ -15,10 +15,10 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.deadlines import Deadlines, QueueState
-from airflow_trainjob.domain.failures import container_ends, pending_failures, quoted_tails
+from airflow_trainjob.domain.failures import pending_failures, quoted_tails
+from airflow_trainjob.domain.family import JobFamily
 from airflow_trainjob.domain.lifecycle import (
     Finished,
     Gone,
@@ -32,7 +32,7 @@ from airflow_trainjob.domain.params import RunSettings
 from airflow_trainjob.domain.pods import restart_counts
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobStoppedError, TrainingJobTimeoutError
-from airflow_trainjob.families import kubeflow_v1
+from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import one_line
 from airflow_trainjob.hooks.evidence import announced_end, read_tails
 
@@ -54,7 +54,7 @@ class SynchronousWait:
     :param kind: returns the job's kind (``PyTorchJob``...), read when needed: the run learns it late.
     :param watch: builds the job's watch: ``watch(hook, job, poll_interval=..., outage_tolerance=..., log=...)``,
         whose ``follow(look_within)`` yields :class:`~airflow_trainjob.watching.job_watch.Seen`.
-    :param follower: builds the lead replica's log follower: ``follower(hook, kind, name, namespace, log, pods=...)``
+    :param follower: builds the lead replica's log follower: ``follower(hook, family, name, namespace, log, pods=...)``
         (``pods``: returns the pods as the wait last saw them), a thread with ``start``, ``finish``, ``stop`` and
         ``pods_changed``.
     :param pod_feed: builds what follows the job's pods: ``pod_feed(hook, job, on_change=..., poll_interval=...,
@@ -112,7 +112,7 @@ class SynchronousWait:
         self._pod_feed.start()
         if self.settings.get_logs:
             self._follower = self._follower_factory(
-                self.hook, JOB_KINDS[self._kind()], meta["name"], meta["namespace"], self.log, pods=self._pods_seen
+                self.hook, self._family(), meta["name"], meta["namespace"], self.log, pods=self._pods_seen
             )
             self._follower.start()
         return self._wait(ref, manifest, job)
@@ -133,7 +133,7 @@ class SynchronousWait:
             startup_timeout=settings.startup_timeout,
             queue_timeout=settings.queue_timeout,
         )
-        family = kubeflow_v1.family(self._kind())
+        family = self._family()
         wait = JobWait(ref, deadlines, family, desired=family.desired_replicas(manifest))
 
         def next_look() -> float | None:
@@ -178,7 +178,7 @@ class SynchronousWait:
                 f"down) while the job was {conditions.phase(seen.job.get('status'))}; it deleted the job and its "
                 "pods on the way out"
             )
-        family = kubeflow_v1.family(self._kind())
+        family = self._family()
         decision = judge_gone(ref, seen.job, family, replaced=seen.replaced)
         if isinstance(decision, Gone) and not decision.replaced:
             try:
@@ -198,6 +198,10 @@ class SynchronousWait:
         feed = self._pod_feed
         return None if feed is None else feed.look()
 
+    def _family(self) -> JobFamily:
+        """The job's family (its kind's adapter): the run learns the kind late."""
+        return family_of(self._kind())
+
     def _pods_seen(self) -> list[dict[str, Any]] | None:
         """The job's pods as the pod feed last saw them, for the log follower; None before its first LIST."""
         feed = self._pod_feed
@@ -213,11 +217,11 @@ class SynchronousWait:
             follower.pods_changed()
 
     def _warn_on_restarts(self, pods: list[dict[str, Any]], before: dict[str, int]) -> dict[str, int]:
-        kind = JOB_KINDS[self._kind()]
+        family = self._family()
         now = restart_counts(pods)
         for pod_name, count in now.items():
             if count > before.get(pod_name, 0):
-                ends = [e for e in container_ends(pods, kind) if e.pod == pod_name and e.restarted]
+                ends = [e for e in family.container_ends(pods) if e.pod == pod_name and e.restarted]
                 why = ends[-1].describe() if ends else pod_name
                 self.log.warning("Replica restarted (restart %d): %s", count, why)
         return now
@@ -244,10 +248,10 @@ class SynchronousWait:
         :param pods: the job's pods as last seen.
         :param queue: whether and where the job waits in a queue, for a queue timeout.
         :returns: the error to raise."""
-        kind = JOB_KINDS[self._kind()]
+        family = self._family()
         name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
         tails = quoted_tails(
-            read_tails(self.hook, namespace, pending_failures(pods, kind), self.settings.log_tail_lines)
+            read_tails(self.hook, namespace, pending_failures(pods, family), self.settings.log_tail_lines)
         )
         try:
             warnings = [
@@ -264,7 +268,7 @@ class SynchronousWait:
                 seconds,
                 status=status,
                 queue=queue,
-                family=kubeflow_v1.family(self._kind()),
+                family=family,
                 namespace=namespace,
                 pods=pods,
                 warnings=warnings,
@@ -281,7 +285,7 @@ class SynchronousWait:
         meta = job["metadata"]
         try:
             pods = self.hook.list_job_pods(meta["name"], meta["namespace"])
-            stop = pods_stopped_at_terminal(job_ref(job), job, pods, kubeflow_v1.family(self._kind()))
+            stop = pods_stopped_at_terminal(job_ref(job), job, pods, self._family())
             for pod in stop.pods:
                 self.hook.delete_pod(pod["metadata"]["name"], meta["namespace"], uid=pod["metadata"].get("uid"))
         except Exception as e:

@@ -23,6 +23,7 @@ Everything here lives on the api-server's event loop: one :class:`UiCache` per a
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections import Counter
@@ -33,8 +34,8 @@ from typing import Any, Generic, TypeVar
 
 from kubernetes_asyncio import client as async_client
 
-from airflow_trainjob.constants import GROUP, JOB_KINDS, VERSION
 from airflow_trainjob.domain import pods
+from airflow_trainjob.families import family_of, known_kinds
 from airflow_trainjob.hooks.api_errors import kind_not_served_message
 from airflow_trainjob.hooks.retries import API_EXCEPTIONS, no_retries
 from airflow_trainjob.hooks.training_job import REQUEST_TIMEOUT, AsyncTrainingJobHook
@@ -78,6 +79,28 @@ async def quick_read(what: str, read: Callable[[], Awaitable[T]], seconds: float
             if str(e):
                 raise  # the client's own timeout, which says what timed out
             raise TimeoutError(f"no answer from the cluster within {seconds:g} s (to {what})") from None
+
+
+async def _discover(conn_id: str, group: str, version: str) -> set[str]:
+    """The resources (plurals) the cluster of connection ``conn_id`` serves in ``group``/``version``; none when it
+    serves no such group (404).
+
+    :param conn_id: the cncf.kubernetes connection id.
+    :param group: the API group, e.g. ``kubeflow.org``.
+    :param version: the version within it, e.g. ``v1``.
+    :raises Exception: the discovery request failed otherwise (unreachable, 401/403).
+    """
+    hook = AsyncTrainingJobHook(conn_id=conn_id)
+    async with hook.connect() as api:
+        try:
+            found = await async_client.CustomObjectsApi(api).get_api_resources(
+                group, version, _request_timeout=REQUEST_TIMEOUT
+            )
+            return {r.name for r in found.resources or []}
+        except API_EXCEPTIONS as e:
+            if e.status != 404:  # 404: the whole group is missing
+                raise
+            return set()
 
 
 @dataclass
@@ -262,7 +285,7 @@ def ui_source(conn_id: str | None, namespace: str, kind: str) -> StreamSource:
 
     :param conn_id: the cncf.kubernetes connection id (None: no connection, in-cluster or the default kubeconfig).
     :param namespace: the namespace.
-    :param kind: a key of ``JOB_KINDS``.
+    :param kind: one of :func:`~airflow_trainjob.families.known_kinds`.
     """
     return StreamSource(conn_id, None, None, None, namespace, kind)
 
@@ -306,7 +329,7 @@ class UiCache:
 
         :param conn_id: the cncf.kubernetes connection id.
         :param namespace: the namespace.
-        :param kind: a key of ``JOB_KINDS``.
+        :param kind: one of :func:`~airflow_trainjob.families.known_kinds`.
         """
         return await self.streams.stream(ui_source(conn_id, namespace, kind))
 
@@ -374,31 +397,27 @@ class UiCache:
 
     async def served_kinds(self, conn_id: str) -> dict[str, str | None]:
         """Kind -> None when the connection's cluster serves it, else why not (one line), from API discovery of
-        ``kubeflow.org/v1``.
+        each family's group and version (``kubeflow.org/v1``), one request each.
 
         :param conn_id: the cncf.kubernetes connection id.
         :raises Exception: the discovery request failed otherwise (unreachable, 401/403): the one-line exceptions
             of the hook's connection, or the client's own.
         """
-
-        async def discover() -> set[str]:
-            hook = AsyncTrainingJobHook(conn_id=conn_id)
-            async with hook.connect() as api:
-                try:
-                    found = await async_client.CustomObjectsApi(api).get_api_resources(
-                        GROUP, VERSION, _request_timeout=REQUEST_TIMEOUT
-                    )
-                    return {r.name for r in found.resources or []}
-                except API_EXCEPTIONS as e:
-                    if e.status != 404:  # 404: the whole group is missing
-                        raise
-                    return set()
+        resources = {kind: family_of(kind).resource for kind in known_kinds()}
 
         async def load() -> dict[str, str | None]:
-            served = await quick_read(f"discover {GROUP}/{VERSION} through connection {conn_id}", discover)
+            served: dict[tuple[str, str], set[str]] = {}
+            for r in resources.values():
+                if (r.group, r.version) not in served:
+                    served[r.group, r.version] = await quick_read(
+                        f"discover {r.api_version} through connection {conn_id}",
+                        functools.partial(_discover, conn_id, r.group, r.version),
+                    )
             return {
-                kind: None if k.plural in served else kind_not_served_message(f"{k.plural}.{GROUP}/{VERSION}")
-                for kind, k in JOB_KINDS.items()
+                kind: None
+                if r.plural in served[r.group, r.version]
+                else kind_not_served_message(f"{r.name}/{r.version}")
+                for kind, r in resources.items()
             }
 
         result: dict[str, str | None] = await self.lookups.get(("kinds", conn_id), load)

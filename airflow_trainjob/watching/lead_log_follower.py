@@ -26,8 +26,9 @@ from typing import Any, NamedTuple
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from airflow_trainjob.constants import JobKind, PodPhase
-from airflow_trainjob.domain.pods import is_finished, lead_pod, log_container, phase_of, pod_name, replica_of
+from airflow_trainjob.constants import PodPhase
+from airflow_trainjob.domain.lead_log import LeadReplica
+from airflow_trainjob.domain.pods import is_finished, phase_of, pod_name
 from airflow_trainjob.hooks.api_errors import one_line
 from airflow_trainjob.watching.list_watch import doubling
 
@@ -43,11 +44,13 @@ DRAIN_ATTEMPTS = 4
 class LeadLogFollower(threading.Thread):
     """Copies the lead replica's log lines to ``log`` as ``[Master-0] <line>`` until :meth:`stop`.
 
-    The container followed is the kind's default container when the pod has it, else the pod's first.
+    The container followed is the one the family says speaks for the pod (the kind's default container when the pod
+    has it, else the pod's first).
 
     :param hook: a :class:`TrainingJobHook`.
-    :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its lead replica types and default
-        container).
+    :param family: the job's family (:class:`~airflow_trainjob.domain.lead_log.LeadReplica`, e.g. its
+        :class:`~airflow_trainjob.domain.family.JobFamily` from :func:`~airflow_trainjob.families.family_of`): its
+        lead pod, the container whose log speaks for it, and its replica type and index.
     :param name: the job's ``metadata.name``.
     :param namespace: the job's namespace.
     :param log: the task's logger, which gets the lines.
@@ -59,14 +62,14 @@ class LeadLogFollower(threading.Thread):
     def __init__(
         self,
         hook: Any,
-        kind: JobKind,
+        family: LeadReplica,
         name: str,
         namespace: str,
         log: logging.Logger,
         pods: Callable[[], list[dict[str, Any]] | None] | None = None,
     ):
         super().__init__(name=f"log-{name}", daemon=True)
-        self._hook, self._kind, self._name, self._namespace, self._log = hook, kind, name, namespace, log
+        self._hook, self._family, self._name, self._namespace, self._log = hook, family, name, namespace, log
         self._pods = pods
         #: Streams in a row that ended or failed while their container still ran, and when to open the next one.
         self._reopens = 0
@@ -190,13 +193,13 @@ class LeadLogFollower(threading.Thread):
 
     def _lead_run(self) -> _LeadRun | None:
         """The lead pod's container run to follow; None while there is no lead pod or it is pending."""
-        pod = lead_pod(self._pods_now(), self._kind)
+        pod = self._family.lead_pod(self._pods_now())
         if pod is None or phase_of(pod) == PodPhase.PENDING:
             return None
-        container = log_container(pod, self._kind)
+        container = self._family.log_container(pod)
         statuses = (pod.get("status") or {}).get("containerStatuses") or []
         restarts = next((c.get("restartCount") or 0 for c in statuses if c.get("name") == container), 0)
-        replica_type, index = replica_of(pod, self._kind)
+        replica_type, index = self._family.replica_of(pod)
         return _LeadRun(
             pod_name(pod), container, (pod["metadata"].get("uid", ""), restarts), replica_type, index, is_finished(pod)
         )

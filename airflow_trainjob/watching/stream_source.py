@@ -34,7 +34,7 @@ class StreamSource:
     :param config_file: path of a kubeconfig file; None: the connection's.
     :param in_cluster: use the pod's service account; None: the connection's setting.
     :param namespace: the namespace of the jobs.
-    :param kind: the jobs' kind, a key of ``JOB_KINDS`` (``PyTorchJob``).
+    :param kind: the jobs' kind (``PyTorchJob``), one of :func:`~airflow_trainjob.families.known_kinds`.
     """
 
     kubernetes_conn_id: str | None
