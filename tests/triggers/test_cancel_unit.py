@@ -123,6 +123,43 @@ def test_within_returns_and_raises_what_the_work_does():
     assert asyncio.run(main()) == 3
 
 
+def test_despite_cancellation_ends_the_work_through_repeated_cancellations_then_raises_the_first():
+    """Airflow's triggerer cancels a killed trigger's task again at each sync until it ends, ``on_kill`` included:
+    the work goes on to its end, and the first cancellation (with its message) is raised after it."""
+
+    async def main() -> tuple[list[str], str]:
+        done: list[str] = []
+
+        async def work() -> None:
+            await asyncio.sleep(0.3)
+            done.append("work ended")
+
+        task = asyncio.ensure_future(cancel_safe.despite_cancellation(work(), 5))
+        for n in range(5):
+            await asyncio.sleep(0.05)
+            task.cancel(USER_ACTION if n == 0 else f"again {n}")
+        await asyncio.wait((task,))
+        try:
+            task.result()
+        except asyncio.CancelledError as e:
+            return done, str(e.args)
+        return done, "returned"
+
+    assert asyncio.run(main()) == (["work ended"], str((USER_ACTION,)))
+
+
+def test_despite_cancellation_returns_what_the_work_does_and_stops_it_after_its_seconds():
+    async def main() -> tuple[int, bool]:
+        returned = await cancel_safe.despite_cancellation(asyncio.sleep(0, 3), 5)
+        work = asyncio.ensure_future(asyncio.sleep(60))
+        with pytest.raises(asyncio.TimeoutError):
+            await cancel_safe.despite_cancellation(work, 0.05)
+        await asyncio.sleep(0)
+        return returned, work.cancelled()
+
+    assert asyncio.run(main()) == (3, True)
+
+
 class _Unsynced:
     """A stream whose cache cannot be judged yet: the woken trigger goes back to waiting without a read."""
 
