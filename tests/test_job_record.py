@@ -461,7 +461,7 @@ def test_the_triggers_parked_end_is_redacted_by_airflows_masker(masked, monkeypa
 
     async def park() -> None:
         await kubernetes_side.load()
-        await trigger._park_end(hook, ti, running, [], until=0.0)  # no time left to wait for a next try
+        await trigger._park_end(hook, ti, running, [])
 
     asyncio.run(park())
     ((key, value),) = parked

@@ -24,9 +24,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import importlib
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
@@ -70,16 +71,17 @@ if TYPE_CHECKING:
     from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
     from airflow_trainjob.watching.job_stream import JobChanges, JobStream
 
-#: Seconds ``on_kill`` keeps back of Airflow's ``[triggerer] on_kill_timeout`` (30 s by default) when it records the
-#: try's end, after the deletion: the triggerer's first call to Airflow's API starts its in-process API server, which
-#: took 19 s on a loaded test machine.
+#: Seconds ``on_kill`` keeps back of Airflow's ``[triggerer] on_kill_timeout`` (30 s by default): its last step (the
+#: try's end recorded again for a next try) ends this much before Airflow stops waiting.
 RECORD_END_MARGIN_SECONDS = 1.0
+#: Seconds of ``on_kill_timeout`` kept for the deletion of the job (a GET and a DELETE, and a retry): the record of the
+#: try's end before it (the triggerer's first call to Airflow's API starts its in-process API server, which took 19 s
+#: on a loaded test machine) and the copy of the lead's log stop in time for it.
+DELETION_RESERVE_SECONDS = 3.0
 #: Share of Airflow's ``[triggerer] on_kill_timeout`` that ``on_kill`` gives the copy of the rest of the lead replica's
-#: log before it deletes the job, at most: the deletion, and the record of the try's end, need the rest.
-#: 0 for now: the copy is off. With it on (0.5), a deferred try killed in a real deployment once recorded no end of
-#: its own in time for the Training job tab (CI at c53e47a: the tab said "Ended", not "Stopped"); turned on again
-#: once the order of the copy, the deletion and the record is settled.
-ON_KILL_COPY_SHARE = 0.0
+#: log, at most, after it has recorded the try's end and before it deletes the job (never into
+#: :data:`DELETION_RESERVE_SECONDS`). 0 turns the copy off.
+ON_KILL_COPY_SHARE = 0.5
 #: Phases in which the lead replica may be writing its log: the trigger looks at it then.
 LOG_PHASES = frozenset({JobConditionType.RUNNING, JobConditionType.RESTARTING, JobConditionType.SCALING})
 #: Seconds between two records of the copy's cursor on the job (:data:`ANNOTATION_LEAD_LOG_CURSOR`) while lines are
@@ -668,21 +670,26 @@ class TrainingJobTrigger(BaseEventTrigger):
 
     async def on_kill(self) -> None:
         """The user killed the deferred task (Airflow runs this in the triggerer: marked failed or success, or
-        cleared): delete the job, if it is still the one this task's try follows
-        (:func:`~airflow_trainjob.domain.ownership.why_not_followed`: its uid, its owner labels, the try that follows it);
-        then record the try's end as this trigger read the job (:meth:`_record_end`). The pods are read before the
-        job, and the end recorded after the deletion: nothing widens the window between reading the job and deleting
-        it, in which a later try may take it over.
+        cleared). In this order (:meth:`_end_the_try`), within Airflow's ``[triggerer] on_kill_timeout``:
 
-        Before that, with ``follow_lead_log``, the rest of the lead replica's log is copied into the task log (the
-        lines printed since the trigger's last look would go with the pods: :meth:`_copy_before_deletion`), within
-        :data:`ON_KILL_COPY_SHARE` of Airflow's ``[triggerer] on_kill_timeout``; the job is read again after it.
+        1. read the job's pods, then the job;
+        2. record the try's end as this trigger read the job (:meth:`_record_end`), at once: the Training job tab
+           needs it first, and nothing before it waits;
+        3. with ``follow_lead_log``, on a job that is still this try's: copy the rest of the lead replica's log into
+           the task log (the lines printed since the trigger's last look would go with the pods:
+           :meth:`_copy_before_deletion`), within :data:`ON_KILL_COPY_SHARE` of ``on_kill_timeout`` and never into
+           the :data:`DELETION_RESERVE_SECONDS`; then read the job again;
+        4. delete the job, if it is still the one this task's try follows
+           (:func:`~airflow_trainjob.domain.ownership.why_not_followed`: its uid, its owner labels, the try that follows
+           it), at once after that read: nothing widens the window in which a later try may take it over;
+        5. when a next try is coming (a clear), wait until it has started and record the end again (its start cleared
+           the first record), within what remains.
+
+        Airflow cancels the trigger's task again at each sync with its supervisor (about every second) until
+        ``on_kill`` has ended: the steps go on through those cancellations
+        (:func:`~airflow_trainjob.watching.cancel_safe.despite_cancellation`), each bounded as above.
 
         A wait without ``owner_labels`` (a sensor's, on a job made elsewhere) owns nothing and deletes nothing.
-
-        Airflow 3.3's triggerer cancels the trigger's task again at every pass of its loop (about once a second) until
-        ``on_kill`` returns, and a cancellation would end it at its next ``await``: the work goes on through those
-        (:func:`~airflow_trainjob.watching.cancel_safe.through_cancellations`) until ``on_kill_timeout`` is nearly up.
 
         :raises KubernetesAccessError: and the hook's other refusals, as the sync hook raises them.
         """
@@ -690,30 +697,39 @@ class TrainingJobTrigger(BaseEventTrigger):
             self.log.info("Not deleting %s/%s: this wait does not own the job", self.namespace, self.name)
             return
         on_kill_seconds, started = _on_kill_seconds(), time.monotonic()
-        record_by = started + on_kill_seconds - RECORD_END_MARGIN_SECONDS
-        # Airflow cancels the trigger again at each pass of its loop until on_kill returns: go on until record_by.
-        await cancel_safe.through_cancellations(self._stop_the_job(on_kill_seconds, started, record_by), record_by)
+        await cancel_safe.despite_cancellation(self._end_the_try(started, on_kill_seconds), on_kill_seconds)
 
-    async def _stop_the_job(self, on_kill_seconds: float, started: float, record_by: float) -> None:
-        """:meth:`on_kill`'s work: the deletion, then the record (``record_by``: monotonic seconds)."""
+    async def _end_the_try(self, started: float, on_kill_seconds: float) -> None:
+        """:meth:`on_kill`'s steps, in its order; ``started`` (monotonic seconds) and ``on_kill_seconds`` bound them."""
+        until = started + on_kill_seconds - RECORD_END_MARGIN_SECONDS
         await kubernetes_side.load()
         hook = kubernetes_side.stream_hook(self.shared_stream_key())
         async with hook.connect():
             pods = await self._pods_if_any(hook)
             job = await self._job_if_any(hook)
+            parked = await self._record_end(
+                hook, self._this_tries(job), pods, max(1.0, until - DELETION_RESERVE_SECONDS - time.monotonic())
+            )
             if ON_KILL_COPY_SHARE and job is not None and self._follows_lead_log and self._why_not_ours(job) is None:
-                copy_by = started + on_kill_seconds * ON_KILL_COPY_SHARE
-                await self._copy_before_deletion(hook, job, pods, max(0.0, copy_by - time.monotonic()))
+                left = until - DELETION_RESERVE_SECONDS - time.monotonic()
+                seconds = max(0.0, min(on_kill_seconds * ON_KILL_COPY_SHARE, left))
+                await self._copy_before_deletion(hook, job, pods, seconds)
                 job = await self._job_if_any(hook)  # again: the deletion follows this read at once
-            if job is not None:
-                why_not = self._why_not_ours(job)
-                if why_not is not None:
-                    self.log.warning("Not deleting %s/%s: %s", self.namespace, self.name, why_not)
-                elif await hook.delete_job_async(self.kind, self.name, self.namespace, uid=job["metadata"]["uid"]):
-                    self.log.info(
-                        "Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name
-                    )
-            await self._record_end(hook, self._this_tries(job), pods, max(1.0, record_by - time.monotonic()))
+            try:
+                await self._delete_if_ours(hook, job)
+            finally:
+                if parked is not None:
+                    await self._record_again_for_next_try(parked, until)
+
+    async def _delete_if_ours(self, hook: AsyncTrainingJobHook, job: Mapping[str, Any] | None) -> None:
+        """Delete ``job`` (as just read; None: gone) if it is still this try's, with its uid as precondition."""
+        if job is None:
+            return
+        why_not = self._why_not_ours(job)
+        if why_not is not None:
+            self.log.warning("Not deleting %s/%s: %s", self.namespace, self.name, why_not)
+        elif await hook.delete_job_async(self.kind, self.name, self.namespace, uid=job["metadata"]["uid"]):
+            self.log.info("Deleted %s %s/%s: the deferred task was killed", self.kind, self.namespace, self.name)
 
     async def _job_if_any(self, hook: AsyncTrainingJobHook) -> dict[str, Any] | None:
         """GET the job; None if it does not exist."""
@@ -772,32 +788,51 @@ class TrainingJobTrigger(BaseEventTrigger):
 
     async def _record_end(
         self, hook: AsyncTrainingJobHook, job: Mapping[str, Any] | None, pods: list[dict[str, Any]], seconds: float
-    ) -> None:
+    ) -> _Parked | None:
         """Leave the killed try's end -- ``job`` (None: gone before this trigger could read it), its pods and the
         events about them -- where the Training job tab finds it: the task instance's XCom
-        (:data:`~airflow_trainjob.domain.records.PARKED_KEY`), since the triggerer cannot reach ``task_state_store``.
-        Best effort, within ``seconds``: a failure is a warning."""
+        (:data:`~airflow_trainjob.domain.records.PARKED_KEY`), since the triggerer cannot reach ``task_state_store``;
+        then look once whether a next try is coming. Best effort, within ``seconds``: a failure is a warning.
+
+        :returns: what was written, to write again once a next try has started (:meth:`_record_again_for_next_try`);
+            None when nothing was written."""
         ti = getattr(self, "task_instance", None)  # set by the triggerer; None when the trigger runs on its own
         if ti is None or self.try_number is None:
-            return
+            return None
         until = time.monotonic() + seconds
         try:
-            await cancel_safe.within(self._park_end(hook, ti, job, pods, until), seconds)
+            write = await cancel_safe.within(self._park_end(hook, ti, job, pods), seconds)
         except Exception as e:  # the record serves the UI: a failure to write it is no failure of on_kill
-            self.log.warning(
-                "Could not record how try %s of the deferred task ended: %s",
-                self.try_number,
-                kubernetes_side.one_line(e),
-            )
+            self._warn_not_recorded(e)
+            return None
+        try:  # seen now, before the copy and the deletion: a next try may start (and clear the record) meanwhile
+            coming = await cancel_safe.within(self._next_try_coming(ti), max(0.0, until - time.monotonic()))
+        except asyncio.TimeoutError:
+            coming = False
+        return _Parked(write, coming)
+
+    async def _record_again_for_next_try(self, parked: _Parked, until: float) -> None:
+        """When a next try was coming: wait until it has started (it cleared the task instance's XComs, the record
+        with them) and write the record again, by ``until`` (monotonic seconds). Best effort: a failure is a
+        warning."""
+        ti = self.task_instance
+        try:
+            if await self._next_try_started(ti, until - NEXT_TRY_WRITE_SECONDS, coming=parked.next_try_coming):
+                await cancel_safe.within(parked.write(), max(1.0, until - time.monotonic()))
+        except Exception as e:  # the record serves the UI: a failure to write it is no failure of on_kill
+            self._warn_not_recorded(e)
+
+    def _warn_not_recorded(self, e: Exception) -> None:
+        self.log.warning(
+            "Could not record how try %s of the deferred task ended: %s",
+            self.try_number,
+            kubernetes_side.one_line(e),
+        )
 
     async def _park_end(
-        self,
-        hook: AsyncTrainingJobHook,
-        ti: Any,
-        job: Mapping[str, Any] | None,
-        pods: list[dict[str, Any]],
-        until: float,
-    ) -> None:
+        self, hook: AsyncTrainingJobHook, ti: Any, job: Mapping[str, Any] | None, pods: list[dict[str, Any]]
+    ) -> Callable[[], Awaitable[None]]:
+        """Write the try's end to XCom once; returns what writes it again."""
         # Imported in a thread: the record's module (and the XCom backend's) must not stall the triggerer's loop.
         record, redact, xcom = await asyncio.to_thread(_record_modules)
         uid = (job or {}).get("metadata", {}).get("uid")
@@ -820,42 +855,65 @@ class TrainingJobTrigger(BaseEventTrigger):
         )
         value = record.parked_end(self.try_number, final)
         where = {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id, "map_index": ti.map_index}
-        await xcom.aset(record.PARKED_KEY, value, **where)  # at once: a task instance marked failed or success
+        write = functools.partial(xcom.aset, record.PARKED_KEY, value, **where)
+        await write()  # at once: a task instance marked failed or success
         seen = self._wait.family.phase(job.get("status")) if job is not None else "gone"
         self.log.info(
             "Recorded how try %s ended, for the Training job tab: %s was %s", self.try_number, self._ref, seen
         )
-        if await self._next_try_started(ti, until - NEXT_TRY_WRITE_SECONDS):
-            await xcom.aset(record.PARKED_KEY, value, **where)  # again: the next try cleared the first on its start
+        return write
 
-    async def _next_try_started(self, ti: Any, until: float) -> bool:
-        """Whether a next try of the task instance was coming (it was cleared, or is to be retried) and has started
-        since: it cleared the task instance's XComs as it started (Airflow lists the keys to clear then), so an end
-        recorded before is gone. Looks at its state until ``until`` (monotonic seconds); False at once for one marked
-        failed or success (no next try comes), and when its state cannot be read."""
-        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+    async def _next_try_coming(self, ti: Any) -> bool:
+        """Whether the task instance's state says a next try is coming (:data:`NEXT_TRY_COMING`); False when it
+        cannot be read."""
+        read, state = await self._task_state(ti)
+        return read and state in NEXT_TRY_COMING
 
-        mapped = ti.map_index is not None and ti.map_index >= 0
-        key = f"{ti.task_id}_{ti.map_index}" if mapped else ti.task_id
-        coming = False
+    async def _next_try_started(self, ti: Any, until: float, coming: bool = False) -> bool:
+        """Whether a next try of the task instance was coming (it was cleared, or is to be retried: ``coming`` when
+        an earlier look saw it) and has started since: it cleared the task instance's XComs as it started (Airflow
+        lists the keys to clear then), so an end recorded before is gone. Looks at its state until ``until``
+        (monotonic seconds); False at once for one marked failed or success that was not seen coming (no next try
+        comes), and when its state cannot be read."""
         while time.monotonic() < until:
-            try:
-                states = await asyncio.to_thread(
-                    RuntimeTaskInstance.get_task_states,
-                    dag_id=ti.dag_id,
-                    map_index=ti.map_index if mapped else None,
-                    task_ids=[ti.task_id],
-                    run_ids=[ti.run_id],
-                )
-            except Exception as e:  # no comms (a trigger run on its own) or no answer: what was recorded stays
-                self.log.debug("Could not read the task instance's state: %s", e)
+            read, state = await self._task_state(ti)
+            if not read:
                 return False
-            state = (states.get(ti.run_id) or {}).get(key)
             if state not in NEXT_TRY_COMING:
                 return coming
             coming = True
             await asyncio.sleep(min(NEXT_TRY_LOOK_SECONDS, max(0.0, until - time.monotonic())))
         return False
+
+    async def _task_state(self, ti: Any) -> tuple[bool, str | None]:
+        """``(read, state)``: Airflow's state of the task instance, asked of the triggerer's supervisor; ``read`` is
+        False when it could not answer (no comms: a trigger run on its own)."""
+        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+        mapped = ti.map_index is not None and ti.map_index >= 0
+        key = f"{ti.task_id}_{ti.map_index}" if mapped else ti.task_id
+        try:
+            states = await asyncio.to_thread(
+                RuntimeTaskInstance.get_task_states,
+                dag_id=ti.dag_id,
+                map_index=ti.map_index if mapped else None,
+                task_ids=[ti.task_id],
+                run_ids=[ti.run_id],
+            )
+        except Exception as e:  # no comms (a trigger run on its own) or no answer: what was recorded stays
+            self.log.debug("Could not read the task instance's state: %s", e)
+            return False, None
+        return True, (states.get(ti.run_id) or {}).get(key)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Parked:
+    """A killed try's end as :meth:`TrainingJobTrigger._park_end` wrote it to XCom."""
+
+    #: Writes the same record again (a next try's start cleared it).
+    write: Callable[[], Awaitable[None]]
+    #: A look right after the write saw a next try coming (cleared, or to be retried).
+    next_try_coming: bool
 
 
 #: Airflow states of a task instance whose next try is coming: cleared (None, then scheduled and queued), or to be

@@ -13,14 +13,15 @@ and runs ``on_kill`` only when that cancellation ends the trigger. Two common id
 a cancellation of its caller and never raises what the awaited task raised. The project's lint bans
 ``asyncio.wait_for`` in the provider.
 
-The other way round, :func:`through_cancellations` keeps ``on_kill``'s work going through the cancellations that
-Airflow's triggerer repeats while it runs, until a deadline.
+The triggerer also cancels a killed trigger's task again at each sync with its supervisor (about every second: the
+supervisor sends the trigger's id to cancel until the trigger has ended), ``on_kill`` included, which it awaits
+inside that task. :func:`despite_cancellation` lets a bounded piece of work (``on_kill``'s deletion of the job) reach
+its end through them, and raises the first of them afterwards.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -77,47 +78,47 @@ async def stop(task: asyncio.Future[Any]) -> None:
     await asyncio.wait((task,))
 
 
+async def despite_cancellation(awaitable: Awaitable[T], seconds: float) -> T:
+    """``await awaitable`` to its end, for at most ``seconds``, even while the caller is cancelled again and again.
+
+    The cancellations are kept, not lost: the first one is raised once the work has ended. The work runs as a task of
+    its own, held here until it ends (the caller's waiter may give up on the caller first: Python 3.11's
+    ``asyncio.wait_for`` returns after a second cancellation, leaving its awaited task to run on).
+
+    :param awaitable: a coroutine or future, bounded by itself; run as a task of its own.
+    :param seconds: the longest wait (seconds); then the work is cancelled (not waited for).
+    :returns: what ``awaitable`` returned, when the caller was not cancelled meanwhile.
+    :raises asyncio.CancelledError: the caller was cancelled meanwhile (the first cancellation, with its message),
+        once the work has ended; what it returned or raised is dropped.
+    :raises asyncio.TimeoutError: it had not finished after ``seconds``.
+    :raises Exception: what ``awaitable`` raised.
+    """
+    task = asyncio.ensure_future(awaitable)
+    _held.add(task)
+    task.add_done_callback(_held.discard)
+    loop = asyncio.get_running_loop()
+    until = loop.time() + seconds
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done() and (left := until - loop.time()) > 0:
+        try:
+            await asyncio.wait((task,), timeout=left)
+        except asyncio.CancelledError as e:  # kept, and raised at the end
+            cancelled = cancelled or e
+    if not task.done():
+        task.cancel()
+        task.add_done_callback(_retrieve)
+        raise cancelled or asyncio.TimeoutError()
+    if cancelled is not None:
+        _retrieve(task)
+        raise cancelled
+    return task.result()
+
+
+#: The tasks :func:`despite_cancellation` runs, held until they end (the event loop keeps only weak references).
+_held: set[asyncio.Future[Any]] = set()
+
+
 def _retrieve(task: asyncio.Future[Any]) -> None:
     """Mark what an ended helper raised as seen (asyncio logs an exception nobody retrieved)."""
     if not task.cancelled():
         task.exception()
-
-
-async def through_cancellations(work: Awaitable[T], until: float) -> T:
-    """``await work`` (run as a task of its own, cancelled at ``until`` whatever happens), going on through
-    cancellations of the caller that arrive before ``until``; one that arrives later cancels the work and propagates.
-
-    What it is for: Airflow's triggerer (3.3) cancels a trigger's task once when its task instance is marked failed
-    or success or cleared, and then again at every pass of its loop (about once a second) for as long as the trigger
-    has not finished -- ``on_kill`` included, whose first ``await`` after that second would end it (Airflow swallows
-    that cancellation). ``on_kill`` runs its work through this until its own deadline, so the deletion and the record
-    of the try's end are not cut short. On Python 3.11 and older, Airflow's ``asyncio.wait_for`` around ``on_kill``
-    gives up waiting at the second cancellation that comes while it waits: the work then finishes on the triggerer's
-    loop by itself (kept referenced here), by ``until`` at the latest.
-
-    :param work: a coroutine or future.
-    :param until: ``time.monotonic()`` after which a cancellation is obeyed, and at which the work is stopped
-        (seconds).
-    :returns: what ``work`` returned.
-    :raises asyncio.TimeoutError: the work had not finished at ``until``.
-    :raises asyncio.CancelledError: the caller was cancelled after ``until`` (``work`` is cancelled too).
-    :raises Exception: what ``work`` raised.
-    """
-    task = asyncio.ensure_future(within(work, max(0.0, until - time.monotonic())))
-    _kept.add(task)  # the loop holds tasks weakly: one whose caller stopped waiting must not be collected
-    task.add_done_callback(_kept.discard)
-    while True:
-        try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if task.done() or time.monotonic() >= until:
-                task.cancel()
-                task.add_done_callback(_retrieve)
-                raise
-            current = asyncio.current_task()
-            if current is not None and hasattr(current, "uncancel"):  # Python 3.11+: this one is taken care of
-                current.uncancel()
-
-
-#: The works of :func:`through_cancellations` under way.
-_kept: set[asyncio.Future[Any]] = set()

@@ -254,9 +254,6 @@ def test_the_trigger_has_the_triggerer_mask_the_jobs_secrets_before_it_copies_a_
     operator.execute_complete({"ti": ti}, event)
 
 
-@pytest.mark.skip(
-    reason="on_kill's copy of the lead log is off (ON_KILL_COPY_SHARE = 0): it once kept a killed try's end record from the tab in CI"
-)
 def test_a_killed_deferred_task_copies_the_lines_printed_since_the_last_look_before_the_job_goes(
     quick_looks, monkeypatch, tmp_path, ti, namespace, core_v1, custom_objects, capfd
 ):
@@ -320,9 +317,6 @@ def test_a_killed_deferred_task_copies_the_lines_printed_since_the_last_look_bef
     )
 
 
-@pytest.mark.skip(
-    reason="on_kill's copy of the lead log is off (ON_KILL_COPY_SHARE = 0): it once kept a killed try's end record from the tab in CI"
-)
 def test_on_kill_has_the_triggerer_mask_the_jobs_secrets_before_it_copies_a_line(
     monkeypatch, ti, namespace, core_v1, custom_objects
 ):

@@ -154,9 +154,6 @@ def test_killed_deferred_task_deletes_the_job(ti, namespace, custom_objects):
     wait_for(lambda: jobs(custom_objects, namespace) == [], what="on_kill deletion")
 
 
-@pytest.mark.skip(
-    reason="on_kill's copy of the lead log is off (ON_KILL_COPY_SHARE = 0): it once kept a killed try's end record from the tab in CI"
-)
 def test_on_kill_deletes_the_job_when_the_copy_of_the_lead_log_overruns_its_share(
     ti, namespace, custom_objects, monkeypatch, capfd
 ):
