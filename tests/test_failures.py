@@ -132,6 +132,15 @@ def test_root_cause_is_the_first_failure_no_restart_policy_recovered_from():
     assert root_cause(bug_first, {"Master": E, "Worker": E}) is bug_first[0] and is_permanent(bug_first)
 
 
+def test_failures_in_the_same_second_rank_the_same_whatever_order_the_pods_were_read_in():
+    """``finishedAt`` has whole seconds: two replicas that exit 1 in the same second are ranked by pod name, so the
+    task's error (pods in the order its watch saw them) and the Training job tab (pods as it lists them) name the same
+    first failure (CI once had the error name Worker-0 and the tab Master-0)."""
+    master, worker = end("Master-0", 1, pod="j-master-0"), end("Worker-0", 1, pod="j-worker-0")
+    policies = {"Master": O, "Worker": O}
+    assert root_cause([worker, master], policies) is master and root_cause([master, worker], policies) is master
+
+
 def test_a_pod_stopped_because_the_job_failed_is_never_the_cause():
     # The worker's exit 1 failed the job; cleanup then stopped the master (SIGTERM, 143) within the same second,
     # or later: the master's end is a consequence. Times are whole seconds, so a tie is common.

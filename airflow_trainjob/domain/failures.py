@@ -476,7 +476,10 @@ def root_cause(
 
 def failures_in_order(ends: Sequence[ContainerEnd], failed_at: str | None = None) -> list[ContainerEnd]:
     """The failed runs among ``ends`` that could have failed the job, oldest first, as :func:`root_cause` ranks
-    them: none that ended after ``failed_at`` (unless all did), stop-signal ends last within one second.
+    them: none that ended after ``failed_at`` (unless all did), stop-signal ends last within one second, and runs that
+    ended in the same second by pod name (``finishedAt`` has whole seconds: the order the pods were read in must not
+    decide, or the task's error and the Training job tab, which read them in different orders, could name different
+    first failures).
 
     :param ends: the replicas' container runs, oldest first, as :func:`container_ends` orders them.
     :param failed_at: the job's ``Failed`` condition ``lastTransitionTime`` (RFC 3339), if known.
@@ -484,7 +487,7 @@ def failures_in_order(ends: Sequence[ContainerEnd], failed_at: str | None = None
     failed = [e for e in ends if e.failed]
     if failed_at:
         failed = [e for e in failed if not e.finished_at or e.finished_at <= failed_at] or failed
-    return sorted(failed, key=lambda e: (e.finished_at, _stopped(e)))
+    return sorted(failed, key=lambda e: (e.finished_at, _stopped(e), e.pod))
 
 
 def _stopped(end: ContainerEnd) -> bool:
