@@ -120,3 +120,14 @@ def test_set_condition_changes_the_time_only_when_the_status_changes() -> None:
     st.set_failed(status, "A", "one", T0)
     st.set_failed(status, "B", "two", T1)
     assert status["conditions"] == [cond("Failed", "True", "B", "two", T0)]
+
+
+def test_a_condition_set_again_keeps_its_transition_time() -> None:
+    old = {"conditions": [cond("Failed", "True", "FailedValidation", "m", T0)]}
+    new: dict[str, Any] = {}
+    st.set_failed(new, "FailedValidation", "m", T2)
+    st.carry_transition_times(new, old)
+    assert new == old
+    flipped = {"conditions": [cond("Suspended", "False", "Resumed", "TrainJob is resumed", T2)]}
+    st.carry_transition_times(flipped, {"conditions": [cond("Suspended", "True", "Suspended", "x", T0)]})
+    assert flipped["conditions"][0]["lastTransitionTime"] == T2

@@ -247,6 +247,7 @@ class _Run:
         elif not st.is_finished(status) and retry is None and kind is not None:
             retry = RetryLater(f"JobSet {tj.namespace}/{tj.name} not found")
         again = self._reconcile_deadline()
+        st.carry_transition_times(status, self.old_status)
         if status != self.old_status:
             # A merge patch keeps what it does not name: name the fields that went away as null.
             body = {**{field: None for field in self.old_status if field not in status}, **status}

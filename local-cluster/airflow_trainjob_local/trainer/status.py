@@ -18,6 +18,7 @@ from airflow_trainjob_local.trainer import constants as c
 
 __all__ = [
     "apply_jobset_status",
+    "carry_transition_times",
     "deadline",
     "find_condition",
     "is_condition_true",
@@ -161,3 +162,18 @@ def deadline(
     if suspended is not None and suspended.get("status") == CONDITION_FALSE and suspended.get("lastTransitionTime"):
         start = parse(suspended["lastTransitionTime"])
     return start + dt.timedelta(seconds=int(spec_active_deadline))
+
+
+def carry_transition_times(status: dict[str, Any], old_status: dict[str, Any]) -> None:
+    """Give each condition whose status did not change its old ``lastTransitionTime``.
+
+    Upstream drops the Failed condition at the start of every reconcile and sets it again, which stamps a new
+    transition time each time; kept, a TrainJob refused for good would be written again on every reconcile.
+
+    :param status: the new status, changed in place.
+    :param old_status: the status as read.
+    """
+    for cond in status.get("conditions") or []:
+        old = find_condition(old_status, cond["type"])
+        if old is not None and old.get("status") == cond.get("status") and old.get("lastTransitionTime"):
+            cond["lastTransitionTime"] = old["lastTransitionTime"]
