@@ -510,3 +510,36 @@ def test_cpu_and_gpu_counts() -> None:
     assert cpus_per_node(None) == 0
     assert gpus_per_node({"limits": {"amd.com/GPU": "1"}}) == 1
     assert merge_resources(None, {"limits": {"cpu": "1"}}) == {"limits": {"cpu": "1"}}
+
+
+def test_kueue_example_is_suspended_with_its_image_and_resources() -> None:
+    # examples/yaml/03-kueue-integration.yaml: created suspended, numNodes 3, an image of its own.
+    resources = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}}
+    tj = trainjob(
+        "kueue-example",
+        suspend=True,
+        trainer={
+            "numNodes": 3,
+            "image": "python:3.11-slim",
+            "command": ["python3", "-c", "print(4)"],
+            "resourcesPerNode": resources,
+        },
+    )
+    jobset = build(tj)
+    assert jobset["spec"]["suspend"] is True
+    node = container(jobset, "node", "node")
+    assert node["image"] == "python:3.11-slim" and node["resources"] == resources
+    assert env(node)["PET_NNODES"] == "3" and env(node)["PET_NPROC_PER_NODE"] == "2"
+    assert job(jobset, "node")["template"]["spec"]["parallelism"] == 3
+
+
+def test_volcano_example_builds_without_gang_scheduling() -> None:
+    # examples/yaml/04-volcano-integration.yaml: podGroupPolicy is accepted and ignored locally (no PodGroup).
+    runtime = torch_distributed()
+    runtime["metadata"]["name"] = "torch-distributed-volcano"
+    runtime["spec"]["podGroupPolicy"] = {"volcano": {}}
+    tj = trainjob("volcano-example", trainer={"numNodes": 4, "command": ["python3", "-c", "print(5)"]})
+    assert check(tj, runtime) == []
+    jobset = build(tj, runtime)
+    assert job(jobset, "node")["template"]["spec"]["parallelism"] == 4
+    assert "metadata" not in job(jobset, "node")["template"]["spec"]["template"]  # no scheduler labels
