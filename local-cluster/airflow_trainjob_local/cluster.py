@@ -477,13 +477,17 @@ class LocalCluster:
         return client.ApiClient(configuration)
 
     def install_crds(self, timeout: float = 30.0) -> None:
-        """Create the six job CRDs, or replace those whose spec differs from :mod:`.crds` (its hash annotation),
-        and wait until each is Established.
+        """Create the CRDs (the six ``kubeflow.org/v1`` job kinds of :mod:`.crds`, the Trainer v2 kinds and JobSet of
+        :mod:`.trainer.crds`), or replace those whose spec differs (the hash annotation of :mod:`.crds`), and wait
+        until each is Established.
 
         :raises ClusterError: a CRD is not Established after ``timeout`` seconds.
         """
         from kubernetes import client
         from kubernetes.client.exceptions import ApiException
+
+        # Imported here: the generated Trainer models take about a second to import, which no other command needs.
+        from airflow_trainjob_local.trainer import crds as trainer_crds
 
         def read(api, name: str) -> dict | None:
             # Raw JSON: the schemas are large, and only metadata and conditions are looked at.
@@ -496,7 +500,7 @@ class LocalCluster:
 
         with self.api_client() as api_client:
             api = client.ApiextensionsV1Api(api_client)
-            manifests = crds.all_crd_manifests()
+            manifests = [*crds.all_crd_manifests(), *trainer_crds.all_crd_manifests()]
             for manifest in manifests:
                 name = manifest["metadata"]["name"]
                 current = read(api, name)
