@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubeflow_trainer_api.models import TrainerV1alpha1TrainingRuntimeSpec, TrainerV1alpha1TrainJobSpec
+from kubeflow_trainer_api.models import TrainerV1alpha1TrainingRuntimeSpec, TrainerV1alpha1TrainJobSpec  # type: ignore[import-untyped]
 from pydantic import ValidationError
 
 from airflow_trainjob_local.trainer import constants as c
