@@ -33,82 +33,24 @@ MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 # --- fixtures ----------------------------------------------------------------------------------------------
 
 
-def _minimal_crd(
-    plural: str, kind: str, group: str, version: str, scope: str, spec_schema: dict[str, Any]
-) -> dict[str, Any]:
-    schema = {
-        "type": "object",
-        "x-kubernetes-preserve-unknown-fields": True,
-        "properties": {"spec": spec_schema, "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-    }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": scope,
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List"},
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": schema},
-                    "subresources": {"status": {}},
-                }
-            ],
-        },
-    }
-
-
-_OPEN = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-_TRAINJOB_SPEC = {
-    **_OPEN,
-    "properties": {
-        "runtimeRef": {
-            "type": "object",
-            "properties": {
-                "name": {"type": "string"},
-                "apiGroup": {"type": "string", "default": c.GROUP},
-                "kind": {"type": "string", "default": c.CLUSTER_TRAINING_RUNTIME_KIND},
-            },
-        },
-        "suspend": {"type": "boolean", "default": False},
-        "managedBy": {"type": "string", "default": c.MANAGED_BY_TRAINER},
-    },
-}
-
-
 @pytest.fixture(scope="session")
 def trainer_api(local_cluster: Any, kube_api_client: client.ApiClient) -> None:
-    """The Trainer v2 and JobSet kinds served: the cluster's own CRDs when ``up`` installed them, else minimal
-    stand-ins (schemaless but for the TrainJob's defaults) so these tests do not depend on that install."""
+    """The Trainer v2 and JobSet kinds, as ``up`` installs them, served (and the controller running)."""
     if not local_cluster.workloads:
         pytest.skip("the session cluster runs without the training controller")
     ext = client.ApiextensionsV1Api(kube_api_client)
-    wanted = [
-        _minimal_crd(c.TRAINJOBS, c.TRAINJOB_KIND, c.GROUP, c.VERSION, "Namespaced", _TRAINJOB_SPEC),
-        _minimal_crd(c.TRAINING_RUNTIMES, c.TRAINING_RUNTIME_KIND, c.GROUP, c.VERSION, "Namespaced", _OPEN),
-        _minimal_crd(
-            c.CLUSTER_TRAINING_RUNTIMES, c.CLUSTER_TRAINING_RUNTIME_KIND, c.GROUP, c.VERSION, "Cluster", _OPEN
-        ),
-        _minimal_crd(c.JOBSETS, c.JOBSET_KIND, c.JOBSET_GROUP, c.JOBSET_VERSION, "Namespaced", _OPEN),
-    ]
-    for crd in wanted:
-        try:
-            ext.create_custom_resource_definition(crd)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
 
     def established(name: str) -> bool:
         conditions = ext.read_custom_resource_definition(name).status.conditions or []
         return any(x.type == "Established" and x.status == "True" for x in conditions)
 
-    for crd in wanted:
-        name = crd["metadata"]["name"]
-        wait_for(functools.partial(established, name), what=f"{name} established")
+    for plural, group in (
+        (c.TRAINJOBS, c.GROUP),
+        (c.TRAINING_RUNTIMES, c.GROUP),
+        (c.CLUSTER_TRAINING_RUNTIMES, c.GROUP),
+        (c.JOBSETS, c.JOBSET_GROUP),
+    ):
+        wait_for(functools.partial(established, f"{plural}.{group}"), what=f"{plural}.{group} established")
 
 
 @pytest.fixture
@@ -529,3 +471,23 @@ def test_deleting_a_trainjob_deletes_its_jobset_and_snapshot(custom_objects, cor
         return False
 
     wait_for(snapshot_gone, what="the runtime snapshot deleted")
+
+
+def test_the_builtin_torch_distributed_with_the_crd_defaults(custom_objects, namespace, trainer_api):
+    """The TrainJob the Kubeflow SDK sends (runtimeRef with a name only: the CRD defaults apiGroup and kind to a
+    ClusterTrainingRuntime) on the built-in torch-distributed, numNodes 2: its JobSet (kept suspended here)."""
+    from airflow_trainjob_local.trainer.runtimes import TORCH_DISTRIBUTED
+
+    body = trainjob("sdk-like", TORCH_DISTRIBUTED, suspend=True, trainer={"numNodes": 2, "command": QUICK})
+    body["spec"]["runtimeRef"] = {"name": TORCH_DISTRIBUTED}
+    create(custom_objects, namespace, body)
+    jobset = wait_for(lambda: read_jobset(custom_objects, namespace, "sdk-like"), what="the JobSet")
+    runtime = custom_objects.get_cluster_custom_object(
+        c.GROUP, c.VERSION, c.CLUSTER_TRAINING_RUNTIMES, TORCH_DISTRIBUTED
+    )
+    runtime_node = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    node = node_container(jobset)
+    assert node["image"] == runtime_node["containers"][0]["image"] and node["command"] == QUICK
+    assert jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"] == 2
+    assert {e["name"]: e.get("value") for e in node["env"]}["PET_NNODES"] == "2"
+    assert jobset["spec"]["suspend"] is True
