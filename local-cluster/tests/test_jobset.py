@@ -1,0 +1,320 @@
+"""The local JobSet controller on the session's ``local_cluster``: a real kube-apiserver, the controller process
+(which runs the JobSet controller and the Jobs JobSets own) and the process kubelet, observed through the API.
+
+Upstream: kubernetes-sigs/jobset v0.12.0 (``pkg/controllers/jobset_controller.go``, ``failure_policy.go``,
+``depends_on.go``) and the Kubernetes Job controller (``pkg/controller/job``) for Indexed Jobs. Until the
+cluster serves the JobSet CRD itself, :func:`jobset_crd` installs a temporary one (schema-less, status
+subresource) for this module and removes it afterwards. Skipped when the session cluster runs without workloads.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from airflow_trainjob_local.jobset import constants as c
+from airflow_trainjob_local.kube import MERGE_PATCH, ApiException
+from airflow_trainjob_local.testing import waiting
+
+TIMEOUT = 90.0
+wait_for = functools.partial(waiting.wait_for, timeout=TIMEOUT)
+CRD_NAME = f"{c.PLURAL}.{c.GROUP}"
+
+
+@pytest.fixture(autouse=True)
+def _needs_workloads(local_cluster) -> None:
+    if not local_cluster.workloads:
+        pytest.skip("the session cluster runs without the controller and the process kubelet")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def jobset_crd(kube_api_client) -> Iterator[None]:
+    """The JobSet CRD: the cluster's own when it serves one, else a temporary one, removed at the end."""
+    ext = client.ApiextensionsV1Api(kube_api_client)
+    try:
+        ext.read_custom_resource_definition(CRD_NAME)
+        yield
+        return
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    ext.create_custom_resource_definition(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": CRD_NAME},
+            "spec": {
+                "group": c.GROUP,
+                "scope": "Namespaced",
+                "names": {"plural": c.PLURAL, "singular": "jobset", "kind": c.KIND, "listKind": "JobSetList"},
+                "versions": [
+                    {
+                        "name": c.VERSION,
+                        "served": True,
+                        "storage": True,
+                        "subresources": {"status": {}},
+                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                    }
+                ],
+            },
+        }
+    )
+
+    def established() -> bool:
+        status = ext.read_custom_resource_definition(CRD_NAME).status
+        return any(x.type == "Established" and x.status == "True" for x in status.conditions or [])
+
+    wait_for(established, what="the temporary JobSet CRD established")
+    yield
+    ext.delete_custom_resource_definition(CRD_NAME)
+
+
+# --- helpers ----------------------------------------------------------------------------------------------
+
+
+def replicated_job(name: str, script: str, replicas: int = 1, pods: int = 1, **job_spec: Any) -> dict[str, Any]:
+    container = {"name": "node", "image": "python:3.11", "command": ["python", "-c", script]}
+    return {
+        "name": name,
+        "replicas": replicas,
+        "template": {
+            "spec": {
+                "parallelism": pods,
+                "completions": pods,
+                **job_spec,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+            }
+        },
+    }
+
+
+def create_jobset(custom_objects, namespace: str, name: str, *rjobs: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    body = {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND,
+        "metadata": {"name": name},
+        "spec": {"replicatedJobs": list(rjobs), **spec},
+    }
+    return custom_objects.create_namespaced_custom_object(c.GROUP, c.VERSION, namespace, c.PLURAL, body)
+
+
+def get_jobset(custom_objects, namespace: str, name: str) -> dict[str, Any]:
+    return custom_objects.get_namespaced_custom_object(c.GROUP, c.VERSION, namespace, c.PLURAL, name)
+
+
+def condition(obj: dict[str, Any], condition_type: str) -> dict[str, Any] | None:
+    return next((x for x in (obj.get("status") or {}).get("conditions") or [] if x["type"] == condition_type), None)
+
+
+def wait_condition(
+    custom_objects, namespace: str, name: str, condition_type: str, status: str = "True"
+) -> dict[str, Any]:
+    def read() -> dict[str, Any]:
+        return get_jobset(custom_objects, namespace, name)
+
+    return wait_for(
+        read,
+        lambda js: (condition(js, condition_type) or {}).get("status") == status,
+        what=f"JobSet {name} {condition_type}={status}",
+    )
+
+
+def jobs(kube_api_client, namespace: str) -> dict[str, client.V1Job]:
+    return {j.metadata.name: j for j in client.BatchV1Api(kube_api_client).list_namespaced_job(namespace).items}
+
+
+def pods(core_v1, namespace: str) -> list[client.V1Pod]:
+    return core_v1.list_namespaced_pod(namespace).items
+
+
+def running_pods(core_v1, namespace: str, count: int) -> list[client.V1Pod]:
+    return wait_for(
+        lambda: [
+            p for p in pods(core_v1, namespace) if p.status.phase == "Running" and not p.metadata.deletion_timestamp
+        ],
+        lambda found: len(found) == count,
+        what=f"{count} running pods",
+    )
+
+
+def set_suspend(custom_objects, namespace: str, name: str, suspend: bool) -> None:
+    custom_objects.patch_namespaced_custom_object(
+        c.GROUP, c.VERSION, namespace, c.PLURAL, name, {"spec": {"suspend": suspend}}, _content_type=MERGE_PATCH
+    )
+
+
+# --- tests ------------------------------------------------------------------------------------------------
+
+
+def test_two_replicated_jobs_run_to_completed(custom_objects, core_v1, kube_api_client, namespace):
+    script = "import os, socket; print('index', os.environ['JOB_COMPLETION_INDEX'], socket.gethostname())"
+    js = create_jobset(
+        custom_objects, namespace, "js", replicated_job("init", "print('init')"), replicated_job("node", script, 2, 2)
+    )
+    done = wait_condition(custom_objects, namespace, "js", c.CONDITION_COMPLETED)
+    assert condition(done, c.CONDITION_COMPLETED)["reason"] == c.REASON_ALL_JOBS_COMPLETED
+    assert done["status"]["terminalState"] == "Completed"
+    assert sorted(done["status"]["replicatedJobsStatus"], key=lambda s: s["name"]) == [
+        {"name": "init", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0},
+        {"name": "node", "ready": 0, "succeeded": 2, "failed": 0, "active": 0, "suspended": 0},
+    ]
+
+    found = jobs(kube_api_client, namespace)
+    assert sorted(found) == ["js-init-0", "js-node-0", "js-node-1"]
+    uid = js["metadata"]["uid"]
+    for name, job in found.items():
+        owner = job.metadata.owner_references[0]
+        assert (owner.kind, owner.name, owner.uid, owner.controller) == ("JobSet", "js", uid, True)
+        assert job.metadata.labels[c.LABEL_JOBSET_NAME] == "js"
+        assert (
+            job.metadata.annotations[c.LABEL_JOB_GLOBAL_INDEX]
+            == {"js-init-0": "0", "js-node-0": "1", "js-node-1": "2"}[name]
+        )
+        assert [x.type for x in job.status.conditions if x.status == "True"] == ["SuccessCriteriaMet", "Complete"]
+        assert job.status.succeeded == job.spec.completions
+        assert job.metadata.annotations[c.ANNOTATION_JOB_COMPLETED_INDEXES] == ("0" if name == "js-init-0" else "0-1")
+
+    all_pods = pods(core_v1, namespace)
+    assert len(all_pods) == 5 and all(p.status.phase == "Succeeded" for p in all_pods)
+    for pod in all_pods:
+        labels, index = pod.metadata.labels, pod.metadata.annotations[c.JOB_COMPLETION_INDEX]
+        job_name = labels[c.LABEL_JOB_NAME]
+        assert re.fullmatch(rf"{job_name}-{index}-[a-z0-9]{{5}}", pod.metadata.name)
+        assert labels[c.JOB_COMPLETION_INDEX] == index and labels[c.LABEL_JOB_NAME_LEGACY] == job_name
+        assert labels[c.LABEL_CONTROLLER_UID] == labels[c.LABEL_CONTROLLER_UID_LEGACY] == found[job_name].metadata.uid
+        assert labels[c.LABEL_REPLICATED_JOB_NAME] == job_name.split("-")[1]
+        assert labels[c.LABEL_JOB_INDEX] == job_name.rsplit("-", 1)[1]
+        assert (pod.spec.hostname, pod.spec.subdomain) == (f"{job_name}-{index}", "js")
+        assert pod.metadata.owner_references[0].kind == "Job" and pod.metadata.owner_references[0].name == job_name
+        if job_name != "js-init-0":
+            log = core_v1.read_namespaced_pod_log(pod.metadata.name, namespace, _preload_content=False).data
+            assert log.decode().startswith(f"index {index} ")
+
+    svc = core_v1.read_namespaced_service("js", namespace)
+    assert svc.spec.cluster_ip == "None" and svc.spec.selector == {c.LABEL_JOBSET_NAME: "js"}
+    assert svc.spec.publish_not_ready_addresses is True
+    assert svc.metadata.owner_references[0].uid == uid
+
+
+def test_failing_container_fails_the_job_then_the_jobset(custom_objects, core_v1, kube_api_client, namespace):
+    create_jobset(custom_objects, namespace, "fails", replicated_job("node", "import sys; sys.exit(1)", backoffLimit=1))
+    failed = wait_condition(custom_objects, namespace, "fails", c.CONDITION_FAILED)
+    assert condition(failed, c.CONDITION_FAILED)["reason"] == c.REASON_FAILED_JOBS
+    assert condition(failed, c.CONDITION_FAILED)["message"] == (
+        "jobset failed due to one or more job failures (first failed job: fails-node-0)"
+    )
+    assert failed["status"]["terminalState"] == "Failed"
+    job = jobs(kube_api_client, namespace)["fails-node-0"]
+    job_failed = next(x for x in job.status.conditions if x.type == "Failed")
+    assert (job_failed.status, job_failed.reason) == ("True", "BackoffLimitExceeded")
+    assert job.status.failed == 2  # the first pod and its one replacement (backoffLimit 1)
+    assert sorted(p.status.phase for p in pods(core_v1, namespace)) == ["Failed", "Failed"]
+
+
+def test_max_restarts_recreates_the_jobs(custom_objects, kube_api_client, namespace):
+    create_jobset(
+        custom_objects,
+        namespace,
+        "again",
+        replicated_job("node", "import sys; sys.exit(1)", backoffLimit=0),
+        failurePolicy={"maxRestarts": 1},
+    )
+    first_uid = wait_for(
+        lambda: jobs(kube_api_client, namespace).get("again-node-0"), what="the first Job"
+    ).metadata.uid
+    failed = wait_condition(custom_objects, namespace, "again", c.CONDITION_FAILED)
+    assert condition(failed, c.CONDITION_FAILED)["reason"] == c.REASON_REACHED_MAX_RESTARTS
+    assert condition(failed, c.CONDITION_FAILED)["message"] == (
+        "jobset failed due to reaching max number of restarts (first failed job: again-node-0)"
+    )
+    assert failed["status"]["restarts"] == 1 and failed["status"]["restartsCountTowardsMax"] == 1
+    job = jobs(kube_api_client, namespace)["again-node-0"]
+    assert job.metadata.uid != first_uid and job.metadata.labels[c.LABEL_RESTART_ATTEMPT] == "1"
+
+
+def test_depends_on_runs_the_initializer_first(custom_objects, kube_api_client, namespace):
+    node = replicated_job("node", "print('node')")
+    node["dependsOn"] = [{"name": "initializer", "status": "Complete"}]
+    create_jobset(
+        custom_objects, namespace, "ordered", replicated_job("initializer", "import time; time.sleep(2)"), node
+    )
+    wait_condition(custom_objects, namespace, "ordered", c.CONDITION_COMPLETED)
+    found = jobs(kube_api_client, namespace)
+    assert found["ordered-node-0"].metadata.creation_timestamp >= found["ordered-initializer-0"].status.completion_time
+
+
+def test_suspend_and_resume(custom_objects, core_v1, kube_api_client, namespace):
+    create_jobset(custom_objects, namespace, "pausable", replicated_job("node", "import time; time.sleep(600)", 1, 2))
+    before = {p.metadata.name for p in running_pods(core_v1, namespace, 2)}
+
+    set_suspend(custom_objects, namespace, "pausable", True)
+    suspended = wait_condition(custom_objects, namespace, "pausable", c.CONDITION_SUSPENDED)
+    assert (
+        condition(suspended, c.CONDITION_SUSPENDED)["reason"],
+        condition(suspended, c.CONDITION_SUSPENDED)["message"],
+    ) == (
+        c.REASON_SUSPENDED,
+        "jobset is suspended",
+    )
+    wait_for(lambda: pods(core_v1, namespace), lambda found: not found, what="the pods deleted")
+    job = wait_for(
+        lambda: jobs(kube_api_client, namespace)["pausable-node-0"],
+        lambda j: any(x.type == "Suspended" and x.status == "True" for x in j.status.conditions or []),
+        what="the Job Suspended",
+    )
+    assert job.metadata.annotations[c.ANNOTATION_JOB_SUSPEND] == "true"
+    wait_for(
+        lambda: get_jobset(custom_objects, namespace, "pausable")["status"]["replicatedJobsStatus"][0]["suspended"],
+        lambda n: n == 1,
+        what="replicatedJobsStatus suspended 1",
+    )
+
+    set_suspend(custom_objects, namespace, "pausable", False)
+    resumed = wait_condition(custom_objects, namespace, "pausable", c.CONDITION_SUSPENDED, "False")
+    assert condition(resumed, c.CONDITION_SUSPENDED)["reason"] == c.REASON_RESUMED
+    after = {p.metadata.name for p in running_pods(core_v1, namespace, 2)}
+    assert not after & before
+
+
+def test_managed_by_another_controller_is_left_alone(custom_objects, core_v1, kube_api_client, namespace):
+    create_jobset(
+        custom_objects, namespace, "elsewhere", replicated_job("node", "print(1)"), managedBy=c.MANAGED_BY_MULTIKUEUE
+    )
+    create_jobset(custom_objects, namespace, "here", replicated_job("node", "print(1)"))
+    wait_condition(custom_objects, namespace, "here", c.CONDITION_COMPLETED)
+    # The JobSet created first was looked at before the second one completed, and left alone.
+    assert "status" not in get_jobset(custom_objects, namespace, "elsewhere")
+    assert sorted(jobs(kube_api_client, namespace)) == ["here-node-0"]
+    assert [s.metadata.name for s in core_v1.list_namespaced_service(namespace).items] == ["here"]
+
+
+def test_deleting_the_jobset_removes_its_jobs_pods_and_service(custom_objects, core_v1, kube_api_client, namespace):
+    create_jobset(custom_objects, namespace, "doomed", replicated_job("node", "import time; time.sleep(600)"))
+    running_pods(core_v1, namespace, 1)
+    custom_objects.delete_namespaced_custom_object(c.GROUP, c.VERSION, namespace, c.PLURAL, "doomed")
+
+    def leftovers() -> list[str]:
+        return (
+            list(jobs(kube_api_client, namespace))
+            + [p.metadata.name for p in pods(core_v1, namespace)]
+            + [s.metadata.name for s in core_v1.list_namespaced_service(namespace).items]
+        )
+
+    wait_for(leftovers, lambda left: not left, what="the Jobs, pods and Service gone")
+
+
+def test_a_job_not_owned_by_a_jobset_is_not_run(custom_objects, core_v1, kube_api_client, namespace):
+    batch = client.BatchV1Api(kube_api_client)
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x", "command": ["true"]}]}}
+    # It carries the jobset-name label, so the controller's watch sees it; no JobSet owns it.
+    foreign = {"metadata": {"name": "foreign", "labels": {c.LABEL_JOBSET_NAME: "x"}}, "spec": {"template": template}}
+    batch.create_namespaced_job(namespace, foreign)
+    create_jobset(custom_objects, namespace, "owner", replicated_job("node", "print(1)"))
+    wait_condition(custom_objects, namespace, "owner", c.CONDITION_COMPLETED)
+    assert [p.metadata.labels[c.LABEL_JOB_NAME] for p in pods(core_v1, namespace)] == ["owner-node-0"]
+    assert not batch.read_namespaced_job("foreign", namespace).status.conditions
