@@ -318,3 +318,52 @@ def test_a_job_not_owned_by_a_jobset_is_not_run(custom_objects, core_v1, kube_ap
     wait_condition(custom_objects, namespace, "owner", c.CONDITION_COMPLETED)
     assert [p.metadata.labels[c.LABEL_JOB_NAME] for p in pods(core_v1, namespace)] == ["owner-node-0"]
     assert not batch.read_namespaced_job("foreign", namespace).status.conditions
+
+
+def test_in_order_startup_waits_for_the_ready_jobs_of_each_replicated_job(
+    custom_objects, core_v1, kube_api_client, namespace
+):
+    create_jobset(
+        custom_objects,
+        namespace,
+        "inorder",
+        replicated_job("first", "import time; time.sleep(600)"),
+        replicated_job("second", "import time; time.sleep(600)"),
+        startupPolicy={"startupPolicyOrder": "InOrder"},
+    )
+    done = wait_condition(custom_objects, namespace, "inorder", c.CONDITION_STARTUP_POLICY_COMPLETED)
+    assert condition(done, c.CONDITION_STARTUP_POLICY_COMPLETED)["reason"] == c.REASON_IN_ORDER_COMPLETED
+    assert condition(done, c.CONDITION_STARTUP_POLICY_IN_PROGRESS)["status"] == "False"
+    first_pod = next(p for p in pods(core_v1, namespace) if p.metadata.labels[c.LABEL_REPLICATED_JOB_NAME] == "first")
+    ready_at = next(x.last_transition_time for x in first_pod.status.conditions if x.type == "Ready")
+    assert jobs(kube_api_client, namespace)["inorder-second-0"].metadata.creation_timestamp >= ready_at
+
+
+def test_active_deadline_fails_the_job_and_the_jobset(custom_objects, core_v1, kube_api_client, namespace):
+    create_jobset(
+        custom_objects,
+        namespace,
+        "slow",
+        replicated_job("node", "import time; time.sleep(600)", activeDeadlineSeconds=2),
+    )
+    failed = wait_condition(custom_objects, namespace, "slow", c.CONDITION_FAILED)
+    assert condition(failed, c.CONDITION_FAILED)["reason"] == c.REASON_FAILED_JOBS
+    job = jobs(kube_api_client, namespace)["slow-node-0"]
+    assert next(x.reason for x in job.status.conditions if x.type == "Failed") == "DeadlineExceeded"
+    wait_for(lambda: pods(core_v1, namespace), lambda found: not found, what="the running pod deleted")
+
+
+def test_ttl_after_finished_deletes_the_jobset(custom_objects, kube_api_client, namespace):
+    create_jobset(custom_objects, namespace, "brief", replicated_job("node", "print(1)"), ttlSecondsAfterFinished=1)
+
+    def gone() -> bool:
+        try:
+            get_jobset(custom_objects, namespace, "brief")
+        except ApiException as exc:
+            if exc.status == 404:
+                return True
+            raise
+        return False
+
+    wait_for(gone, what="the JobSet deleted after its TTL")
+    wait_for(lambda: jobs(kube_api_client, namespace), lambda found: not found, what="its Job deleted")

@@ -399,3 +399,16 @@ def test_suspended_job_deletes_its_pods_and_resumes_with_a_new_start_time():
 @pytest.mark.parametrize(("indexes", "text"), [([], ""), ([0], "0"), ([0, 1, 2, 5], "0-2,5"), ([3, 1], "1,3")])
 def test_completed_indexes_format(indexes, text):
     assert format_indexes(indexes) == text
+
+
+def test_the_status_written_is_valid_for_the_published_model():
+    from kubeflow_trainer_api.models import JobsetV1alpha2JobSetStatus  # type: ignore[import-untyped]
+
+    view = jobset(rjob("a"), failurePolicy={"maxRestarts": 1})
+    restarting = plan_jobset(view, [job_of(view, "a", 0, finished="Failed")], NOW).status
+    completed = plan_jobset(view, [job_of(view, "a", 0, finished="Complete")], NOW).status
+    for status in (restarting, completed):
+        model = JobsetV1alpha2JobSetStatus.from_dict(status)
+        assert model is not None
+        # Nothing is unknown to the model (a structural CRD derived from it would prune it).
+        assert model.model_dump(by_alias=True, exclude_none=True, mode="json") == status

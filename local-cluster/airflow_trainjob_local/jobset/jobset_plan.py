@@ -136,6 +136,9 @@ def plan_jobset(view: JobSetView, jobs: list[dict[str, Any]], now: dt.datetime) 
     """Decide one reconcile of the JobSet ``view`` whose Jobs (owned by it) are ``jobs``, at ``now`` (aware)."""
     stamp = format_time(now)
     plan = JobSetPlan(status=copy.deepcopy(view.status))
+    if "restarts" not in plan.status:  # upstream always writes it (no omitempty)
+        plan.status["restarts"] = 0
+        plan.changed = True
     children = classify_jobs(jobs, view.restarts)
     statuses = replicated_jobs_status(view, children)
     if sorted(plan.status.get("replicatedJobsStatus") or [], key=lambda s: s.get("name", "")) != sorted(
