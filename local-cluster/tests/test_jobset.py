@@ -367,3 +367,24 @@ def test_ttl_after_finished_deletes_the_jobset(custom_objects, kube_api_client, 
 
     wait_for(gone, what="the JobSet deleted after its TTL")
     wait_for(lambda: jobs(kube_api_client, namespace), lambda found: not found, what="its Job deleted")
+
+
+def test_created_suspended_runs_nothing_until_resumed(custom_objects, core_v1, kube_api_client, namespace):
+    """Kueue's way: the JobSet is created suspended and resumed once admitted."""
+    create_jobset(custom_objects, namespace, "queued", replicated_job("node", "print(1)", 1, 2), suspend=True)
+    suspended = wait_condition(custom_objects, namespace, "queued", c.CONDITION_SUSPENDED)
+    assert suspended["status"]["replicatedJobsStatus"][0]["suspended"] == 1
+    job = wait_for(
+        lambda: jobs(kube_api_client, namespace)["queued-node-0"],
+        lambda j: any(x.type == "Suspended" and x.status == "True" for x in j.status.conditions or []),
+        what="the Job Suspended",
+    )
+    assert job.status.start_time is None and not pods(core_v1, namespace)
+
+    set_suspend(custom_objects, namespace, "queued", False)
+    done = wait_condition(custom_objects, namespace, "queued", c.CONDITION_COMPLETED)
+    assert condition(done, c.CONDITION_SUSPENDED)["status"] == "False"
+    job = jobs(kube_api_client, namespace)["queued-node-0"]
+    resumed = next(x for x in job.status.conditions if x.type == "Suspended")
+    assert (resumed.status, resumed.reason) == ("False", "JobResumed")
+    assert job.status.start_time is not None and len(pods(core_v1, namespace)) == 2
