@@ -388,3 +388,35 @@ def test_created_suspended_runs_nothing_until_resumed(custom_objects, core_v1, k
     resumed = next(x for x in job.status.conditions if x.type == "Suspended")
     assert (resumed.status, resumed.reason) == ("False", "JobResumed")
     assert job.status.start_time is not None and len(pods(core_v1, namespace)) == 2
+
+
+def test_on_failure_by_default_counts_restarts_in_place(custom_objects, core_v1, kube_api_client, namespace):
+    """No restartPolicy: the JobSet's default OnFailure; the kubelet restarts the container in place and the
+    Job fails once the restarts reach backoffLimit."""
+    rjob = replicated_job("node", "import sys; sys.exit(3)", backoffLimit=1)
+    del rjob["template"]["spec"]["template"]["spec"]["restartPolicy"]
+    create_jobset(custom_objects, namespace, "crashes", rjob)
+    failed = wait_condition(custom_objects, namespace, "crashes", c.CONDITION_FAILED)
+    assert condition(failed, c.CONDITION_FAILED)["reason"] == c.REASON_FAILED_JOBS
+    job = jobs(kube_api_client, namespace)["crashes-node-0"]
+    assert job.spec.template.spec.restart_policy == "OnFailure"
+    assert next(x.reason for x in job.status.conditions if x.type == "Failed") == "BackoffLimitExceeded"
+    assert job.status.failed == 1  # the one pod, deleted when the Job failed
+    wait_for(lambda: pods(core_v1, namespace), lambda found: not found, what="the restarting pod deleted")
+
+
+def test_failure_policy_rule_fails_the_jobset_on_a_job_failure_reason(custom_objects, kube_api_client, namespace):
+    rules = [{"name": "deadline", "action": "FailJobSet", "onJobFailureReasons": ["DeadlineExceeded"]}]
+    create_jobset(
+        custom_objects,
+        namespace,
+        "ruled",
+        replicated_job("node", "import time; time.sleep(600)", activeDeadlineSeconds=1),
+        failurePolicy={"maxRestarts": 3, "rules": rules},
+    )
+    failed = wait_condition(custom_objects, namespace, "ruled", c.CONDITION_FAILED)
+    assert condition(failed, c.CONDITION_FAILED)["reason"] == c.REASON_FAIL_JOBSET_ACTION
+    assert condition(failed, c.CONDITION_FAILED)["message"] == (
+        "applying FailJobSet failure policy action (first failed job: ruled-node-0)"
+    )
+    assert failed["status"]["restarts"] == 0
