@@ -412,3 +412,32 @@ def test_the_status_written_is_valid_for_the_published_model():
         assert model is not None
         # Nothing is unknown to the model (a structural CRD derived from it would prune it).
         assert model.model_dump(by_alias=True, exclude_none=True, mode="json") == status
+
+
+def test_coordinator_label_and_exclusive_placement_annotations():
+    view = jobset(rjob("a"), rjob("b", 2), coordinator={"replicatedJob": "b", "jobIndex": 1, "podIndex": 2})
+    view.obj["metadata"]["annotations"] = {c.ANNOTATION_EXCLUSIVE_TOPOLOGY: "zone", "other": "x"}
+    job = build_job(view, view.replicated_jobs()[0], 0)
+    pod_meta = job["spec"]["template"]["metadata"]
+    for values in (
+        job["metadata"]["labels"],
+        job["metadata"]["annotations"],
+        pod_meta["labels"],
+        pod_meta["annotations"],
+    ):
+        assert values[c.LABEL_COORDINATOR] == "js-b-1-2.js"
+    assert job["metadata"]["annotations"][c.ANNOTATION_EXCLUSIVE_TOPOLOGY] == "zone"
+    assert pod_meta["annotations"][c.ANNOTATION_EXCLUSIVE_TOPOLOGY] == "zone"
+    assert c.ANNOTATION_EXCLUSIVE_TOPOLOGY not in job["metadata"]["labels"] and "other" not in pod_meta["annotations"]
+
+
+def test_blocking_recreate_waits_for_every_previous_job():
+    policy = {"maxRestarts": 2, "restartStrategy": "BlockingRecreate"}
+    view = jobset(rjob("a", 2), failurePolicy=policy, status={"restarts": 1})
+    previous = job_of(jobset(rjob("a", 2)), "a", 1, finished="Failed")  # restart-attempt 0
+    blocked = plan_jobset(view, [previous], NOW)
+    assert blocked.create_jobs == [] and blocked.delete_jobs == [previous]
+    recreate = plan_jobset(
+        jobset(rjob("a", 2), failurePolicy={"maxRestarts": 2}, status={"restarts": 1}), [previous], NOW
+    )
+    assert [j["metadata"]["name"] for j in recreate.create_jobs] == ["js-a-0"]

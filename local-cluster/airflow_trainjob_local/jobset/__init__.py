@@ -8,13 +8,15 @@ carry the ``jobset.sigs.k8s.io/jobset-name`` label; for each JobSet it creates o
 ``<jobset>-<replicatedJob>-<index>`` per replica, owned by the JobSet, with upstream's labels and annotations
 on the Job and its pod template (jobset-name, jobset-uid, replicatedjob-name, replicatedjob-replicas,
 job-index, job-global-index, global-replicas, job-key, restart-attempt, group-name, group-replicas,
-job-group-index), the pod template's ``subdomain`` and a headless Service of that name when
-``network.enableDNSHostnames`` (default true); it writes ``status`` (replicatedJobsStatus, restarts,
+job-group-index; the coordinator label with ``spec.coordinator``; the exclusive-placement annotations), the
+pod template's ``subdomain`` and a headless Service of that name when ``network.enableDNSHostnames`` (default
+true); it writes ``status`` (replicatedJobsStatus, restarts,
 restartsCountTowardsMax, terminalState, conditions Completed / Failed / Suspended / RestartingJobSet /
 StartupPolicyInProgress / StartupPolicyCompleted with upstream's reasons and messages) and records the
 conditions' Events; it applies successPolicy, failurePolicy (maxRestarts, rules with FailJobSet /
 RestartJobSet / RestartJobSetAndIgnoreMaxRestarts), startupPolicy InOrder, ``dependsOn``, ``suspend``,
-``ttlSecondsAfterFinished`` and ``managedBy``; a finished JobSet deletes its active Jobs.
+``ttlSecondsAfterFinished``, ``managedBy`` and the Recreate / BlockingRecreate restart strategies; a
+finished JobSet deletes its active Jobs.
 
 The cluster's kube-apiserver (1.20) has no Indexed batch Jobs and no Job controller runs, so this controller
 also runs the Jobs a JobSet owns -- only those (a Job whose controller owner is not a JobSet is never
@@ -54,9 +56,9 @@ Where it differs from, or is simpler than, upstream:
   ``<host>.<subdomain>`` names do not resolve (there is no cluster DNS).
 - **Not implemented** (``pkg/controllers``): the RestartJob and RestartJobAndIgnoreMaxRestarts failure
   actions (upstream's RestartJob feature gate, off by default: a Warning Event
-  ``FailurePolicyActionUnsupported`` is recorded and nothing else happens), the BlockingRecreate and
-  InPlaceRestart restart strategies (treated as Recreate), volumeClaimPolicies, coordinator, elastic JobSets,
-  exclusive placement, metrics.
+  ``FailurePolicyActionUnsupported`` is recorded and nothing else happens), the InPlaceRestart restart
+  strategy (treated as Recreate), volumeClaimPolicies, elastic JobSets, the nodeSelector and toleration of
+  exclusive placement (its annotations are copied; the placement itself is the pod webhook's), metrics.
 - **Events** are core v1 Events (upstream uses events.k8s.io) with ``source.component`` ``jobset-controller``
   (Jobs: ``job-controller``), aggregated like client-go's; a failed Job creation is a Warning
   ``JobCreationFailed`` as upstream.

@@ -50,6 +50,13 @@ LABEL_GROUP_NAME = "jobset.sigs.k8s.io/group-name"
 LABEL_GROUP_REPLICAS = "jobset.sigs.k8s.io/group-replicas"
 LABEL_JOB_GROUP_INDEX = "jobset.sigs.k8s.io/job-group-index"
 DEFAULT_GROUP_NAME = "default"
+#: Label and annotation naming the coordinator pod's address (``spec.coordinator``).
+LABEL_COORDINATOR = "jobset.sigs.k8s.io/coordinator"
+#: Exclusive placement annotations, copied from the JobSet or the replicated job onto Jobs and pods.
+ANNOTATION_EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+ANNOTATION_NODE_SELECTOR_STRATEGY = "alpha.jobset.sigs.k8s.io/node-selector"
+#: ``failurePolicy.restartStrategy`` that waits for the previous attempt's Jobs to be gone.
+RESTART_STRATEGY_BLOCKING_RECREATE = "BlockingRecreate"
 
 # Messages and further reasons of the JobSet controller (``pkg/constants/constants.go``).
 MESSAGE_ALL_JOBS_COMPLETED = "jobset completed successfully"

@@ -251,6 +251,11 @@ def _plan_creations(
     """``reconcileReplicatedJobs``: create the missing Jobs of each replicated job whose dependencies are
     reached; with the InOrder startup policy, one replicated job at a time until all of its Jobs started."""
     existing = children.names()
+    # BlockingRecreate: no new Job until every Job of the previous attempt is gone.
+    blocked = (
+        bool(children.previous)
+        and (view.failure_policy or {}).get("restartStrategy") == c.RESTART_STRATEGY_BLOCKING_RECREATE
+    )
     by_name = {s["name"]: s for s in statuses}
     replicas: dict[str, int] = {}
     in_order = view.in_order_startup and not view.suspended
@@ -260,7 +265,7 @@ def _plan_creations(
             continue
         if in_order and _all_started(int(rjob["replicas"]), by_name[rjob["name"]]):
             continue
-        for index in range(int(rjob["replicas"])):
+        for index in range(0 if blocked else int(rjob["replicas"])):
             manifest = build_job(view, rjob, index)
             if manifest["metadata"]["name"] not in existing:
                 plan.create_jobs.append(manifest)
