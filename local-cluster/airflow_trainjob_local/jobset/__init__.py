@@ -44,7 +44,9 @@ Where it differs from, or is simpler than, upstream:
   ``pkg/controllers/jobset_controller.go``): the apiserver drops ``spec.suspend`` and ``spec.completionMode``
   of a Job and ``status.ready`` / ``status.completedIndexes``; they are kept in the Job's annotations
   ``airflow-trainjob-local/job-suspend``, ``.../job-ready`` and ``.../job-completed-indexes`` (the fields are
-  still sent). Every Job a JobSet owns runs as Indexed. A Job's pod template is immutable on 1.20, so resuming
+  still sent). Every Job a JobSet owns runs as Indexed. The 1.20 apiserver gives a Job's selector and pod
+  template only the legacy ``controller-uid`` and ``job-name`` labels; the pods also get the
+  ``batch.kubernetes.io/`` ones from this controller, the Job's template does not. A Job's pod template is immutable on 1.20, so resuming
   does not merge the replicated job's template labels, annotations, nodeSelector, tolerations and scheduling
   gates into the Job (a Kueue-style mutation while suspended does not reach the pods).
 - **The Job controller** (kubernetes ``pkg/controller/job/job_controller.go``): no pod failure policy, success
