@@ -14,7 +14,7 @@ import pytest
 from airflow_trainjob_local.jobset import constants as c
 from airflow_trainjob_local.jobset.builders import build_job, build_service
 from airflow_trainjob_local.jobset.conditions import update_jobset_condition
-from airflow_trainjob_local.jobset.job_plan import format_indexes, plan_job
+from airflow_trainjob_local.jobset.job_plan import format_indexes, normalized_status, plan_job
 from airflow_trainjob_local.jobset.jobset_plan import plan_jobset
 from airflow_trainjob_local.jobset.pods import build_pod
 from airflow_trainjob_local.jobset.spec import JobSetView, job_hash_key
@@ -441,3 +441,12 @@ def test_blocking_recreate_waits_for_every_previous_job():
         jobset(rjob("a", 2), failurePolicy={"maxRestarts": 2}, status={"restarts": 1}), [previous], NOW
     )
     assert [j["metadata"]["name"] for j in recreate.create_jobs] == ["js-a-0"]
+
+
+def test_a_finished_job_keeps_its_counts_when_its_pods_are_gone():
+    job = batch_job(parallelism=2, completions=2)
+    job["metadata"]["annotations"][c.ANNOTATION_JOB_COMPLETED_INDEXES] = "0-1"
+    job["status"] = {"succeeded": 2, "conditions": [{"type": "Complete", "status": "True"}]}
+    plan = plan_job(job, [], NOW)
+    assert normalized_status(plan.status) == job["status"] and plan.completed_indexes == "0-1"
+    assert plan.create_indexes == [] and plan.delete_pods == []

@@ -117,12 +117,15 @@ def plan_job(job: dict[str, Any], pods: list[dict[str, Any]], now: dt.datetime) 
         {i for p in pods if _phase(p) == "Succeeded" and (i := pod_index(p)) is not None and i < completions}
     )
     failed = sum(1 for p in pods if _phase(p) == "Failed")
-    plan.completed_indexes = format_indexes(succeeded)
-    plan.status["succeeded"] = len(succeeded)
     if job_finished_type(job):
+        # A finished Job's counts stay as they were (its pods may be gone since); only active pods go.
+        annotations = (job.get("metadata") or {}).get("annotations") or {}
+        plan.completed_indexes = str(annotations.get(c.ANNOTATION_JOB_COMPLETED_INDEXES) or "")
         plan.delete_pods = active
         plan.status["active"] = 0
         return plan
+    plan.completed_indexes = format_indexes(succeeded)
+    plan.status["succeeded"] = len(succeeded)
     plan.status["failed"] = max(failed, int(plan.status.get("failed") or 0))
     if job_suspended(job):
         _suspend(plan, active, stamp)
