@@ -2,16 +2,15 @@
 (which runs the JobSet controller and the Jobs JobSets own) and the process kubelet, observed through the API.
 
 Upstream: kubernetes-sigs/jobset v0.12.0 (``pkg/controllers/jobset_controller.go``, ``failure_policy.go``,
-``depends_on.go``) and the Kubernetes Job controller (``pkg/controller/job``) for Indexed Jobs. Until the
-cluster serves the JobSet CRD itself, :func:`jobset_crd` installs a temporary one (schema-less, status
-subresource) for this module and removes it afterwards. Skipped when the session cluster runs without workloads.
+``depends_on.go``) and the Kubernetes Job controller (``pkg/controller/job``) for Indexed Jobs, with the
+JobSet CRD the cluster installs (:mod:`airflow_trainjob_local.trainer.crds`). Skipped when the session cluster
+runs without workloads.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,55 +22,12 @@ from airflow_trainjob_local.testing import waiting
 
 TIMEOUT = 90.0
 wait_for = functools.partial(waiting.wait_for, timeout=TIMEOUT)
-CRD_NAME = f"{c.PLURAL}.{c.GROUP}"
 
 
 @pytest.fixture(autouse=True)
 def _needs_workloads(local_cluster) -> None:
     if not local_cluster.workloads:
         pytest.skip("the session cluster runs without the controller and the process kubelet")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def jobset_crd(kube_api_client) -> Iterator[None]:
-    """The JobSet CRD: the cluster's own when it serves one, else a temporary one, removed at the end."""
-    ext = client.ApiextensionsV1Api(kube_api_client)
-    try:
-        ext.read_custom_resource_definition(CRD_NAME)
-        yield
-        return
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-    ext.create_custom_resource_definition(
-        {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": CRD_NAME},
-            "spec": {
-                "group": c.GROUP,
-                "scope": "Namespaced",
-                "names": {"plural": c.PLURAL, "singular": "jobset", "kind": c.KIND, "listKind": "JobSetList"},
-                "versions": [
-                    {
-                        "name": c.VERSION,
-                        "served": True,
-                        "storage": True,
-                        "subresources": {"status": {}},
-                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                    }
-                ],
-            },
-        }
-    )
-
-    def established() -> bool:
-        status = ext.read_custom_resource_definition(CRD_NAME).status
-        return any(x.type == "Established" and x.status == "True" for x in status.conditions or [])
-
-    wait_for(established, what="the temporary JobSet CRD established")
-    yield
-    ext.delete_custom_resource_definition(CRD_NAME)
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
