@@ -376,3 +376,32 @@ def test_failure_policy_rule_fails_the_jobset_on_a_job_failure_reason(custom_obj
         "applying FailJobSet failure policy action (first failed job: ruled-node-0)"
     )
     assert failed["status"]["restarts"] == 0
+
+
+def test_launcher_after_ready_nodes_and_success_of_the_launcher_alone(
+    custom_objects, core_v1, kube_api_client, namespace
+):
+    """The shape of upstream's MPI runtimes: the launcher waits for the nodes to be Ready; the JobSet completes
+    when the launcher does (successPolicy targeting it), and then deletes the node Jobs still running."""
+    launcher = replicated_job("launcher", "import time; time.sleep(3)")  # the nodes are read meanwhile
+    launcher["dependsOn"] = [{"name": "node", "status": "Ready"}]
+    create_jobset(
+        custom_objects,
+        namespace,
+        "mpi",
+        replicated_job("node", "import time; time.sleep(600)", 1, 2),
+        launcher,
+        successPolicy={"operator": "All", "targetReplicatedJobs": ["launcher"]},
+    )
+    launcher_job = wait_for(lambda: jobs(kube_api_client, namespace).get("mpi-launcher-0"), what="the launcher Job")
+    node_pods = [p for p in pods(core_v1, namespace) if p.metadata.labels[c.LABEL_REPLICATED_JOB_NAME] == "node"]
+    assert len(node_pods) == 2
+    last_ready = max(next(x.last_transition_time for x in p.status.conditions if x.type == "Ready") for p in node_pods)
+    assert launcher_job.metadata.creation_timestamp >= last_ready
+    done = wait_condition(custom_objects, namespace, "mpi", c.CONDITION_COMPLETED)
+    assert condition(done, c.CONDITION_COMPLETED)["reason"] == c.REASON_ALL_JOBS_COMPLETED
+    wait_for(
+        lambda: sorted(jobs(kube_api_client, namespace)),
+        lambda names: names == ["mpi-launcher-0"],
+        what="the node Job deleted",
+    )
