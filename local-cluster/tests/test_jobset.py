@@ -405,3 +405,23 @@ def test_launcher_after_ready_nodes_and_success_of_the_launcher_alone(
         lambda names: names == ["mpi-launcher-0"],
         what="the node Job deleted",
     )
+
+
+def test_events_on_the_jobset_and_its_job(custom_objects, core_v1, namespace):
+    create_jobset(custom_objects, namespace, "noted", replicated_job("node", "print(1)"))
+    wait_condition(custom_objects, namespace, "noted", c.CONDITION_COMPLETED)
+    pod_name = pods(core_v1, namespace)[0].metadata.name
+
+    def events() -> set[tuple[str, str, str, str, str]]:
+        return {
+            (e.involved_object.kind, e.involved_object.name, e.type, e.reason, e.message)
+            for e in core_v1.list_namespaced_event(namespace).items
+            if e.involved_object.kind in ("JobSet", "Job") and e.first_timestamp
+        }
+
+    wanted = {
+        ("JobSet", "noted", "Normal", "AllJobsCompleted", "jobset completed successfully"),
+        ("Job", "noted-node-0", "Normal", "SuccessfulCreate", f"Created pod: {pod_name}"),
+        ("Job", "noted-node-0", "Normal", "Completed", "Job completed"),
+    }
+    wait_for(events, lambda found: wanted <= found, what="the JobSet's and the Job's events")
