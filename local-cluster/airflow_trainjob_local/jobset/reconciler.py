@@ -105,9 +105,16 @@ def _api_error(exc: ApiException) -> str:
 
 
 class _Api:
-    """The reads and deletes both reconcilers share."""
+    """The reads and deletes both reconcilers share.
 
-    def __init__(self, api_client: client.ApiClient, recorder: EventRecorder, clock: Callable[[], dt.datetime]) -> None:
+    :param api_client: client for the cluster.
+    :param recorder: where Events go.
+    :param clock: the current time (aware, whole seconds).
+    """
+
+    def __init__(
+        self, api_client: client.ApiClient, recorder: EventRecorder, clock: Callable[[], dt.datetime] = now
+    ) -> None:
         self.core = client.CoreV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
@@ -135,11 +142,6 @@ class JobSetReconciler(_Api):
     :param recorder: where Events go.
     :param clock: the current time (aware, whole seconds).
     """
-
-    def __init__(
-        self, api_client: client.ApiClient, recorder: EventRecorder, clock: Callable[[], dt.datetime] = now
-    ) -> None:
-        super().__init__(api_client, recorder, clock)
 
     def reconcile(self, key: JobSetKey) -> float | None:
         """Reconcile one JobSet; return seconds until it wants another look (its TTL), or ``None``.
@@ -256,11 +258,6 @@ class JobRunner(_Api):
     :param recorder: where Events go.
     :param clock: the current time (aware, whole seconds).
     """
-
-    def __init__(
-        self, api_client: client.ApiClient, recorder: EventRecorder, clock: Callable[[], dt.datetime] = now
-    ) -> None:
-        super().__init__(api_client, recorder, clock)
 
     def sync(self, key: JobKey) -> float | None:
         """Sync one Job; return seconds until its activeDeadlineSeconds passes, or ``None``.
