@@ -367,9 +367,11 @@ def test_active_deadline_fails_the_trainjob_and_deletes_its_jobset(custom_object
     """trainjob_controller.go reconcileDeadline: Failed, DeadlineExceeded, the JobSet deleted."""
     runtime = runtimes(torch_runtime(jobset_managed_by=MULTIKUEUE))
     create(custom_objects, namespace, trainjob("late", runtime, activeDeadlineSeconds=3, trainer={"command": QUICK}))
-    wait_for(lambda: read_jobset(custom_objects, namespace, "late"), what="the JobSet")
+    # (not waiting for the JobSet first: on a loaded machine it may already be gone when first looked at)
     tj = wait_for(lambda: read_trainjob(custom_objects, namespace, "late"), has_condition("Failed", "DeadlineExceeded"))
     assert condition(tj, "Failed")["message"] == "TrainJob exceeded its active deadline"
+    # The JobSet was built (its master port was given) before the deadline removed it.
+    assert c.ANNOTATION_LOCAL_MASTER_PORT in tj["metadata"]["annotations"]
     wait_for(lambda: read_jobset(custom_objects, namespace, "late") is None, what="the JobSet deleted")
 
 
@@ -408,7 +410,7 @@ def test_a_missing_runtime_is_reported_and_retried(custom_objects, core_v1, name
     try:
         wait_for(
             lambda: read_jobset(custom_objects, namespace, "orphan"),
-            timeout=60,
+            timeout=TIMEOUT,
             what="the JobSet once the runtime exists",
         )
     finally:
