@@ -493,3 +493,28 @@ def test_the_builtin_torch_distributed_with_the_crd_defaults(custom_objects, nam
     assert jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"] == 2
     assert {e["name"]: e.get("value") for e in node["env"]}["PET_NNODES"] == "2"
     assert jobset["spec"]["suspend"] is True
+
+
+# --- a restarted controller ------------------------------------------------------------------------------------
+
+
+def _master_port_of(jobset: dict[str, Any]) -> str:
+    return next(e["value"] for e in node_container(jobset)["env"] if e["name"] == "PET_MASTER_PORT")
+
+
+@pytest.mark.alone  # stops the session cluster's controller process
+def test_a_restarted_controller_keeps_the_master_port(local_cluster, custom_objects, namespace, runtimes):
+    """Local: the loopback master port is kept in the TrainJob's annotation, so the JobSet a restarted controller
+    builds again has the same one, and a new TrainJob gets another."""
+    runtime = runtimes(torch_runtime(jobset_managed_by=MULTIKUEUE))
+    create(custom_objects, namespace, trainjob("kept", runtime, suspend=True, trainer={"command": QUICK}))
+    port = _master_port_of(wait_for(lambda: read_jobset(custom_objects, namespace, "kept"), what="the JobSet"))
+    local_cluster.stop_component("controller")
+    custom_objects.delete_namespaced_custom_object(c.JOBSET_GROUP, c.JOBSET_VERSION, namespace, c.JOBSETS, "kept")
+    wait_for(lambda: read_jobset(custom_objects, namespace, "kept") is None, what="the JobSet deleted")
+    local_cluster.up()
+    rebuilt = wait_for(lambda: read_jobset(custom_objects, namespace, "kept"), what="the JobSet built again")
+    assert _master_port_of(rebuilt) == port
+    create(custom_objects, namespace, trainjob("fresh", runtime, suspend=True, trainer={"command": QUICK}))
+    fresh = wait_for(lambda: read_jobset(custom_objects, namespace, "fresh"), what="the new TrainJob's JobSet")
+    assert _master_port_of(fresh) != port
