@@ -170,11 +170,9 @@ def write_jobset_status(custom: client.CustomObjectsApi, namespace: str, name: s
 # --- the JobSet ----------------------------------------------------------------------------------------------
 
 
-def test_torch_trainjob_with_two_nodes_gets_its_jobset(custom_objects, core_v1, namespace, runtimes):
-    """plugins/jobset/{jobset.go,builder.go}, plugins/torch/torch.go, core/trainingruntime.go (runtime patches),
-    core/snapshot.go: the JobSet named like the TrainJob, owned by it, node x2, torch env, patches applied."""
-    runtime = runtimes(torch_runtime(jobset_managed_by=MULTIKUEUE))
-    patch = {
+def identity_patch() -> dict[str, Any]:
+    """A runtime patch like the one the provider will send: a JobSet label and its identity labels on the pods."""
+    return {
         "manager": "airflow.apache.org/trainjob",
         "trainingRuntimeSpec": {
             "template": {
@@ -192,6 +190,13 @@ def test_torch_trainjob_with_two_nodes_gets_its_jobset(custom_objects, core_v1, 
             }
         },
     }
+
+
+def test_torch_trainjob_with_two_nodes_gets_its_jobset(custom_objects, core_v1, namespace, runtimes):
+    """plugins/jobset/{jobset.go,builder.go}, plugins/torch/torch.go, core/trainingruntime.go (runtime patches),
+    core/snapshot.go: the JobSet named like the TrainJob, owned by it, node x2, torch env, patches applied."""
+    runtime = runtimes(torch_runtime(jobset_managed_by=MULTIKUEUE))
+    patch = identity_patch()
     created = create(
         custom_objects,
         namespace,
