@@ -13,7 +13,8 @@ JobSet template), :mod:`.merge` (strategic merge of runtime patches, env/port up
 (quantities, CPUs and GPUs per node), :mod:`.torch` (the torch plugin), :mod:`.build` (TrainJob + runtime ->
 JobSet, pure), :mod:`.validation` (the admission webhook's rules), :mod:`.status` (JobSet -> TrainJob status,
 pure), :mod:`.reconciler` (one reconcile), :mod:`.controller` (informers, work queue, workers; the informer
-machinery, work queue, port allocator and event recorder are the v1 controller's).
+machinery, work queue, port allocator and event recorder are the v1 controller's); :mod:`.crds`, :mod:`.schema`
+(the CRDs ``up`` installs) and :mod:`.runtimes` (the built-in ClusterTrainingRuntimes).
 
 Where it differs from, or is simpler than, upstream:
 
