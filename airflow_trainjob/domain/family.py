@@ -71,6 +71,12 @@ class JobFamily(Protocol):
         """
         ...
 
+    @property
+    def any_job_pod_selector(self) -> str:
+        """The label selector of the pods the family's controller creates for any job (a watch shared by the jobs
+        of a namespace: the trigger's failed pods, :mod:`~airflow_trainjob.domain.failed_pods`)."""
+        ...
+
     def replica_of(self, pod: Pod) -> tuple[str, int]:
         """``(replica type in the API's spelling, index)`` of one of the job's pods.
 

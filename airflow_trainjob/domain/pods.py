@@ -232,3 +232,16 @@ def log_container(pod: Pod, kind: JobKind) -> str:
         return stuck
     names = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
     return kind.default_container if kind.default_container in names else (names[0] if names else "")
+
+
+def with_pods_seen(listed: Iterable[dict[str, Any]], seen: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pods listed now, then those seen earlier that the list no longer has (by name): a job's pods as a verdict
+    reads them, whether its wait watched them (the synchronous wait's ``seen_pods``) or its trigger's shared pod
+    watch kept the failed ones (:class:`~airflow_trainjob.domain.failed_pods.FailedPodsSeen`).
+
+    :param listed: the job's pods as listed now (API JSON dicts).
+    :param seen: its pods as seen earlier, the same shape or trimmed (API JSON dicts).
+    """
+    listed = list(listed)
+    present = {pod_name(p) for p in listed}
+    return [*listed, *(p for p in seen if pod_name(p) not in present)]

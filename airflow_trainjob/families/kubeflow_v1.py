@@ -79,6 +79,11 @@ class KubeflowV1Kind:
         return "cleanPodPolicy"
 
     @property
+    def any_job_pod_selector(self) -> str:
+        """``training.kubeflow.org/job-name`` (the label is there: the pods of every job, the six kinds')."""
+        return LABEL_JOB_NAME
+
+    @property
     def replica_types(self) -> tuple[str, ...]:
         """The replica types the kind accepts (``Master``, ``Worker``...)."""
         return self.job_kind.replica_types

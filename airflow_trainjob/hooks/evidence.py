@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.failures import ContainerEnd
+from airflow_trainjob.domain.pods import with_pods_seen
 from airflow_trainjob.domain.verdict import job_ref, judge_failure
 from airflow_trainjob.exceptions import exception_for
 from airflow_trainjob.families import family_of
@@ -86,9 +87,7 @@ def failure_exception(
     """
     name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
     family = family_of(job["kind"])
-    pods = hook.list_job_pods(name, namespace, kind=family.kind)
-    present = {p["metadata"]["name"] for p in pods}
-    pods = [*pods, *(p for p in seen_pods if p["metadata"]["name"] not in present)]
+    pods = with_pods_seen(hook.list_job_pods(name, namespace, kind=family.kind), seen_pods)
     tails = read_tails(hook, namespace, family.container_ends(pods), log_tail_lines)
     return exception_for(judge_failure(job, pods, _events_if_any(hook, job, pods), tails))
 

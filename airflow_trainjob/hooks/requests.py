@@ -248,6 +248,30 @@ def list_job_pods(
     return _core_list("list_job_pods", "pods", "list a training job's pods", namespace, selector, _pods_and_version)
 
 
+def list_pods_page(
+    namespace: str, label_selector: str, limit: int | None, continue_token: str | None
+) -> ClientRequest[bytes]:
+    """``GET`` of one page of the pods that match ``label_selector`` (every job's pods of a family: the trigger's
+    shared pod watch); the answer is its undecoded body (JSON)
+    (:meth:`~airflow_trainjob.hooks.training_job.AsyncTrainingJobHook.list_pods_text_async`).
+
+    :param namespace: the URL's namespace.
+    :param label_selector: ``labelSelector``.
+    :param limit: ``limit``; None: left out.
+    :param continue_token: ``continue``; None: left out.
+    """
+    options = {"label_selector": label_selector, "limit": limit, "_continue": continue_token}
+    return ClientRequest(
+        "list_pods_page",
+        ApiCall("list", "pods", namespace=namespace, purpose="watch the training jobs' pods for their failures"),
+        "CoreV1Api",
+        "list_namespaced_pod",
+        (namespace,),
+        {k: v for k, v in options.items() if v is not None},
+        form="bytes",
+    )
+
+
 def delete_pod(name: str, namespace: str, uid: str | None = None) -> ClientRequest[bool]:
     """``DELETE`` of a pod: True if this request deleted it, False on 404 (gone already, which counts as done)
     (:meth:`~airflow_trainjob.hooks.training_job.TrainingJobHook.delete_pod`).

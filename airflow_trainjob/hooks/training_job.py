@@ -527,6 +527,54 @@ class AsyncTrainingJobHook(TrainingJobHook):
 
     # --- the pods and events of a job ---------------------------------------------------------------
 
+    async def list_pods_text_async(
+        self, namespace: str, label_selector: str, *, limit: int | None = None, continue_token: str | None = None
+    ) -> str:
+        """One page of the pods of ``namespace`` that match ``label_selector``, as the answer's JSON text (``items``,
+        ``metadata.continue``, ``metadata.resourceVersion``), undecoded. Not retried.
+
+        :param namespace: the namespace.
+        :param label_selector: the pods' label selector (a family's ``any_job_pod_selector``).
+        :param limit: items per page (count); None: all.
+        :param continue_token: the previous page's ``metadata.continue``.
+        :raises ApiException: ``kubernetes_asyncio``'s, as the server answered; connection errors as they came.
+        """
+        async with self._client() as api:
+            body = await _answer_async(api, requests.list_pods_page(namespace, label_selector, limit, continue_token))
+        return body.decode("utf8")
+
+    async def watch_pods(
+        self, namespace: str, label_selector: str, resource_version: str | None, *, timeout_seconds: int
+    ) -> AsyncGenerator[dict[str, Any] | str, None]:
+        """The watch events (``{"type", "object", "raw_object"}``, bookmarks included) of the pods of ``namespace``
+        that match ``label_selector``, from ``resource_version``, as :meth:`watch_jobs` gives a kind's jobs'. Not
+        retried; the watch is closed however the iteration ends.
+
+        :param namespace: the namespace.
+        :param label_selector: the pods' label selector.
+        :param resource_version: the ``resourceVersion`` to watch from (a list's); None: the server's current state.
+        :param timeout_seconds: the watch's ``timeoutSeconds``: the server ends it after that many seconds.
+        :raises ApiException: ``kubernetes_asyncio``'s (410 Gone: the version was compacted away); connection
+            errors as they came.
+        """
+        async with self._client() as api:
+            # Read line by line, undecoded by the client, as watch_jobs reads (no Watch, no model per pod).
+            response = await async_client.CoreV1Api(api).list_namespaced_pod(
+                namespace,
+                label_selector=label_selector,
+                watch=True,
+                resource_version=resource_version,
+                timeout_seconds=timeout_seconds,
+                allow_watch_bookmarks=True,
+                _preload_content=False,
+                _request_timeout=watch_timeout(timeout_seconds),
+            )
+            try:
+                while line := await response.content.readline():
+                    yield _watch_event(line)
+            finally:
+                response.release()
+
     async def list_job_pods_async(
         self, name: str, namespace: str, replica_index: int | None = None, kind: str | None = None
     ) -> list[dict[str, Any]]:

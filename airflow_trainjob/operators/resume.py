@@ -26,7 +26,7 @@ from airflow_trainjob.domain.lead_log import (
 )
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.domain.params import RunSettings
-from airflow_trainjob.domain.pods import owned_by
+from airflow_trainjob.domain.pods import owned_by, with_pods_seen
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobError
 from airflow_trainjob.families import family_of
@@ -144,9 +144,7 @@ def event_end(
     if event["outcome"] != FINISHED:
         raise TrainingJobError(event["message"])
     log.info("%s", event["message"])
-    pods = pods_if_any(hook, job, log)
-    present = {p["metadata"]["name"] for p in pods}
-    pods += [p for p in event.get("pods") or [] if p["metadata"]["name"] not in present]
+    pods = with_pods_seen(pods_if_any(hook, job, log), event.get("pods") or [])
     copy_log(pods)
     return pods
 

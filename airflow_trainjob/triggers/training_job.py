@@ -57,7 +57,7 @@ from airflow_trainjob.domain.lifecycle import (
     pods_stopped_at_terminal,
 )
 from airflow_trainjob.domain.ownership import why_not_followed
-from airflow_trainjob.domain.pods import owned_by, pod_name
+from airflow_trainjob.domain.pods import owned_by, pod_name, with_pods_seen
 from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.triggers import kubernetes_side, log_pacing
@@ -138,6 +138,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         self._lead_may_write: asyncio.Event | None = None
         self._announced = False  # the task log was told that the lead's lines are copied
         self._recorded: tuple[LogCursor | None, float] = (None, 0.0)  # the cursor last recorded on the job, and when
+        self._pods_followed_on: JobStream | None = None  # the stream whose pod watch keeps this job's failed pods
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return "airflow_trainjob.triggers.training_job.TrainingJobTrigger", self.args.kwargs()
@@ -221,7 +222,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         """Run the one :class:`JobStream` of these kwargs' source; the triggerer calls it once per source."""
         await kubernetes_side.load()
         stream = kubernetes_side.JobStream(
-            StreamSource.from_trigger_kwargs(kwargs), kwargs.get("poll_interval") or 10.0
+            StreamSource.from_trigger_kwargs(kwargs), kwargs.get("poll_interval") or 10.0, failed_pods=True
         )
         with kubernetes_side.registered(stream):
             async for changes in stream.changes():
@@ -230,7 +231,7 @@ class TrainingJobTrigger(BaseEventTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Wait on a stream of its own: the triggerer does so when ``shared_stream_key()`` fails; tests do."""
         await kubernetes_side.load()
-        stream = kubernetes_side.JobStream(self.shared_stream_key(), self.poll_interval)
+        stream = kubernetes_side.JobStream(self.shared_stream_key(), self.poll_interval, failed_pods=True)
         changes = stream.changes()
         try:
             async for event in self.filter_shared_stream(changes):
@@ -264,6 +265,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             )
         event: TriggerEvent | None = None
         try:
+            self._follow_failed_pods(stream)
             event = await self._judge(stream) if _readable(stream) else None
             while event is None:
                 await cancel_safe.set_within(woken, self._seconds_to_deadline())
@@ -271,6 +273,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                 if sifter.done():
                     sifter.result()  # raises why the shared stream ended
                     raise RuntimeError("the shared stream ended")
+                self._follow_failed_pods(stream)
                 if _readable(stream):
                     await stream.take_turn()  # a list wakes every trigger of the stream: a few judge at a time
                     event = await self._judge(stream)
@@ -279,6 +282,7 @@ class TrainingJobTrigger(BaseEventTrigger):
                 ERROR, f"waiting for {self._ref} failed: {kubernetes_side.one_line(e, self._call('get'))}"
             )
         finally:
+            self._follow_failed_pods(None)
             await self._stop_following()
             if event is None and _readable(stream):
                 # Cancelled (the triggerer stops): the trigger's next run goes on from here. Recorded before the
@@ -351,14 +355,39 @@ class TrainingJobTrigger(BaseEventTrigger):
         job, failed = finished.job, finished.failed
         stops = self._wait.family.user_run_policy(job).held and bool(self.owner_labels)
         listed = await self._pods(stream) if failed or stops else []
+        pods = await self._with_failed_pods_seen(stream, job, listed) if failed else []
         lead_log = await self._stop_pods_at_terminal(stream, job, listed) if stops else None
-        return self._event(
-            FINISHED,
-            finished.message,
-            job,
-            pods=listed if failed else [],
-            **({"lead_log": lead_log} if lead_log else {}),
-        )
+        return self._event(FINISHED, finished.message, job, pods=pods, **({"lead_log": lead_log} if lead_log else {}))
+
+    def _follow_failed_pods(self, stream: JobStream | None) -> None:
+        """Have ``stream``'s pod watch keep this job's failed pods (None: stop): the trigger reads its job from
+        whichever stream the triggerer runs for its source now, and follows the job on that one only."""
+        if stream is self._pods_followed_on:
+            return
+        before = self._pods_followed_on
+        if before is not None and before.failed_pods is not None:
+            before.failed_pods.unfollow(self.name)
+        self._pods_followed_on = stream
+        if stream is not None and stream.failed_pods is not None:
+            stream.failed_pods.follow(self.name)
+
+    async def _with_failed_pods_seen(
+        self, stream: JobStream, job: Mapping[str, Any], listed: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """The failed job's pods for its verdict: as listed now, then the failed ones the stream's pod watch saw
+        while the job ran that the list no longer has (the controller deletes them with the job's failure, often
+        before the trigger lists them). When the list shows no failed run and the watch has kept none yet, the watch
+        gets a moment to deliver what happened just before the job's ``Failed`` (two streams, two paces)."""
+        watch = stream.failed_pods
+        if watch is None or stream is not self._pods_followed_on:
+            return listed
+        uid = job["metadata"].get("uid")
+        mine = [p for p in listed if owned_by(p, uid)]
+        if any(end.failed for end in self._wait.family.container_ends(mine)):
+            seen = watch.seen.pods_of(self.name, uid)
+        else:
+            seen = await watch.failed_pods(self.name, uid)
+        return with_pods_seen(listed, seen)
 
     async def _stop_pods_at_terminal(
         self, stream: JobStream, job: Mapping[str, Any], pods: list[dict[str, Any]]

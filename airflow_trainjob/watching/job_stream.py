@@ -48,6 +48,7 @@ from airflow_trainjob.hooks.api_errors import (
 )
 from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
 from airflow_trainjob.watching import cancel_safe
+from airflow_trainjob.watching.failed_pods_watch import FailedPodsWatch
 from airflow_trainjob.watching.job_cache import JobCache, Steps
 from airflow_trainjob.watching.list_watch import Action, ListWatch, ListWatchRules, Step, doubling
 from airflow_trainjob.watching.stream_source import TRIGGER_PURPOSE, WATCH_SECONDS, StreamSource
@@ -137,6 +138,9 @@ class JobStream:
     :param poll_interval: seconds between lists while watches keep failing.
     :param purpose: why the stream runs, as its refusals say (``wait for a training job in the triggerer``; the
         api-server's UI streams say theirs).
+    :param failed_pods: also watch the kind's pods, keeping the failed pods of the jobs the triggers follow
+        (:attr:`failed_pods`, :mod:`~airflow_trainjob.watching.failed_pods_watch`): a trigger's stream; the UI's
+        do not.
 
     Readers use :attr:`jobs` (name -> the job's observation, a read-only mapping shaped like the job: a
     :class:`~airflow_trainjob.watching.job_cache.JobCache`; what needs the whole object reads it by GET),
@@ -146,7 +150,14 @@ class JobStream:
     concerns every job await :meth:`take_turn` first, so thousands of them do not hold the event loop at once.
     """
 
-    def __init__(self, source: StreamSource, poll_interval: float = 10.0, purpose: str = TRIGGER_PURPOSE):
+    def __init__(
+        self,
+        source: StreamSource,
+        poll_interval: float = 10.0,
+        purpose: str = TRIGGER_PURPOSE,
+        *,
+        failed_pods: bool = False,
+    ):
         self.source = source
         self.poll_interval = poll_interval
         self.purpose = purpose
@@ -164,6 +175,9 @@ class JobStream:
         self._releasing: asyncio.AbstractEventLoop | None = None  # the loop that lets the next readers through
         #: What the stream did: ``lists``, ``watches``, ``expired`` (410), ``failures`` (transient).
         self.stats: Counter[str] = Counter()
+        #: The watch of the kind's pods that keeps the followed jobs' failed pods (a trigger's stream); None: none (the
+        #: UI's streams).
+        self.failed_pods = FailedPodsWatch(source, poll_interval) if failed_pods else None
 
     async def changes(self) -> AsyncGenerator[JobChanges, None]:
         """Keep the cache current and yield what changed, batched (:data:`BATCH_SECONDS`). Never ends."""
@@ -213,7 +227,7 @@ class JobStream:
         while True:
             try:
                 async with self.hook.connect():
-                    await self._sync()
+                    await self._sync_with_pods()
             except _Refused as refused:
                 # A fresh client re-reads the credentials (rotated tokens); a second refusal in a row is
                 # reported. Only a watch that answered resets the count: a Role may allow list but not watch.
@@ -224,6 +238,17 @@ class JobStream:
             except Exception as e:
                 self._publish_error(f"cannot watch {self.source}: {one_line(e)}")
                 await asyncio.sleep(BACKOFF_MAX)
+
+    async def _sync_with_pods(self) -> None:
+        """:meth:`_sync`, with the pod watch (:attr:`failed_pods`) beside it on the same client while it lasts."""
+        if self.failed_pods is None:
+            await self._sync()
+            return
+        pods = asyncio.create_task(self.failed_pods.keep(self.hook), name=f"pod watch: {self.source}")
+        try:
+            await self._sync()
+        finally:
+            await cancel_safe.stop(pods)
 
     async def _sync(self) -> None:
         """List, then watch from the list's resourceVersion, forever, as its :class:`ListWatch` says. Raises

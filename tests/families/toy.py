@@ -73,6 +73,10 @@ class ToyFamily:
     def pod_selector(self, name: str, replica_index: int | None = None) -> str:
         return f"{LABEL_JOB}={name}" + ("" if replica_index is None else f",{LABEL_INDEX}={replica_index}")
 
+    @property
+    def any_job_pod_selector(self) -> str:
+        return LABEL_JOB
+
     def replica_of(self, pod: Pod) -> tuple[str, int]:
         return "node", _index(pod)
 

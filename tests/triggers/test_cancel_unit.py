@@ -167,6 +167,7 @@ class _Unsynced:
 
     synced = False
     error = None
+    failed_pods = None  # (a stream without a pod watch, as the UI's)
 
 
 def test_a_trigger_woken_by_its_job_as_it_is_cancelled_ends_with_airflows_message():

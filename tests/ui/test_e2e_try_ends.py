@@ -8,7 +8,8 @@ with what the task itself said. Two DAGs, run one after the other (the machine r
   its trigger, saw. ``cleared_*`` is cleared while its job runs (the clear replaces the task instance's id, so the
   killed try cannot write its end), then try 2 runs: try 1's tab shows it ended, with what it saw last, never live.
 - :data:`FAILED`: ``failed_*``: Master and Worker exit 1, restart once (``OnFailure``), and the job fails by its
-  ``backoffLimit``; the controller then deletes every pod. ``late_*``: the Worker exits 1 after the job has failed.
+  ``backoffLimit`` (2: both restarts count, so both replicas have exited 1 by then, in either mode); the controller
+  then deletes every pod. ``late_*``: the Worker exits 1 after the job has failed.
   The replicas the task's error names as failed are the tab's failed rows, the first one marked as such, Master
   before Worker; the counts agree with the rows.
 
@@ -55,7 +56,9 @@ if TYPE_CHECKING:
 
 STOPPED, FAILED = "e2e_stopped_tries", "e2e_failed_tries"
 MODES = ("sync", "deferred")
-#: Both replicas print, exit 1, are restarted in place once (OnFailure), exit 1 again: backoffLimit 1 fails the job.
+#: Both replicas print, exit 1, are restarted in place (OnFailure): their two restarts reach backoffLimit 2, which fails
+#: the job (with backoffLimit 1 the first restart fails it, and the other replica, deleted with the job's failure, may
+#: not have exited yet: its exit would depend on timing).
 FAIL_TWICE = "import sys, time; print('loading shard 3', flush=True); time.sleep(3); sys.exit(1)"
 #: The Master exits 1 (restartPolicy Never fails the job at once); the Worker exits 1 a few seconds later, after the
 #: controller has stopped counting (``cleanPodPolicy: None`` keeps it running until then).
@@ -110,7 +113,7 @@ DAG_SOURCE = textwrap.dedent(
             TrainingJobOperator(
                 task_id=f"failed_{{mode}}",
                 replica_specs={FAIL_SPECS!r},
-                run_policy={{"backoffLimit": 1}},
+                run_policy={{"backoffLimit": 2}},
                 deferrable=mode == "deferred",
                 **COMMON,
             )
@@ -285,13 +288,14 @@ def strings(value: Any) -> Iterator[str]:
 
 
 def task_error(airflow: AirflowDeployment, dag_id: str, run_id: str, task_id: str) -> str | None:
-    """The task's error as Airflow's task log keeps it (the message of the exception the task raised); None when
-    Airflow failed the try before its resume could raise it (:data:`AIRFLOW_RACE`); else the test fails."""
+    """The task's error as Airflow's task log keeps it (the message of the exception the task raised), which names its
+    first failed replica; None when Airflow failed the try before its resume could raise it (:data:`AIRFLOW_RACE`);
+    else (an error that names no failed replica, or none at all) the test fails."""
     log = airflow.api(ADMIN).task_log(dag_id, run_id, task_id)
     found = [text for text in strings(log) if "First failure" in text or "Failure not restarted" in text]
     if not found and any(AIRFLOW_RACE in text for text in strings(log)):
         return None
-    assert found, json.dumps(log)[-3000:]
+    assert found, f"no error naming a failed replica in the task's log: {json.dumps(log)[-3000:]}"
     return found[-1]
 
 
@@ -321,12 +325,12 @@ def failed_try_error(airflow: AirflowDeployment, run_id: str, task_id: str, mode
     pytest.fail(f"Airflow's race (apache/airflow#72716) failed {task_id} three times in a row")
 
 
-def named_failures(error: str) -> tuple[str | None, set[str]]:
-    """The replica the error names first (None: it names none, the pods being gone before the task read them), and
-    every replica it names as failed."""
+def named_failures(error: str) -> tuple[str, set[str]]:
+    """The replica the error names first, and every replica it names as failed. An error that names none fails the
+    test: the task saw its replicas fail in every mode (synchronous: its pod watch; deferred: its trigger's, which
+    keeps the failed pods the controller deletes with the job's failure)."""
     first = re.search(r"(?:First failure|Failure not restarted by its restartPolicy) \([^)]*\): (\w+-\d+) ", error)
-    if first is None:
-        return None, set()
+    assert first is not None, f"the task's error names no failed replica:\n{error}"
     return first.group(1), {first.group(1), *re.findall(r"also failed: (\w+-\d+) ", error)}
 
 
@@ -339,7 +343,7 @@ def shows_a_failure(row: dict[str, Any]) -> bool:
     return bool(row.get("failure")) or row["phase"] == "Failed" or row["exit_code"] not in (None, 0)
 
 
-def assert_agrees_with_the_error(job: dict[str, Any], first: str | None, failed: set[str]) -> None:
+def assert_agrees_with_the_error(job: dict[str, Any], first: str, failed: set[str]) -> None:
     """Every replica the error names as failed is a row showing its failure; each replica type's failed count is the
     number of its rows that show one; the task's judgement marks the same rows, the first failure as the error
     names it; Master before Worker, the lead first."""
@@ -353,7 +357,7 @@ def assert_agrees_with_the_error(job: dict[str, Any], first: str | None, failed:
             f"{replica_type} counted {counts['text']!r}; the table shows {showing[replica_type]} failed"
         )
     assert failed <= {name for name, row in rows.items() if row["failed"]}, (failed, job["replicas"])
-    assert [name for name, row in rows.items() if row["first_failure"]] == ([first] if first else []), rows
+    assert [name for name, row in rows.items() if row["first_failure"]] == [first], rows
     types = [name.split("-")[0] for name in rows]
     assert types == sorted(types, key=lambda t: t != "Master"), types  # Master before Worker
     if rows:
@@ -460,12 +464,12 @@ def test_a_cleared_tasks_first_try_shows_how_it_ended(
 def test_every_replica_the_task_saw_fail_is_in_the_tab(
     airflow: AirflowDeployment, failed_run: str, ui: Ui, browser: Browser, screenshot_dir: Path, mode: str
 ) -> None:
-    """The pods go with the job's failure (the controller deletes them at its backoff limit): the tab lists, from the
-    task's record, every replica the task's error names as failed."""
+    """The pods go with the job's failure (the controller deletes them at its backoff limit): the task's error names
+    both replicas in both modes (the pod watch saw both exit 1: the synchronous wait's, the trigger's shared one), and
+    the tab lists, from the task's record, every replica the error names as failed."""
     task_id = f"failed_{mode}"
     first, failed = named_failures(failed_try_error(airflow, failed_run, task_id, mode))
-    if mode == "sync":  # its pod watch saw both replicas exit 1, whatever the controller deleted since
-        assert failed == {"Master-0", "Worker-0"} and first in failed, (first, failed)
+    assert failed == {"Master-0", "Worker-0"} and first in failed, (first, failed)
     job = ui.tries(FAILED, failed_run, task_id)[0]  # (the latest: a try Airflow's race failed is cleared)
     assert job["phase"] == "Failed" and job["exists"], job["phase"]  # kept: on_finish keeps a failed job
     assert_agrees_with_the_error(job, first, failed)
@@ -474,14 +478,10 @@ def test_every_replica_the_task_saw_fail_is_in_the_tab(
     shown = tab_state(browser, lambda s: s["phase"] == "Failed" and s["log_title"], "the failed job in the tab")
     table = [(words(r[0]).split()[0], words(r[4])) for r in shown["replicas"]]
     assert [name for name, _ in table] == [replica(r) for r in job["replicas"]]
-    if first:
-        assert "first failure" in dict(table)[first], table
-    # The lead (Master-0) leads the table and its log is shown, when the tab has a row for it: always when the task
-    # saw it fail (sync: its pod watch saw both). A deferred trigger lists the pods at the failure, which the
-    # controller deletes at once, so it may have seen only the Worker's: then the first row leads.
-    lead = "Master-0" if "Master-0" in failed or mode == "sync" else table[0][0]
-    assert table[0][0] == lead, table
-    assert "lead" in shown["replicas"][0][0].split() and shown["log_title"] == f"Log — {lead}", shown["log_title"]
+    assert "first failure" in dict(table)[first], table
+    # The lead (Master-0) leads the table and its log is shown: the task saw it fail, in both modes.
+    assert table[0][0] == "Master-0", table
+    assert "lead" in shown["replicas"][0][0].split() and shown["log_title"] == "Log — Master-0", shown["log_title"]
     assert words(shown["summary"]["Replicas"]) == " ".join(f"{t} {c['text']}" for t, c in job["replica_counts"].items())
     if mode == "sync":
         scroll_to(browser, "section[aria-labelledby='replicas-h']")
