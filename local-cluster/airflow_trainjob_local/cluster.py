@@ -266,7 +266,7 @@ class LocalCluster:
                 ),
                 ports=(p.apiserver,),
                 ready=self.apiserver_ready,
-                after_ready=self.install_crds,
+                after_ready=self.install_api_objects,
                 # On SIGTERM it stops listening at once, then 1.20 waits up to --request-timeout (60 s) for open
                 # watches (e.g. a triggerer's), which it never ends itself. It keeps no state of its own (etcd
                 # does), so a SIGKILL soon after loses nothing.
@@ -321,7 +321,7 @@ class LocalCluster:
     # --- up / down / status ------------------------------------------------------------------------------
 
     def up(self) -> list[str]:
-        """Start what is not running; install or update the CRDs; write the kubeconfig.
+        """Start what is not running; install or update the CRDs, install the built-in runtimes; write the kubeconfig.
 
         Idempotent: when every component is running and the apiserver is ready, it starts nothing.
         Before it starts anything it reserves every port the components it will start listen on
@@ -476,14 +476,42 @@ class LocalCluster:
         configuration.api_key_prefix = {"BearerToken": "Bearer", "authorization": "Bearer"}
         return client.ApiClient(configuration)
 
+    def install_api_objects(self) -> None:
+        """What ``up`` installs once the apiserver is ready: the CRDs (:meth:`install_crds`), then the built-in
+        ClusterTrainingRuntimes (:meth:`install_builtin_runtimes`)."""
+        self.install_crds()
+        self.install_builtin_runtimes()
+
+    def install_builtin_runtimes(self) -> list[str]:
+        """Create the built-in ClusterTrainingRuntimes of :mod:`.trainer.runtimes` that do not exist; one that exists
+        (e.g. edited by a user) is left as it is. One line each on stderr.
+
+        :returns: the names of the runtimes created.
+        :raises ClusterError: the apiserver refused a runtime.
+        """
+        from kubernetes.client.exceptions import ApiException
+
+        from airflow_trainjob_local.trainer import runtimes
+
+        with self.api_client() as api_client:
+            try:
+                return runtimes.install_builtin_runtimes(api_client, _say)
+            except ApiException as e:
+                detail = str(e.body or "")[:2000]
+                raise ClusterError(f"installing the built-in runtimes failed: {e.status} {e.reason}: {detail}") from e
+
     def install_crds(self, timeout: float = 30.0) -> None:
-        """Create the six job CRDs, or replace those whose spec differs from :mod:`.crds` (its hash annotation),
-        and wait until each is Established.
+        """Create the CRDs (the six ``kubeflow.org/v1`` job kinds of :mod:`.crds`, the Trainer v2 kinds and JobSet of
+        :mod:`.trainer.crds`), or replace those whose spec differs (the hash annotation of :mod:`.crds`), and wait
+        until each is Established.
 
         :raises ClusterError: a CRD is not Established after ``timeout`` seconds.
         """
         from kubernetes import client
         from kubernetes.client.exceptions import ApiException
+
+        # Imported here: the generated Trainer models take about a second to import, which no other command needs.
+        from airflow_trainjob_local.trainer import crds as trainer_crds
 
         def read(api, name: str) -> dict | None:
             # Raw JSON: the schemas are large, and only metadata and conditions are looked at.
@@ -496,7 +524,7 @@ class LocalCluster:
 
         with self.api_client() as api_client:
             api = client.ApiextensionsV1Api(api_client)
-            manifests = crds.all_crd_manifests()
+            manifests = [*crds.all_crd_manifests(), *trainer_crds.all_crd_manifests()]
             for manifest in manifests:
                 name = manifest["metadata"]["name"]
                 current = read(api, name)

@@ -29,13 +29,22 @@ def crd_name(kind: JobKind) -> str:
 
 def crd_manifest(kind: JobKind) -> dict:
     """The ``apiextensions.k8s.io/v1`` CustomResourceDefinition of one job kind, as a plain dict."""
-    spec = _crd_spec(kind)
+    return manifest_of(crd_name(kind), _crd_spec(kind))
+
+
+def manifest_of(name: str, spec: dict) -> dict:
+    """A CustomResourceDefinition of the local cluster: ``spec`` under ``name``, labelled as the local cluster's,
+    with the SHA-256 of ``spec`` in :data:`SPEC_HASH_ANNOTATION` (what ``install_crds`` compares).
+
+    :param name: the CRD's name, ``<plural>.<group>``.
+    :param spec: the CRD's ``spec`` (group, names, scope, versions).
+    """
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {
-            "name": crd_name(kind),
+            "name": name,
             "labels": {"app.kubernetes.io/managed-by": "airflow-trainjob-local"},
             "annotations": {SPEC_HASH_ANNOTATION: digest},
         },

@@ -180,6 +180,10 @@ def test_suspending_a_running_job_deletes_its_pods_and_resuming_runs_it_again(
     )
     first_start = ts(job["status"]["startTime"])
     wait_for(lambda: service_names(core_v1, namespace, "run"), lambda s: len(s) == 2, what="two services")
+    # A running pod's process may not have reached its mark yet (Python starting on a loaded machine): suspended
+    # before that, it would write the mark in the run after resumption and sleep there.
+    marks = [tmp_path / "ran-0", tmp_path / "ran-1"]
+    wait_for(lambda: all(m.exists() for m in marks), what="both replicas in their first run")
 
     set_suspend(custom_objects, namespace, "run", True)
     job = wait_for(reader(custom_objects, namespace, "run"), has("Suspended"), what="Suspended")
