@@ -473,6 +473,10 @@ def test_unknown_fields_are_pruned(custom_objects, namespace):
     assert "version" not in stored["spec"]["runtimeRef"]
     job = replicated_job("node", flavour="x")
     job["template"]["spec"]["template"]["spec"]["containers"][0]["shade"] = "dark"
+    body = runtime(c.TRAINING_RUNTIME_KIND, "pruned", {"numNodes": 1, "torch": {"nproc": 2}}, job, colour="blue")
+    stored = send(custom_objects, TRAINING_RUNTIMES, namespace, body)
+    assert "colour" not in stored["spec"] and stored["spec"]["mlPolicy"]["torch"] == {}
+    assert "flavour" not in stored["spec"]["template"]["spec"]["replicatedJobs"][0]
     stored = send(custom_objects, JOBSETS, namespace, jobset("pruned", job, invented=True))
     assert "invented" not in stored["spec"] and "flavour" not in stored["spec"]["replicatedJobs"][0]
     assert "shade" not in stored["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
@@ -570,6 +574,14 @@ def test_builtin_runtimes_are_valid_runtimes_of_the_upstream_shape():
     assert by_name["torch-distributed"]["metadata"]["labels"] == {c.LABEL_FRAMEWORK: "torch"}
     assert by_name["torch-distributed"]["spec"]["mlPolicy"] == {"numNodes": 1, "torch": {}}
     assert by_name["plainml"]["spec"]["mlPolicy"] == {"numNodes": 1}
+
+
+def test_up_installs_the_api_objects_once_the_apiserver_is_ready(tmp_path):
+    from airflow_trainjob_local.cluster import LocalCluster
+
+    cluster = LocalCluster(tmp_path)
+    (apiserver,) = [component for component in cluster.components() if component.name == "kube-apiserver"]
+    assert apiserver.after_ready == cluster.install_api_objects
 
 
 def test_up_installs_the_builtin_runtimes(custom_objects):

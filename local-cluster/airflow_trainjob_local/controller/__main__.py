@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from kubernetes.config import ConfigException
 
 from airflow_trainjob_local.controller.controller import Controller
+from airflow_trainjob_local.jobset.controller import JobSetController
 from airflow_trainjob_local.kube import api_client_from_kubeconfig
 
 log = logging.getLogger("airflow_trainjob_local.controller")
@@ -83,11 +84,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     controller = Controller(
         api_client, resync_seconds=args.resync_seconds, workers=args.workers, port_range=args.port_range
     )
+    jobsets = JobSetController(api_client, resync_seconds=args.resync_seconds, workers=args.workers)
     controller.start()
+    jobsets.start()
     log.info("local training controller started (resync %.0fs, %d workers)", args.resync_seconds, args.workers)
     while not stop.wait(1.0):
         pass
     controller.stop()
+    jobsets.stop()
     log.info("local training controller stopped")
     return 0
 

@@ -16,8 +16,8 @@ model's ``model_json_schema()`` and inlines every ``$ref``. What the JSON Schema
 - a model met again below itself (none today) becomes an object that keeps its content;
 - ``title``, ``description``, ``uniqueItems`` (refused by the apiserver) and the models' client-side ``default``
   values are dropped; the API's own defaults, enums and list markers are added from :data:`FIELD_EXTRAS`, written
-  from the Go API (``+kubebuilder`` markers of kubeflow/trainer ``pkg/apis/trainer/v1alpha1/*_types.go`` and of
-  jobset ``api/jobset/v1alpha2/jobset_types.go``).
+  from the Go API's markers (``+kubebuilder:default``, ``+kubebuilder:validation:Enum``, ``+listType`` of
+  kubeflow/trainer ``pkg/apis/trainer/v1alpha1/*_types.go`` and jobset ``api/jobset/v1alpha2/jobset_types.go``).
 
 Differences from upstream's CRDs (kubeflow/trainer v2.3.0 ``manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml``,
 ``..._trainingruntimes.yaml``, ``..._clustertrainingruntimes.yaml``; jobset v0.12.0
@@ -28,8 +28,8 @@ Differences from upstream's CRDs (kubeflow/trainer v2.3.0 ``manifests/base/crds/
   ``spec.initializer``, ``spec.activeDeadlineSeconds``, ``spec.managedBy``, ``spec.runtimePatches[].manager`` and,
   in a runtime patch's pod spec, ``containers``, ``initContainers``, ``volumes``, ``imagePullSecrets``,
   ``securityContext``, ``serviceAccountName``, ``terminationGracePeriodSeconds`` immutable; ``storageUri`` empty or
-  ``scheme://...``; ``status.trainerStatus`` needs ``lastUpdatedTime``. (``spec.managedBy`` in its two values is
-  kept, as an enum.) In both runtime CRDs: at most one framework in ``spec.mlPolicy``; ``mlPolicy.flux.numProcPerNode``
+  ``scheme://...``; ``status.trainerStatus`` needs ``lastUpdatedTime``. (The rule that ``spec.managedBy`` is one
+  of its two values is kept, as an enum.) In both runtime CRDs: at most one framework in ``spec.mlPolicy``; ``mlPolicy.flux.numProcPerNode``
   at least 1; ``mlPolicy.torch.envInjection.targets[].containerNames`` never ``node``; and the JobSet rules below
   under ``spec.template.spec``. In ``jobset.x-k8s.io_jobsets.yaml``: ``startupPolicy`` ``InOrder`` and
   ``dependsOn`` exclusive; ``failurePolicy``, ``network``, ``startupPolicy``, ``successPolicy``,
@@ -40,15 +40,22 @@ Differences from upstream's CRDs (kubeflow/trainer v2.3.0 ``manifests/base/crds/
   ``activeDeadlineSeconds >= 1``, ``ttlSecondsAfterFinished >= 0``, ``progressPercentage <= 100``) and the
   ``pattern`` of condition ``type`` and ``reason``.
 - Integers carry no ``int32``/``int64`` format (the generated models only say ``integer``).
-- Embedded ``metadata`` keeps every field; upstream types ``labels``, ``annotations``, ``name``... and prunes the rest.
+- Embedded ``metadata`` keeps every field, untyped; upstream types ``name``, ``namespace``, ``labels``,
+  ``annotations`` and ``finalizers`` (refusing e.g. a label that is not a string) and prunes the rest.
 - The Kubernetes types (pod template, Job spec, volume claims, selectors) have the fields of upstream's but none
   of their defaults (``""`` for reference names, ``fileKeyRef.optional: false``, ``ports[].protocol: TCP``, ...)
   and no list or map markers (as :mod:`airflow_trainjob_local.crd_schema` for v1): a template port is read back
   without ``protocol: TCP``, duplicate container names are not refused by the schema, server-side apply replaces
   such lists whole. That includes the TrainJob's ``spec.trainer.resourcesPerNode.claims`` and the
   ``secretRef.name`` of its initializers.
+- ``mlPolicy.jax`` and ``mlPolicy.xgboost`` (empty structs in the Go API, free-form objects in the generated
+  models) keep what they are sent; upstream prunes their content.
 - Quantities follow :data:`~airflow_trainjob_local.crd_schema.QUANTITY` (integer exponents only).
 - No ``description`` anywhere.
+
+Not a difference of the schema but of this cluster's apiserver build (Go 1.19): it refuses ``""`` in any typed
+string field of a custom resource (``Invalid value: "null"``), e.g. a condition's ``message: ""`` or an env var's
+``value: ""``; a real cluster accepts them. Write a non-empty string.
 """
 
 from __future__ import annotations

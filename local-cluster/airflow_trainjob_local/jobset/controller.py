@@ -1,0 +1,169 @@
+"""The running JobSet controller: list-watch loops (:class:`~airflow_trainjob_local.informer.Informer`) feed a
+work queue (:class:`~airflow_trainjob_local.controller.workqueue.WorkQueue`), worker threads reconcile.
+
+Watched (all namespaces): JobSets; Jobs and pods carrying the ``jobset-name`` label. A JobSet event queues the
+JobSet (DELETED: a cleanup of what it still owns); a Job event queues the Job (to run it) and the JobSet that
+is its controller owner (as upstream's ``Owns(&batchv1.Job{})``); a pod event queues the Job that is its
+controller owner. A Job whose controller owner is not a JobSet is ignored. A failed reconcile is retried with a
+per-key exponential backoff; a reconcile that asks for it (TTL, activeDeadlineSeconds) is queued again then.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from typing import Any
+
+from kubernetes import client
+
+from airflow_trainjob_local.controller.events import EventRecorder
+from airflow_trainjob_local.controller.workqueue import WorkQueue
+from airflow_trainjob_local.informer import Informer
+from airflow_trainjob_local.jobset import constants as c
+from airflow_trainjob_local.jobset.reconciler import (
+    CleanupKey,
+    JobKey,
+    JobRunner,
+    JobSetKey,
+    JobSetReconciler,
+    jobset_owner,
+)
+from airflow_trainjob_local.kube import ApiException, is_conflict, is_namespace_terminating
+
+__all__ = ["JobSetController"]
+
+log = logging.getLogger(__name__)
+
+#: Seconds added to a requested requeue, so that the deadline is surely past (times have whole seconds).
+REQUEUE_SLACK = 1.0
+#: The longest wait between two lists of JobSets while their CRD is not served (yet).
+MAX_LIST_RETRY = 5.0
+
+
+class JobSetController:
+    """The local JobSet controller, and the Job controller of the Jobs JobSets own.
+
+    :param api_client: client for the cluster (the controller only talks to the API server).
+    :param resync_seconds: how often every JobSet, Job and pod is handed to the handlers again.
+    :param workers: reconcile threads.
+    """
+
+    def __init__(self, api_client: client.ApiClient, *, resync_seconds: float = 30.0, workers: int = 2) -> None:
+        self.queue = WorkQueue()
+        recorder = EventRecorder(api_client)
+        self.jobsets = JobSetReconciler(api_client, recorder)
+        self.jobs = JobRunner(api_client, recorder)
+        custom, batch, core = (
+            client.CustomObjectsApi(api_client),
+            client.BatchV1Api(api_client),
+            client.CoreV1Api(api_client),
+        )
+        self.watchers = [
+            Informer(
+                c.PLURAL,
+                functools.partial(custom.list_cluster_custom_object, c.GROUP, c.VERSION, c.PLURAL),
+                on_event=self._on_jobset,
+                resync_seconds=resync_seconds,
+                max_retry_seconds=MAX_LIST_RETRY,
+                thread_name="watch-jobsets",
+            ),
+            Informer(
+                "jobset-jobs",
+                batch.list_job_for_all_namespaces,
+                on_event=self._on_job,
+                label_selector=c.LABEL_JOBSET_NAME,
+                resync_seconds=resync_seconds,
+                thread_name="watch-jobset-jobs",
+            ),
+            Informer(
+                "jobset-pods",
+                core.list_pod_for_all_namespaces,
+                on_event=self._on_pod,
+                label_selector=c.LABEL_JOBSET_NAME,
+                resync_seconds=resync_seconds,
+                thread_name="watch-jobset-pods",
+            ),
+        ]
+        self._workers = [
+            threading.Thread(target=self._work, name=f"jobset-reconcile-{i}", daemon=True) for i in range(workers)
+        ]
+
+    def start(self) -> None:
+        """Start the watch loops and the workers (returns at once)."""
+        for thread in self.watchers + self._workers:
+            thread.start()
+
+    def wait_synced(self, timeout: float) -> bool:
+        """Wait until every watch loop has listed once; False on timeout (seconds)."""
+        return all(w.synced.wait(timeout) for w in self.watchers)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop watching, let running reconciles finish (up to ``timeout`` seconds), stop the workers."""
+        for watcher in self.watchers:
+            watcher.stop()
+        self.queue.shutdown()
+        for thread in self._workers:
+            thread.join(timeout)
+
+    # --- event handlers -------------------------------------------------------------------------
+
+    def _on_jobset(self, event_type: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        if event_type == "DELETED":
+            self.queue.add(CleanupKey(c.KIND, meta["namespace"], meta["name"], meta["uid"]))
+        else:
+            self.queue.add(JobSetKey(meta["namespace"], meta["name"]))
+
+    def _on_job(self, event_type: str, obj: dict[str, Any]) -> None:
+        owner = jobset_owner(obj)
+        if owner is None:
+            return  # only Jobs a JobSet controls are run here
+        meta = obj.get("metadata") or {}
+        if event_type == "DELETED":
+            self.queue.add(CleanupKey(c.JOB_KIND, meta["namespace"], meta["name"], meta["uid"]))
+        else:
+            self.queue.add(JobKey(meta["namespace"], meta["name"]))
+        self.queue.add(JobSetKey(meta["namespace"], owner))
+
+    def _on_pod(self, _event_type: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or []:
+            if ref.get("controller") and ref.get("apiVersion") == c.BATCH_API_VERSION and ref.get("kind") == c.JOB_KIND:
+                self.queue.add(JobKey(meta["namespace"], ref["name"]))
+
+    # --- workers ----------------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            key = self.queue.get()
+            if key is None:
+                return
+            try:
+                self._process(key)
+                self.queue.forget(key)
+            except ApiException as exc:
+                if is_namespace_terminating(exc):
+                    self.queue.forget(key)
+                    continue
+                delay = self.queue.add_rate_limited(key)
+                if is_conflict(exc):
+                    log.info("%s: the object changed meanwhile (409); retrying in %.1fs", key, delay)
+                else:
+                    log.warning("%s: API error HTTP %s %s; retrying in %.1fs", key, exc.status, exc.reason, delay)
+            except Exception:
+                delay = self.queue.add_rate_limited(key)
+                log.exception("%s: reconcile failed; retrying in %.1fs", key, delay)
+            finally:
+                self.queue.done(key)
+
+    def _process(self, key: Any) -> None:
+        again: float | None = None
+        if isinstance(key, CleanupKey):
+            (self.jobsets if key.kind == c.KIND else self.jobs).cleanup_deleted(key)
+        elif isinstance(key, JobSetKey):
+            again = self.jobsets.reconcile(key)
+        elif isinstance(key, JobKey):
+            again = self.jobs.sync(key)
+        if again is not None:
+            self.queue.add_after(key, max(0.0, again) + REQUEUE_SLACK)
