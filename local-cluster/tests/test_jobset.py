@@ -328,8 +328,14 @@ def test_ttl_after_finished_deletes_the_jobset(custom_objects, kube_api_client, 
 def test_created_suspended_runs_nothing_until_resumed(custom_objects, core_v1, kube_api_client, namespace):
     """Kueue's way: the JobSet is created suspended and resumed once admitted."""
     create_jobset(custom_objects, namespace, "queued", replicated_job("node", "print(1)", 1, 2), suspend=True)
-    suspended = wait_condition(custom_objects, namespace, "queued", c.CONDITION_SUSPENDED)
-    assert suspended["status"]["replicatedJobsStatus"][0]["suspended"] == 1
+    wait_condition(custom_objects, namespace, "queued", c.CONDITION_SUSPENDED)
+    # The reconcile that creates the Jobs writes Suspended from the Jobs it listed before (none, as upstream's
+    # does); the count follows on the next one.
+    wait_for(
+        lambda: get_jobset(custom_objects, namespace, "queued"),
+        lambda js: [s.get("suspended") for s in js["status"].get("replicatedJobsStatus") or []] == [1],
+        what="the Job counted suspended",
+    )
     job = wait_for(
         lambda: jobs(kube_api_client, namespace)["queued-node-0"],
         lambda j: any(x.type == "Suspended" and x.status == "True" for x in j.status.conditions or []),

@@ -19,6 +19,7 @@ from kubernetes.config import ConfigException
 from airflow_trainjob_local.controller.controller import Controller
 from airflow_trainjob_local.jobset.controller import JobSetController
 from airflow_trainjob_local.kube import api_client_from_kubeconfig
+from airflow_trainjob_local.trainer.controller import TrainJobController
 
 log = logging.getLogger("airflow_trainjob_local.controller")
 
@@ -84,12 +85,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     controller = Controller(
         api_client, resync_seconds=args.resync_seconds, workers=args.workers, port_range=args.port_range
     )
+    # Trainer v2 (TrainJobs) beside v1, sharing the loopback ports so the two never hand out the same one.
+    trainjobs = TrainJobController(
+        api_client, ports=controller.ports, resync_seconds=args.resync_seconds, workers=args.workers
+    )
     jobsets = JobSetController(api_client, resync_seconds=args.resync_seconds, workers=args.workers)
     controller.start()
     jobsets.start()
+    trainjobs.start()
     log.info("local training controller started (resync %.0fs, %d workers)", args.resync_seconds, args.workers)
     while not stop.wait(1.0):
         pass
+    trainjobs.stop()
     controller.stop()
     jobsets.stop()
     log.info("local training controller stopped")

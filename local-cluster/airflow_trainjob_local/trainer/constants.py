@@ -68,3 +68,42 @@ TORCH_RESERVED_ENV = frozenset(
         TORCH_ENV_MASTER_PORT,
     }
 )
+
+# --- added for the TrainJob controller (s26c) ---
+
+#: The JobSet API the trainer builds (kept here too: the trainer package does not read the jobset package's copy).
+JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
+JOBSET_GROUP = "jobset.x-k8s.io"
+JOBSET_VERSION = "v1alpha2"
+JOBSET_KIND = "JobSet"
+JOBSETS = "jobsets"
+JOBSET_CONDITION_COMPLETED = "Completed"
+JOBSET_CONDITION_FAILED = "Failed"
+
+#: The field path of a Job pod's completion index (PET_NODE_RANK reads it).
+JOB_COMPLETION_INDEX_FIELD_PATH = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+
+#: The env variable of an initializer container naming what to download (jobset plugin constants).
+INITIALIZER_ENV_STORAGE_URI = "STORAGE_URI"
+#: The volume an initializer writes to.
+VOLUME_NAME_INITIALIZER = "initializer"
+
+#: numProcPerNode when the TrainJob sets none.
+NUM_PROC_PER_NODE_AUTO = "auto"
+#: torchtune's entrypoint: the torch plugin rewrites such a command (not supported locally).
+TORCHTUNE_ENTRYPOINT = ("tune", "run")
+
+#: The ConfigMap freezing the runtime a TrainJob was first built from: ``<trainjob><suffix>``, key ``runtime``.
+RUNTIME_SNAPSHOT_SUFFIX = "-runtime-snapshot"
+RUNTIME_SNAPSHOT_KEY = "runtime"
+
+#: Event reasons and the event component.
+EVENT_COMPONENT = "trainer-trainjob-controller"
+REASON_RESOURCES_CREATION_FAILED = "TrainJobResourcesCreationFailed"
+#: Local: the reason of the Failed condition for a TrainJob an admission webhook would have refused.
+REASON_FAILED_VALIDATION = "FailedValidation"
+
+#: Local: the TrainJob annotation keeping its loopback torch master port across controller restarts.
+ANNOTATION_LOCAL_MASTER_PORT = "airflow-trainjob-local/master-port"
+#: Local: the torch master address (all pods are processes on one host).
+LOCAL_MASTER_ADDR = "127.0.0.1"
