@@ -11,8 +11,7 @@
 #                                    cluster's 27443 and the demo's 26443)
 #   AIRFLOW_TRAINJOB_LOCAL           the local cluster's command (default .venv/bin/airflow-trainjob-local)
 # A cluster already up in that state dir is reused and left running; one this script started is stopped at exit.
-# A cluster that does not serve trainjobs (trainer.kubeflow.org/v1alpha1) skips the check, saying so; any other
-# failure to ask fails it.
+# A cluster that does not serve trainjobs (trainer.kubeflow.org/v1alpha1) fails the check at once, saying so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -90,8 +89,8 @@ except ApiException as e:
     sys.exit(3)
 PY
 if [ "$served" = 3 ]; then
-  echo "SDK v2 check SKIPPED: the local cluster does not serve trainjobs (trainer.kubeflow.org/v1alpha1 answered 404)"
-  exit 0
+  echo "sdk2-check: the local cluster does not serve trainjobs (trainer.kubeflow.org/v1alpha1 answered 404)" >&2
+  exit 1
 elif [ "$served" != 0 ]; then
   echo "sdk2-check: could not ask the cluster whether it serves trainjobs (exit $served)" >&2
   exit 1
