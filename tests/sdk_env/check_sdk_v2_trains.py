@@ -15,6 +15,7 @@ What a user of the SDK does and sees, unchanged (``KUBECONFIG`` points the SDK a
    (garbage collector) its pods.
 3. The same with a ``CustomTrainer`` (a Python function): the SDK builds ``bash -c`` writing the function's source
    to a file and running ``torchrun`` on it, which the process kubelet runs with the host venv's ``torchrun``.
+4. A job past its ``ActiveDeadlineSeconds`` option is Failed: ``wait_for_job_status`` for Complete raises.
 
 The training holds after its all-reduce until the check opens a gate file (same host, same filesystem), so the
 check sees the job Running on both nodes at a time of its own choosing rather than by luck of timing.
@@ -34,7 +35,7 @@ import pytest
 
 trainer = pytest.importorskip("kubeflow.trainer", reason="the Kubeflow SDK v2 (kubeflow 0.5.x) is not installed here")
 
-from kubeflow.trainer.options import Name, TrainerArgs, TrainerCommand
+from kubeflow.trainer.options import ActiveDeadlineSeconds, Name, TrainerArgs, TrainerCommand
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
@@ -47,6 +48,8 @@ IMAGE = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
 RUNNING_WITHIN = 180
 COMPLETE_WITHIN = 180
 DELETED_WITHIN = 120
+#: The active deadline of the job that is to fail, in seconds.
+DEADLINE = 5
 POD_SELECTOR = "jobset.sigs.k8s.io/jobset-name={name}"
 
 
@@ -160,6 +163,27 @@ def test_custom_trainer_function_trains_on_two_nodes(
     say(f"train (CustomTrainer) made TrainJob {namespace}/{name}")
     assert name == wanted
     run_to_completion(sdk, core_v1, namespace, name, gate)
+
+
+def test_active_deadline_fails_the_job(sdk: trainer.TrainerClient, core_v1: client.CoreV1Api, namespace: str) -> None:
+    """A job past its ``ActiveDeadlineSeconds`` is Failed to the SDK: ``wait_for_job_status`` for Complete raises."""
+    name = sdk.train(
+        runtime=RUNTIME,
+        trainer=trainer.CustomTrainerContainer(image=IMAGE, num_nodes=1),
+        options=[
+            TrainerCommand(
+                command=["python", "-c", "import time; print('sdk2-check waits', flush=True); time.sleep(300)"]
+            ),
+            ActiveDeadlineSeconds(seconds=DEADLINE),
+        ],
+    )
+    say(f"train (CustomTrainerContainer, activeDeadlineSeconds {DEADLINE}) made TrainJob {namespace}/{name}")
+    with pytest.raises(RuntimeError, match=f"TrainJob {name} is Failed"):
+        sdk.wait_for_job_status(name, timeout=RUNNING_WITHIN, polling_interval=1)
+    failed = sdk.wait_for_job_status(name, status={"Failed"}, timeout=10, polling_interval=1)
+    say(f"get_job {name}: {failed.status}, steps {[(s.name, s.status) for s in failed.steps]}")
+    assert failed.status == "Failed"
+    check_deleted(sdk, core_v1, namespace, name)
 
 
 def run_to_completion(
