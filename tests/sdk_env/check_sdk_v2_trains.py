@@ -10,9 +10,9 @@ What a user of the SDK does and sees, unchanged (``KUBECONFIG`` points the SDK a
 2. ``train()`` with a ``CustomTrainerContainer`` on 2 nodes (its command given with the ``TrainerCommand`` and
    ``TrainerArgs`` options: the process kubelet ignores images, so an image's entrypoint cannot run);
    ``list_jobs``/``get_job`` show the job Running with its steps ``node-0``/``node-1`` and their pods;
-   ``wait_for_job_status`` reaches Complete; ``get_job_logs`` of each step holds what its rank printed
-   (``WORLD_SIZE 2``, the all-reduced sum); ``get_job_events`` names the pods; ``delete_job`` removes the job and
-   (garbage collector) its pods.
+   ``wait_for_job_status`` reaches Complete; ``get_job_logs`` of each step (following it to its end, and read
+   after) holds what its rank printed (``WORLD_SIZE 2``, the all-reduced sum); ``get_job_events`` names the pods;
+   ``delete_job`` removes the job and (garbage collector) its pods.
 3. The same with a ``CustomTrainer`` (a Python function): the SDK builds ``bash -c`` writing the function's source
    to a file and running ``torchrun`` on it, which the process kubelet runs with the host venv's ``torchrun``.
 4. A job past its ``ActiveDeadlineSeconds`` option is Failed: ``wait_for_job_status`` for Complete raises.
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -48,6 +49,8 @@ IMAGE = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
 RUNNING_WITHIN = 180
 COMPLETE_WITHIN = 180
 DELETED_WITHIN = 120
+#: After Complete, the following log stream of a finished container has ended within this many seconds.
+FOLLOW_ENDS_WITHIN = 30
 #: The active deadline of the job that is to fail, in seconds.
 DEADLINE = 5
 POD_SELECTOR = "jobset.sigs.k8s.io/jobset-name={name}"
@@ -197,6 +200,7 @@ def run_to_completion(
     assert listed[name].runtime.name == RUNTIME and listed[name].num_nodes == NUM_NODES
     assert [job.name for job in sdk.list_jobs(runtime=sdk.get_runtime(RUNTIME))].count(name) == 1
 
+    follower = follow_logs(sdk, name)
     gate.touch()
     seen: list[str] = []
     started = time.monotonic()
@@ -207,12 +211,33 @@ def run_to_completion(
     assert job.status == "Complete"
     assert set(seen) <= {"Running", "Complete"}, seen
     check_steps(job, name, "Succeeded")
+    follower.join(timeout=FOLLOW_ENDS_WITHIN)
+    assert not follower.is_alive(), "get_job_logs(follow=True) still streams after the job completed"
+    assert f"sdk2-check rank 0 WORLD_SIZE {NUM_NODES} node 0 sum 3" in follower.lines, follower.lines
     check_logs(sdk, name)
     events = sdk.get_job_events(name)
     say(f"get_job_events: {[(e.involved_object_kind, e.involved_object_name, e.reason) for e in events]}")
     pods = {step.pod_name for step in job.steps}
     assert any(e.involved_object_kind == "Pod" and e.involved_object_name in pods for e in events), events
     check_deleted(sdk, core_v1, namespace, name)
+
+
+class LogFollower(threading.Thread):
+    """``get_job_logs(follow=True)`` of node-0 read to its end in a thread, so that a stream that never ends fails
+    the check instead of hanging it."""
+
+    def __init__(self, sdk: trainer.TrainerClient, name: str) -> None:
+        super().__init__(daemon=True)
+        self.sdk, self.name, self.lines = sdk, name, []
+
+    def run(self) -> None:
+        self.lines.extend(self.sdk.get_job_logs(self.name, follow=True))
+
+
+def follow_logs(sdk: trainer.TrainerClient, name: str) -> LogFollower:
+    follower = LogFollower(sdk, name)
+    follower.start()
+    return follower
 
 
 def check_steps(job: Any, name: str, phase: str) -> None:
