@@ -1,9 +1,13 @@
 """Find, or build once, the kube-apiserver and kube-controller-manager binaries of the local cluster.
 
 No binary package of Debian 12 carries kube-apiserver, but its source package ``kubernetes`` builds it offline
-with Debian's own Go. The binaries are cached outside the repository, keyed by the Debian source version::
+with Debian's own Go. The binaries are cached outside the repository, keyed by the Debian source version and
+by :data:`RECIPE`, the revision of this recipe::
 
-    ${AIRFLOW_TRAINJOB_CACHE:-${XDG_CACHE_HOME:-~/.cache}/airflow-trainjob}/kubernetes-<version>/bin/
+    ${AIRFLOW_TRAINJOB_CACHE:-${XDG_CACHE_HOME:-~/.cache}/airflow-trainjob}/kubernetes-<version>/bin-r<RECIPE>/
+
+A new recipe revision therefore builds once more into a new directory, while clusters already running keep
+their binaries from the old one (revision 1 used ``kubernetes-<version>/bin/``; it can be deleted by hand).
 
 :func:`ensure_binaries` returns them from the cache when present (offline, well under a second). Otherwise it
 runs the whole recipe of ``shared/notes/local-kubernetes.md`` under a file lock, saying on stderr what it does:
@@ -11,9 +15,17 @@ runs the whole recipe of ``shared/notes/local-kubernetes.md`` under a file lock,
 1. ``apt-get install`` the Debian packages that are missing (Go, etcd, the two replacement Go libraries, ...);
 2. write ``deb-src`` entries derived from the machine's own ``/etc/apt/sources.list.d/debian.sources`` into a
    private apt directory under the cache, so the system's apt configuration is left untouched;
-3. ``apt-get source kubernetes``; replace two vendored Go libraries that crash under Go >= 1.18;
+3. ``apt-get source kubernetes``; replace two vendored Go libraries that crash under Go >= 1.18
+   (:data:`VENDOR_SWAPS`) and apply the exact source patches of :data:`SOURCE_PATCHES` (each must find its
+   expected text exactly once, else the build stops: another source version is never patched blindly);
 4. ``make WHAT="cmd/kube-apiserver cmd/kube-controller-manager"`` offline (``GOPROXY=off``, vendored modules);
 5. copy the two binaries into the cache (atomically) and delete the build tree.
+
+The patch (since recipe 2): the CRD validator (``vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go``)
+took any value equal to its type's zero value *as a reflect.Value* for null; under Go >= 1.16 that holds for
+``""``, so every ``""`` in a typed string field of a custom resource (an env ``value: ""``, a condition's
+``message: ""``) was refused with 422 ``must be of type string: "null"`` while ``0`` and ``false`` passed. The
+patched line treats only ``nil`` as null, which is Kubernetes 1.21's fix.
 
 The first build takes about 5 minutes on 2 cores; every later call finds the cached binaries.
 """
@@ -52,6 +64,42 @@ DEBIAN_PACKAGES = (
 #: create (``reflect2.(*UnsafeMapType).UnsafeIterate``); Debian's 1.0.2 and 1.1.12 work.
 VENDOR_SWAPS = ("github.com/modern-go/reflect2", "github.com/json-iterator/go")
 GOCODE = Path("/usr/share/gocode/src")
+
+
+@dataclass(frozen=True)
+class SourcePatch:
+    """One exact text replacement in the unpacked source tree.
+
+    :param path: the file, relative to the tree's root.
+    :param old: the text expected exactly once in that file (whole lines, tabs included).
+    :param new: its replacement.
+    :param reason: why, for the build log and the error message.
+    """
+
+    path: str
+    old: str
+    new: str
+    reason: str
+
+
+#: Patches applied after the vendor swaps. The CRD validator of 1.20 (kube-openapi's fork of go-openapi's
+#: ``validate``) takes a value for null when ``reflect.DeepEqual(reflect.Zero(T), reflect.ValueOf(data))``;
+#: since Go 1.16 both sides point at the runtime's shared zero value for ``""``, so every ``""`` in a typed
+#: string field of a custom resource was refused with 422 ``must be of type string: "null"``. Kubernetes 1.21
+#: fixed it by checking ``data == nil`` only (kubernetes/kube-openapi pull request 230, kubernetes issue
+#: 99804); this is that fix. The vendored ``github.com/go-openapi/validate`` has the same line but is not
+#: compiled into either binary (only a test imports it), so it is left alone.
+SOURCE_PATCHES = (
+    SourcePatch(
+        path="vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go",
+        old="\tif data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data)) {\n",
+        new="\tif data == nil {\n",
+        reason='the CRD validator refuses "" as null under Go >= 1.16 (fixed upstream in Kubernetes 1.21)',
+    ),
+)
+#: Revision of this recipe, part of the binaries' cache directory: raise it whenever the recipe changes what
+#: is built (a patch, a swap), so every machine builds the new binaries once. 2: the ``""`` patch above.
+RECIPE = 2
 #: The machine's apt source list whose ``deb`` entries the ``deb-src`` entries are derived from.
 SYSTEM_SOURCES = Path("/etc/apt/sources.list.d/debian.sources")
 #: Fallback, one-line format (older images).
@@ -87,8 +135,33 @@ def cache_dir() -> Path:
 
 
 def binaries_dir(cache: Path, version: str) -> Path:
-    """Where the binaries of one Debian source version live in the cache."""
-    return cache / f"kubernetes-{version}" / "bin"
+    """Where the binaries of one Debian source version, built by this :data:`RECIPE`, live in the cache."""
+    return cache / f"kubernetes-{version}" / f"bin-r{RECIPE}"
+
+
+def apply_source_patches(tree: Path, patches: tuple[SourcePatch, ...] = SOURCE_PATCHES) -> None:
+    """Apply each patch to the unpacked source ``tree``, checking every one before writing any.
+
+    :param tree: root of the unpacked source (the directory holding ``vendor/``).
+    :param patches: the replacements, default :data:`SOURCE_PATCHES`.
+    :raises BuildError: a patched file is missing, or its expected text is absent or is there more than once
+        (another source version: it must be looked at, not patched blindly); nothing is written then.
+    """
+    patched: dict[Path, str] = {}
+    for patch in patches:
+        path = tree / patch.path
+        if path not in patched and not path.is_file():
+            raise BuildError(f"cannot patch {patch.path}: no such file in {tree} ({patch.reason})")
+        text = patched[path] if path in patched else path.read_text()
+        found = text.count(patch.old)
+        if found != 1:
+            raise BuildError(
+                f"cannot patch {patch.path}: expected the line {patch.old.strip()!r} exactly once, found it "
+                f"{found} times; this recipe does not know this source version ({patch.reason})"
+            )
+        patched[path] = text.replace(patch.old, patch.new)
+    for path, text in patched.items():
+        path.write_text(text)
 
 
 def find_binaries(cache: Path | None = None) -> KubernetesBinaries | None:
@@ -308,6 +381,9 @@ def _build(cache: Path, version: str, log, log_path: Path, *, keep_build_tree: b
             raise BuildError(f"{replacement} is missing (its golang-*-dev package is not installed)")
         shutil.rmtree(tree / "vendor" / lib)
         shutil.copytree(replacement, tree / "vendor" / lib, symlinks=True)
+    apply_source_patches(tree)
+    for patch in SOURCE_PATCHES:
+        log.write(f"\npatched {patch.path}: {patch.reason}\n")
     env = dict(
         os.environ,
         GOPROXY="off",
@@ -321,7 +397,7 @@ def _build(cache: Path, version: str, log, log_path: Path, *, keep_build_tree: b
     _run(["make", "WHAT=" + " ".join(f"cmd/{b}" for b in BINARIES)], log, cwd=tree, env=env, what="make", heartbeat=60)
     # Copy next to the final directory, then rename: a reader never sees half a binary.
     final = binaries_dir(cache, version)
-    staging = final.with_name(f"bin.tmp-{os.getpid()}")
+    staging = final.with_name(f"{final.name}.tmp-{os.getpid()}")
     _rmtree(staging)
     staging.mkdir(parents=True)
     for name in BINARIES:

@@ -466,6 +466,93 @@ def test_deb_src_entries_keep_uris_suites_and_keys() -> None:
     )
 
 
+# Lines of vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go as in Debian's kubernetes 1.20.2 source.
+TYPE_VALIDATOR_GO = """func (t *typeValidator) Validate(data interface{}) *Result {
+\tresult := new(Result)
+\tresult.Inc()
+\tif data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data)) {
+\t\t// nil or zero value for the passed structure require Type: null
+\t\tif len(t.Type) > 0 && !t.Type.Contains(nullType) && !t.Nullable {
+"""
+TYPE_VALIDATOR_PATH = "vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go"
+
+
+def fake_source_tree(root: Path, files: dict[str, str]) -> Path:
+    for relative, text in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text)
+    return root
+
+
+def test_the_source_patch_makes_only_nil_null_in_the_crd_type_validator(tmp_path: Path) -> None:
+    tree = fake_source_tree(tmp_path, {TYPE_VALIDATOR_PATH: TYPE_VALIDATOR_GO})
+    build.apply_source_patches(tree)
+    expected = TYPE_VALIDATOR_GO.replace(
+        "data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data)) {",
+        "data == nil {",
+    )
+    assert (tree / TYPE_VALIDATOR_PATH).read_text() == expected
+    # Applied once: the patched tree no longer has the expected line, so a second run refuses it.
+    with pytest.raises(build.BuildError, match="found it 0 times"):
+        build.apply_source_patches(tree)
+
+
+@pytest.mark.parametrize(
+    ("files", "said"),
+    [
+        ({}, "no such file"),
+        (
+            {TYPE_VALIDATOR_PATH: TYPE_VALIDATOR_GO.replace("reflect.ValueOf(data)", "reflect.ValueOf(data) ")},
+            "0 times",
+        ),
+        ({TYPE_VALIDATOR_PATH: TYPE_VALIDATOR_GO * 2}, "2 times"),
+    ],
+    ids=["file missing", "other text", "twice"],
+)
+def test_a_source_the_patch_does_not_know_stops_the_build(tmp_path: Path, files: dict[str, str], said: str) -> None:
+    tree = fake_source_tree(tmp_path, files)
+    with pytest.raises(build.BuildError, match=said) as raised:
+        build.apply_source_patches(tree)
+    assert TYPE_VALIDATOR_PATH in str(raised.value)
+    assert {p.relative_to(tree).as_posix(): p.read_text() for p in tree.rglob("*") if p.is_file()} == files
+
+
+def test_patches_are_all_checked_before_any_is_written(tmp_path: Path) -> None:
+    tree = fake_source_tree(tmp_path, {"a.go": "x := 1\n", "b.go": "y := 2\n"})
+    patches = (
+        build.SourcePatch("a.go", "x := 1\n", "x := 3\n", "first"),
+        build.SourcePatch("b.go", "z := 2\n", "z := 4\n", "second"),
+    )
+    with pytest.raises(build.BuildError, match=r"b\.go.*second"):
+        build.apply_source_patches(tree, patches)
+    assert (tree / "a.go").read_text() == "x := 1\n"
+    both = (patches[0], build.SourcePatch("a.go", "x := 3\n", "x := 5\n", "on top of the first"))
+    build.apply_source_patches(tree, both)
+    assert (tree / "a.go").read_text() == "x := 5\n"
+
+
+def test_binaries_of_an_older_recipe_are_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache is keyed by the recipe: binaries built without the patch (recipe 1, ``kubernetes-<v>/bin``) are
+    not found, so the next ``up`` or ``build`` builds the current recipe's once; the old ones stay in place for
+    the clusters running from them."""
+    monkeypatch.setattr(build, "_source_version", lambda cache: "1.20.2-1")
+    monkeypatch.setattr(build.shutil, "which", lambda name: "/usr/bin/etcd" if name == "etcd" else None)
+
+    def install(bin_dir: Path) -> None:
+        bin_dir.mkdir(parents=True)
+        for name in build.BINARIES:
+            (bin_dir / name).write_text("#!/bin/sh\n")
+            (bin_dir / name).chmod(0o755)
+
+    install(tmp_path / "kubernetes-1.20.2-1" / "bin")
+    assert build.RECIPE >= 2
+    assert build.find_binaries(tmp_path) is None
+    install(build.binaries_dir(tmp_path, "1.20.2-1"))
+    found = build.find_binaries(tmp_path)
+    assert found is not None
+    assert found.kube_apiserver == tmp_path / "kubernetes-1.20.2-1" / f"bin-r{build.RECIPE}" / "kube-apiserver"
+
+
 def test_binaries_are_found_in_the_cache_without_building() -> None:
     """After one build (or CI's warm-up), finding the binaries is offline and instant."""
     started_at = time.monotonic()

@@ -53,9 +53,8 @@ Differences from upstream's CRDs (kubeflow/trainer v2.3.0 ``manifests/base/crds/
 - Quantities follow :data:`~airflow_trainjob_local.crd_schema.QUANTITY` (integer exponents only).
 - No ``description`` anywhere.
 
-Not a difference of the schema but of this cluster's apiserver build (Go 1.19): it refuses ``""`` in any typed
-string field of a custom resource (``Invalid value: "null"``), e.g. a condition's ``message: ""`` or an env var's
-``value: ""``; a real cluster accepts them. Write a non-empty string.
+``""``, ``0`` and ``false`` are values in every typed field, as on a real cluster (an earlier build of this
+cluster's apiserver refused ``""`` as null; :data:`airflow_trainjob_local.build.SOURCE_PATCHES` fixes it).
 """
 
 from __future__ import annotations
