@@ -478,9 +478,29 @@ class LocalCluster:
 
     def install_api_objects(self) -> None:
         """What ``up`` installs once the apiserver is ready: the CRDs (:meth:`install_crds`), then the built-in
-        ClusterTrainingRuntimes (:meth:`install_builtin_runtimes`)."""
+        ClusterTrainingRuntimes (:meth:`install_builtin_runtimes`) and the trainer's public version ConfigMap."""
         self.install_crds()
         self.install_builtin_runtimes()
+        self.install_trainer_public_version()
+
+    def install_trainer_public_version(self) -> None:
+        """Create the trainer's ``kubeflow-system/kubeflow-trainer-public`` ConfigMap (with its Role and RoleBinding)
+        where missing, as upstream's chart does (:mod:`.trainer.public_version`).
+
+        :raises ClusterError: the apiserver refused one of them.
+        """
+        from kubernetes.client.exceptions import ApiException
+
+        from airflow_trainjob_local.trainer import public_version
+
+        with self.api_client() as api_client:
+            try:
+                public_version.install_public_version(api_client, _say)
+            except ApiException as e:
+                detail = str(e.body or "")[:2000]
+                raise ClusterError(
+                    f"installing the trainer's public ConfigMap failed: {e.status} {e.reason}: {detail}"
+                ) from e
 
     def install_builtin_runtimes(self) -> list[str]:
         """Create the built-in ClusterTrainingRuntimes of :mod:`.trainer.runtimes` that do not exist; one that exists

@@ -648,3 +648,14 @@ def test_an_existing_runtime_is_left_as_it_is_and_a_missing_one_installed(local_
     finally:
         custom_objects.delete_cluster_custom_object(*CLUSTER_TRAINING_RUNTIMES, runtimes.TORCH_DISTRIBUTED)
         local_cluster.install_builtin_runtimes()
+
+
+def test_the_trainers_public_version_is_readable_as_upstreams_chart_installs_it(local_cluster, core_v1, capsys):
+    """The Kubeflow SDK reads ``kubeflow-system/kubeflow-trainer-public`` when a TrainerClient starts."""
+    from airflow_trainjob_local.trainer import public_version
+
+    config_map = core_v1.read_namespaced_config_map("kubeflow-trainer-public", "kubeflow-system")
+    assert config_map.data == {"kubeflow_trainer_version": "v2.3.0"}
+    with local_cluster.api_client() as api_client:
+        assert public_version.install_public_version(api_client, print) is False  # all there: nothing created
+    assert "kubeflow-trainer-public" not in capsys.readouterr().out
