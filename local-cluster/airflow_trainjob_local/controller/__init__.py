@@ -13,7 +13,8 @@ Modules: :mod:`.spec` (the job with its kind's defaults, names, labels), :mod:`.
 :mod:`.env` (per-kind environment), :mod:`.pods` (pod and service manifests), :mod:`.status` (conditions,
 replica statuses, success rules), :mod:`.policies` (restart, backoff, deadline, clean-up, TTL, minAvailable),
 :mod:`.events` (Events), :mod:`.validation` (managedBy, spec validation), :mod:`.reconciler` (one
-reconcile), :mod:`.workqueue` (with :mod:`airflow_trainjob_local.informer`, the informer machinery),
+reconcile), :mod:`.workqueue` and :mod:`.loop` (with :mod:`airflow_trainjob_local.informer`, the informer machinery;
+the loop is shared with the JobSet and TrainJob controllers),
 :mod:`.controller` (wiring), :mod:`.__main__` (command line); the API helpers are
 :mod:`airflow_trainjob_local.kube`, shared with the kubelet.
 

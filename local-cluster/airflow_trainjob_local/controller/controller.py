@@ -13,30 +13,21 @@ only looked at again on its next event (e.g. a spec change) or resync.
 from __future__ import annotations
 
 import functools
-import logging
-import threading
 from typing import Any
 
 from kubernetes import client
 
 from airflow_trainjob_local import constants as c
 from airflow_trainjob_local.controller.events import EventRecorder
+from airflow_trainjob_local.controller.loop import ControllerLoop
 from airflow_trainjob_local.controller.ports import PortAllocator, read_ports
 from airflow_trainjob_local.controller.reconciler import CleanupKey, JobKey, Reconciler
-from airflow_trainjob_local.controller.workqueue import WorkQueue
 from airflow_trainjob_local.informer import Informer
-from airflow_trainjob_local.kube import ApiException, is_conflict, is_namespace_terminating
 
 __all__ = ["Controller"]
 
-log = logging.getLogger(__name__)
 
-#: Extra seconds added to a requested requeue, so a deadline is surely past when the job is looked at again
-#: (times are compared with whole-second precision).
-REQUEUE_SLACK = 1.0
-
-
-class Controller:
+class Controller(ControllerLoop):
     """The local training controller for all six kinds.
 
     :param api_client: client for the cluster (the controller only talks to the API server).
@@ -53,7 +44,7 @@ class Controller:
         workers: int = 2,
         port_range: tuple[int, int] = (20000, 29999),
     ) -> None:
-        self.queue = WorkQueue()
+        super().__init__(workers=workers, thread_prefix="reconcile")
         self.ports = PortAllocator(*port_range)
         self.reconciler = Reconciler(api_client, EventRecorder(api_client), self.ports)
         custom = client.CustomObjectsApi(api_client)
@@ -78,26 +69,6 @@ class Controller:
                 thread_name="watch-pods",
             )
         )
-        self._workers = [
-            threading.Thread(target=self._work, name=f"reconcile-{i}", daemon=True) for i in range(workers)
-        ]
-
-    def start(self) -> None:
-        """Start the watch loops and the workers (returns at once)."""
-        for thread in self.watchers + self._workers:
-            thread.start()
-
-    def wait_synced(self, timeout: float) -> bool:
-        """Wait until every watch loop has listed once; False on timeout (seconds)."""
-        return all(w.synced.wait(timeout) for w in self.watchers)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop watching, let running reconciles finish (up to ``timeout`` seconds), stop the workers."""
-        for watcher in self.watchers:
-            watcher.stop()
-        self.queue.shutdown()
-        for thread in self._workers:
-            thread.join(timeout)
 
     # --- event handlers -------------------------------------------------------------------------
 
@@ -118,35 +89,12 @@ class Controller:
 
     # --- workers ----------------------------------------------------------------------------------
 
-    def _work(self) -> None:
-        while True:
-            key = self.queue.get()
-            if key is None:
-                return
-            try:
-                self._process(key)
-                self.queue.forget(key)
-            except ApiException as exc:
-                if is_namespace_terminating(exc):
-                    # The namespace (and so the job) is going away; its DELETED event will follow.
-                    log.debug("%s: namespace is being deleted; dropping", key)
-                    self.queue.forget(key)
-                    continue
-                delay = self.queue.add_rate_limited(key)
-                if is_conflict(exc):
-                    log.info("%s: the object changed meanwhile (409); retrying in %.1fs", key, delay)
-                else:
-                    log.warning("%s: API error HTTP %s %s; retrying in %.1fs", key, exc.status, exc.reason, delay)
-            except Exception:
-                delay = self.queue.add_rate_limited(key)
-                log.exception("%s: reconcile failed; retrying in %.1fs", key, delay)
-            finally:
-                self.queue.done(key)
+    def process(self, key: Any) -> float | None:
+        """A cleanup of a deleted job, or one reconcile of a job (seconds until it wants another look, or None).
 
-    def _process(self, key: Any) -> None:
+        :param key: a :class:`JobKey` or :class:`CleanupKey`.
+        """
         if isinstance(key, CleanupKey):
             self.reconciler.cleanup_deleted(key)
-            return
-        again = self.reconciler.reconcile(key)
-        if again is not None:
-            self.queue.add_after(key, max(0.0, again) + REQUEUE_SLACK)
+            return None
+        return self.reconciler.reconcile(key)

@@ -11,14 +11,12 @@ per-key exponential backoff; a reconcile that asks for it (TTL, activeDeadlineSe
 from __future__ import annotations
 
 import functools
-import logging
-import threading
 from typing import Any
 
 from kubernetes import client
 
 from airflow_trainjob_local.controller.events import EventRecorder
-from airflow_trainjob_local.controller.workqueue import WorkQueue
+from airflow_trainjob_local.controller.loop import ControllerLoop
 from airflow_trainjob_local.informer import Informer
 from airflow_trainjob_local.jobset import constants as c
 from airflow_trainjob_local.jobset.reconciler import (
@@ -29,19 +27,15 @@ from airflow_trainjob_local.jobset.reconciler import (
     JobSetReconciler,
     jobset_owner,
 )
-from airflow_trainjob_local.kube import ApiException, is_conflict, is_namespace_terminating
 
 __all__ = ["JobSetController"]
 
-log = logging.getLogger(__name__)
 
-#: Seconds added to a requested requeue, so that the deadline is surely past (times have whole seconds).
-REQUEUE_SLACK = 1.0
 #: The longest wait between two lists of JobSets while their CRD is not served (yet).
 MAX_LIST_RETRY = 5.0
 
 
-class JobSetController:
+class JobSetController(ControllerLoop):
     """The local JobSet controller, and the Job controller of the Jobs JobSets own.
 
     :param api_client: client for the cluster (the controller only talks to the API server).
@@ -50,7 +44,7 @@ class JobSetController:
     """
 
     def __init__(self, api_client: client.ApiClient, *, resync_seconds: float = 30.0, workers: int = 2) -> None:
-        self.queue = WorkQueue()
+        super().__init__(workers=workers, thread_prefix="jobset-reconcile")
         recorder = EventRecorder(api_client)
         self.jobsets = JobSetReconciler(api_client, recorder)
         self.jobs = JobRunner(api_client, recorder)
@@ -85,26 +79,6 @@ class JobSetController:
                 thread_name="watch-jobset-pods",
             ),
         ]
-        self._workers = [
-            threading.Thread(target=self._work, name=f"jobset-reconcile-{i}", daemon=True) for i in range(workers)
-        ]
-
-    def start(self) -> None:
-        """Start the watch loops and the workers (returns at once)."""
-        for thread in self.watchers + self._workers:
-            thread.start()
-
-    def wait_synced(self, timeout: float) -> bool:
-        """Wait until every watch loop has listed once; False on timeout (seconds)."""
-        return all(w.synced.wait(timeout) for w in self.watchers)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop watching, let running reconciles finish (up to ``timeout`` seconds), stop the workers."""
-        for watcher in self.watchers:
-            watcher.stop()
-        self.queue.shutdown()
-        for thread in self._workers:
-            thread.join(timeout)
 
     # --- event handlers -------------------------------------------------------------------------
 
@@ -134,36 +108,15 @@ class JobSetController:
 
     # --- workers ----------------------------------------------------------------------------------
 
-    def _work(self) -> None:
-        while True:
-            key = self.queue.get()
-            if key is None:
-                return
-            try:
-                self._process(key)
-                self.queue.forget(key)
-            except ApiException as exc:
-                if is_namespace_terminating(exc):
-                    self.queue.forget(key)
-                    continue
-                delay = self.queue.add_rate_limited(key)
-                if is_conflict(exc):
-                    log.info("%s: the object changed meanwhile (409); retrying in %.1fs", key, delay)
-                else:
-                    log.warning("%s: API error HTTP %s %s; retrying in %.1fs", key, exc.status, exc.reason, delay)
-            except Exception:
-                delay = self.queue.add_rate_limited(key)
-                log.exception("%s: reconcile failed; retrying in %.1fs", key, delay)
-            finally:
-                self.queue.done(key)
+    def process(self, key: Any) -> float | None:
+        """A cleanup of a deleted JobSet or Job, one reconcile of a JobSet, or one sync of a Job (seconds until it
+        wants another look, or None).
 
-    def _process(self, key: Any) -> None:
-        again: float | None = None
+        :param key: a :class:`JobSetKey`, :class:`JobKey` or :class:`CleanupKey`.
+        """
         if isinstance(key, CleanupKey):
             (self.jobsets if key.kind == c.KIND else self.jobs).cleanup_deleted(key)
-        elif isinstance(key, JobSetKey):
-            again = self.jobsets.reconcile(key)
-        elif isinstance(key, JobKey):
-            again = self.jobs.sync(key)
-        if again is not None:
-            self.queue.add_after(key, max(0.0, again) + REQUEUE_SLACK)
+            return None
+        if isinstance(key, JobSetKey):
+            return self.jobsets.reconcile(key)
+        return self.jobs.sync(key)

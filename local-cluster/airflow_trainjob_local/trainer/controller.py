@@ -12,29 +12,21 @@ queued again at its deadline.
 from __future__ import annotations
 
 import functools
-import logging
-import threading
 from typing import Any
 
 from kubernetes import client
 
 from airflow_trainjob_local.controller.events import EventRecorder
+from airflow_trainjob_local.controller.loop import ControllerLoop
 from airflow_trainjob_local.controller.ports import PortAllocator
-from airflow_trainjob_local.controller.workqueue import WorkQueue
 from airflow_trainjob_local.informer import Informer
-from airflow_trainjob_local.kube import ApiException, is_conflict, is_namespace_terminating
 from airflow_trainjob_local.trainer import constants as c
-from airflow_trainjob_local.trainer.reconciler import CleanupKey, Reconciler, RetryLater, TrainJobKey
+from airflow_trainjob_local.trainer.reconciler import CleanupKey, Reconciler, TrainJobKey
 
 __all__ = ["TrainJobController"]
 
-log = logging.getLogger(__name__)
 
-#: Seconds added to a deadline requeue so the deadline is surely past (times have whole-second precision).
-REQUEUE_SLACK = 1.0
-
-
-class TrainJobController:
+class TrainJobController(ControllerLoop):
     """The local Trainer v2 TrainJob controller.
 
     :param api_client: client for the cluster (the controller only talks to the API server).
@@ -51,7 +43,7 @@ class TrainJobController:
         resync_seconds: float = 30.0,
         workers: int = 2,
     ) -> None:
-        self.queue = WorkQueue()
+        super().__init__(workers=workers, thread_prefix="reconcile-trainjob")
         self.ports = ports if ports is not None else PortAllocator()
         self.reconciler = Reconciler(api_client, EventRecorder(api_client), self.ports)
         custom = client.CustomObjectsApi(api_client)
@@ -71,26 +63,6 @@ class TrainJobController:
                 thread_name="watch-trainer-jobsets",
             ),
         ]
-        self._workers = [
-            threading.Thread(target=self._work, name=f"reconcile-trainjob-{i}", daemon=True) for i in range(workers)
-        ]
-
-    def start(self) -> None:
-        """Start the watch loops and the workers (returns at once)."""
-        for thread in self.watchers + self._workers:
-            thread.start()
-
-    def wait_synced(self, timeout: float) -> bool:
-        """Wait until every watch loop has listed once; False on timeout (seconds)."""
-        return all(w.synced.wait(timeout) for w in self.watchers)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop watching, let running reconciles finish (up to ``timeout`` seconds), stop the workers."""
-        for watcher in self.watchers:
-            watcher.stop()
-        self.queue.shutdown()
-        for thread in self._workers:
-            thread.join(timeout)
 
     # --- event handlers -------------------------------------------------------------------------
 
@@ -113,36 +85,13 @@ class TrainJobController:
 
     # --- workers ----------------------------------------------------------------------------------
 
-    def _work(self) -> None:
-        while True:
-            key = self.queue.get()
-            if key is None:
-                return
-            try:
-                self._process(key)
-                self.queue.forget(key)
-            except RetryLater as exc:
-                delay = self.queue.add_rate_limited(key)
-                log.info("%s: %s; retrying in %.1fs", key, exc, delay)
-            except ApiException as exc:
-                if is_namespace_terminating(exc):
-                    self.queue.forget(key)
-                    continue
-                delay = self.queue.add_rate_limited(key)
-                if is_conflict(exc):
-                    log.info("%s: the object changed meanwhile (409); retrying in %.1fs", key, delay)
-                else:
-                    log.warning("%s: API error HTTP %s %s; retrying in %.1fs", key, exc.status, exc.reason, delay)
-            except Exception:
-                delay = self.queue.add_rate_limited(key)
-                log.exception("%s: reconcile failed; retrying in %.1fs", key, delay)
-            finally:
-                self.queue.done(key)
+    def process(self, key: Any) -> float | None:
+        """A cleanup of a deleted TrainJob, or one reconcile of a TrainJob (seconds until its deadline, or None).
 
-    def _process(self, key: Any) -> None:
+        :param key: a :class:`TrainJobKey` or :class:`CleanupKey`.
+        :raises RetryLater: its runtime does not exist (yet).
+        """
         if isinstance(key, CleanupKey):
             self.reconciler.cleanup_deleted(key)
-            return
-        again = self.reconciler.reconcile(key)
-        if again is not None:
-            self.queue.add_after(key, again + REQUEUE_SLACK)
+            return None
+        return self.reconciler.reconcile(key)

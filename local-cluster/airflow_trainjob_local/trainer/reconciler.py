@@ -27,6 +27,7 @@ from typing import Any
 from kubernetes import client
 
 from airflow_trainjob_local.controller.events import EventRecorder
+from airflow_trainjob_local.controller.loop import RetryLater
 from airflow_trainjob_local.controller.ports import PortAllocator
 from airflow_trainjob_local.kube import (
     MERGE_PATCH,
@@ -84,10 +85,6 @@ class CleanupKey:
 
     def __str__(self) -> str:
         return f"deleted TrainJob {self.namespace}/{self.name}"
-
-
-class RetryLater(Exception):
-    """The TrainJob cannot be reconciled yet (e.g. its runtime does not exist): retry with backoff."""
 
 
 class _Refused(Exception):
