@@ -119,3 +119,23 @@ def parse_time(value: str | None) -> dt.datetime | None:
     if not value:
         return None
     return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+class ObjectIdentity:
+    """``name``, ``namespace`` and ``uid`` of an API object a view holds as ``obj`` (its JSON), for the controllers'
+    views of the objects they reconcile."""
+
+    obj: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.obj["metadata"]["namespace"])
+
+    @property
+    def uid(self) -> str:
+        """``metadata.uid``; ``""`` for an object not yet created (a manifest)."""
+        return str(self.obj["metadata"].get("uid") or "")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_trainjob_local import constants as c
+from airflow_trainjob_local.kube import ObjectIdentity
 
 __all__ = ["JobView", "pod_name", "replica_key"]
 
@@ -30,7 +31,7 @@ def pod_name(job_name: str, replica_type: str, index: int) -> str:
 
 
 @dataclass
-class JobView:
+class JobView(ObjectIdentity):
     """One training job with its kind's defaults applied.
 
     :param obj: the job as read from the API (never modified).
@@ -79,19 +80,6 @@ class JobView:
         if run_policy.get("cleanPodPolicy") is None:
             run_policy["cleanPodPolicy"] = c.CLEAN_POD_POLICY_NONE
         return cls(obj=obj, kind=kind, replica_specs=replica_specs, run_policy=run_policy)
-
-    # --- identity -------------------------------------------------------------------------------
-    @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
-
-    @property
-    def namespace(self) -> str:
-        return str(self.obj["metadata"]["namespace"])
-
-    @property
-    def uid(self) -> str:
-        return str(self.obj["metadata"]["uid"])
 
     @property
     def spec(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_trainjob_local.jobset import constants as c
+from airflow_trainjob_local.kube import ObjectIdentity
 
 __all__ = ["JobSetView", "job_hash_key", "job_name"]
 
@@ -33,7 +34,7 @@ def _int(value: Any, default: int) -> int:
 
 
 @dataclass
-class JobSetView:
+class JobSetView(ObjectIdentity):
     """A JobSet object (as read from the API, a dict) with defaults applied to a copy of its spec.
 
     :param obj: the JobSet as the API returns it.
@@ -43,18 +44,6 @@ class JobSetView:
 
     def __post_init__(self) -> None:
         self.spec = _defaulted_spec(self.obj.get("spec") or {})
-
-    @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
-
-    @property
-    def namespace(self) -> str:
-        return str(self.obj["metadata"]["namespace"])
-
-    @property
-    def uid(self) -> str:
-        return str(self.obj["metadata"].get("uid") or "")
 
     @property
     def status(self) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 from kubeflow_trainer_api.models import TrainerV1alpha1TrainingRuntimeSpec, TrainerV1alpha1TrainJobSpec  # type: ignore[import-untyped]
 from pydantic import ValidationError
 
+from airflow_trainjob_local.kube import ObjectIdentity
 from airflow_trainjob_local.trainer import constants as c
 
 __all__ = ["RuntimeView", "SpecError", "TrainJobView"]
@@ -29,7 +30,7 @@ def _parse(model: Any, data: dict[str, Any], what: str) -> Any:
 
 
 @dataclass(frozen=True)
-class TrainJobView:
+class TrainJobView(ObjectIdentity):
     """One TrainJob as read from the API.
 
     :param obj: the object (metadata, spec, status) in the API's JSON shape.
@@ -43,18 +44,6 @@ class TrainJobView:
     def from_object(cls, obj: dict[str, Any]) -> TrainJobView:
         """Read a TrainJob; :raises SpecError: its spec does not fit the API model."""
         return cls(obj, _parse(TrainerV1alpha1TrainJobSpec, obj.get("spec") or {}, "spec"))
-
-    @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
-
-    @property
-    def namespace(self) -> str:
-        return str(self.obj["metadata"]["namespace"])
-
-    @property
-    def uid(self) -> str:
-        return str(self.obj["metadata"].get("uid") or "")
 
     @property
     def raw_spec(self) -> dict[str, Any]:
