@@ -12,11 +12,17 @@ from kubeflow_trainer_api.models import (  # type: ignore[import-untyped]
     TrainerV1alpha1TrainJob,
 )
 
+from airflow_trainjob import families
 from airflow_trainjob.domain.deadlines import Deadlines
 from airflow_trainjob.domain.failures import ExitClass
 from airflow_trainjob.domain.family import JobFamily
 from airflow_trainjob.domain.lifecycle import Finished, JobWait, KeepWaiting, judge_gone, pods_stopped_at_terminal
 from airflow_trainjob.families import is_known, trainer_v2
+from airflow_trainjob.hooks import requests
+from airflow_trainjob.hooks.addressing import JobAddress
+from airflow_trainjob.links.training_job import job_url
+from airflow_trainjob.triggers.events import FINISHED, event_payload
+from airflow_trainjob.triggers.training_job import TrainingJobTrigger
 from tests.families import trainer_v2_objects as v2
 from tests.families.trainer_v2_objects import JOBSET_UID, NAME, T2, pod, terminated, train_job
 
@@ -311,3 +317,40 @@ def test_the_lifecycle_core_waits_through_the_queue_and_ends_on_complete_or_fail
     assert isinstance(failed, Finished) and failed.failed and "DeadlineExceeded" in failed.summary
     gone = judge_gone(REF, train_job(copy.deepcopy(v2.FAILED_JOBS)), FAMILY)
     assert isinstance(gone, Finished) and gone.failed and gone.gone
+
+
+# --- the drivers that read the port, with the adapter registered for the test only ----------------------------------
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    """The adapter known to :func:`~airflow_trainjob.families.family_of` while the test runs (not registered yet)."""
+    monkeypatch.setattr(families, "_FAMILIES", (*families._FAMILIES, (trainer_v2.family, trainer_v2.kinds)))
+    return families.family_of("TrainJob")
+
+
+def test_the_drivers_address_select_link_and_summarise_a_trainjob_through_the_port(registered):
+    assert registered is trainer_v2.TRAINJOB
+    address = JobAddress("TrainJob", "ml", NAME)
+    assert address.object() == ("trainer.kubeflow.org", "v1alpha1", "ml", "trainjobs", NAME)
+    assert address.pod_selector == "jobset.sigs.k8s.io/jobset-name=digits"
+    listing = requests.list_job_pods(NAME, "ml", 0, kind="TrainJob")
+    assert listing.options["label_selector"] == (
+        "jobset.sigs.k8s.io/jobset-name=digits,batch.kubernetes.io/job-completion-index=0"
+    )
+    assert job_url("/{kind}/{plural}/{namespace}/{name}", "TrainJob", "ml", NAME) == "/TrainJob/trainjobs/ml/digits"
+    payload = event_payload(FINISHED, "done", train_job(v2.COMPLETE))
+    assert payload["job"]["spec"]["trainer"]["command"] == ["torchrun"], "never the command's arguments"
+
+
+def test_the_triggers_judging_reads_a_trainjob(registered):
+    # (target_conditions given: the trigger's default target is v1's Succeeded, not read through the port yet)
+    trigger = TrainingJobTrigger(
+        kind="TrainJob", name=NAME, namespace="ml", target_conditions=["Complete"], follow_lead_log=True
+    )
+    assert isinstance(trigger._judge_seen(train_job(v2.SUSPENDED, suspend=True)), KeepWaiting)
+    assert isinstance(trigger._judge_seen(train_job(v2.RESUMED_RUNNING)), KeepWaiting)
+    done = trigger._judge_seen(train_job(v2.COMPLETE))
+    assert isinstance(done, Finished) and not done.failed
+    failed = trigger._judge_seen(train_job(v2.FAILED_JOBS))
+    assert isinstance(failed, Finished) and failed.failed and failed.summary.startswith("Failed (FailedJobs: ")
