@@ -318,3 +318,75 @@ JAX_JOB = JobKind(
 )
 
 JOB_KINDS: dict[str, JobKind] = {k.kind: k for k in (PYTORCH_JOB, TF_JOB, MPI_JOB, XGBOOST_JOB, PADDLE_JOB, JAX_JOB)}
+
+
+# --- Kubeflow Trainer v2 -----------------------------------------------------------------------------------------
+# The ``TrainJob`` family (``trainer.kubeflow.org/v1alpha1``), as kubeflow/trainer v2.3.0 writes it
+# (``pkg/apis/trainer/v1alpha1/trainjob_types.go``, ``pkg/constants``), and the JobSet (kubernetes-sigs/jobset v0.12.0,
+# ``api/jobset/v1alpha2``, ``pkg/constants``) and batch Job strings its pods and events carry. The provider's own copy:
+# the local cluster's stand-in keeps another (``airflow_trainjob_local.trainer.constants``, ``.jobset.constants``).
+
+TRAINER_GROUP = "trainer.kubeflow.org"
+TRAINER_VERSION = "v1alpha1"
+TRAINER_API_VERSION = f"{TRAINER_GROUP}/{TRAINER_VERSION}"
+TRAINJOB_KIND = "TrainJob"
+TRAINJOB_PLURAL = "trainjobs"
+
+
+class TrainJobConditionType(ValueEnum):
+    """A TrainJob's ``status.conditions[].type`` (``metav1.Condition``). There is no ``Created`` and no ``Running``:
+    the trainer copies the JobSet's ``Completed`` (as ``Complete``) and ``Failed``, and writes ``Suspended`` itself."""
+
+    SUSPENDED = "Suspended"
+    COMPLETE = "Complete"
+    FAILED = "Failed"
+
+
+class TrainJobReason(ValueEnum):
+    """The reasons of a TrainJob's conditions: the trainer's own, and the JobSet's its ``Complete`` and ``Failed``
+    carry (the JobSet controller records them as events on the JobSet too)."""
+
+    #: ``Suspended`` True: ``spec.suspend`` is true (e.g. Kueue holds the job).
+    SUSPENDED = "Suspended"
+    #: ``Suspended`` turned False: resumed (admitted).
+    RESUMED = "Resumed"
+    #: ``Failed``: the ``runtimeRef`` names a kind the trainer does not serve.
+    RUNTIME_NOT_SUPPORTED = "TrainingRuntimeNotSupported"
+    #: ``Failed``: ``spec.activeDeadlineSeconds`` passed (the trainer deletes the JobSet, its pods with it).
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
+    #: ``Complete`` (the JobSet's ``Completed``): its success policy is met.
+    ALL_JOBS_COMPLETED = "AllJobsCompleted"
+    #: ``Failed`` (the JobSet's): a child Job failed and the JobSet has no failure policy.
+    FAILED_JOBS = "FailedJobs"
+    #: ``Failed`` (the JobSet's): its failure policy's ``maxRestarts`` is used up.
+    REACHED_MAX_RESTARTS = "ReachedMaxRestarts"
+    #: ``Failed`` (the JobSet's): a failure policy rule with the ``FailJobSet`` action matched.
+    FAIL_JOBSET_ACTION = "FailJobSetFailurePolicyAction"
+
+
+class TrainJobStep(ValueEnum):
+    """The replicated jobs of Trainer v2's runtimes (the JobSet's ``replicatedJobs[].name``, the pods'
+    ``jobset.sigs.k8s.io/replicatedjob-name``), each a replica type of a TrainJob; the initializers' containers are
+    named like their step, the trainer's (``node``, also the MPI launcher's) ``node``."""
+
+    DATASET_INITIALIZER = "dataset-initializer"
+    MODEL_INITIALIZER = "model-initializer"
+    LAUNCHER = "launcher"
+    NODE = "node"
+
+
+#: The trainer's container in the ``node`` and ``launcher`` steps' pods.
+TRAINJOB_TRAINER_CONTAINER = "node"
+#: The JobSet a TrainJob runs as (same name and namespace, owned by the TrainJob).
+JOBSET_KIND = "JobSet"
+# Labels the JobSet controller puts on its Jobs' pods (an annotation of the same name holds the same value).
+LABEL_JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+LABEL_JOBSET_UID = "jobset.sigs.k8s.io/jobset-uid"
+LABEL_REPLICATED_JOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
+LABEL_REPLICATED_JOB_REPLICAS = "jobset.sigs.k8s.io/replicatedjob-replicas"
+LABEL_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+LABEL_JOBSET_RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
+#: An Indexed Job's pod's completion index: an annotation, and (Kubernetes 1.28+) a label of the same name.
+JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+#: The counts of ``status.jobsStatus[]`` (the JobSet's ``replicatedJobsStatus``), in child Jobs.
+JOBS_STATUS_COUNTS = ("active", "ready", "succeeded", "failed", "suspended")

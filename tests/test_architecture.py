@@ -39,6 +39,8 @@ PURE_MODULES = (
     "airflow_trainjob.constants",
     "airflow_trainjob.families",
     "airflow_trainjob.families.kubeflow_v1",
+    "airflow_trainjob.families.trainer_v2",
+    "airflow_trainjob.families.trainer_v2_status",
     "airflow_trainjob.hooks.addressing",
     "airflow_trainjob.triggers.events",
     "airflow_trainjob.watching.job_cache",
@@ -70,7 +72,11 @@ DRIVER_PACKAGES = ("operators", "watching", "triggers", "sensors", "links", "ui"
 #: What a driver must not take of ``constants``.
 KIND_TABLE_NAMES = frozenset({"JOB_KINDS", "JobKind"})
 #: The adapters' modules, which only ``families/`` imports.
-ADAPTER_MODULES = ("airflow_trainjob.families.kubeflow_v1",)
+ADAPTER_MODULES = (
+    "airflow_trainjob.families.kubeflow_v1",
+    "airflow_trainjob.families.trainer_v2",
+    "airflow_trainjob.families.trainer_v2_status",
+)
 
 
 @dataclass(frozen=True)

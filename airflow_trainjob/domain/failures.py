@@ -30,7 +30,7 @@ master with it (killed, 137), the bug decides.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -291,9 +291,18 @@ def container_ends(pods: Iterable[Pod], kind: JobKind) -> list[ContainerEnd]:
         the pod has its spec).
     :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types).
     """
+    return container_ends_by(pods, lambda pod: replica_of(pod, kind))
+
+
+def container_ends_by(pods: Iterable[Pod], replica_of_pod: Callable[[Pod], tuple[str, int]]) -> list[ContainerEnd]:
+    """:func:`container_ends` of a family that tells its pods' replicas its own way (another API family's labels).
+
+    :param pods: the job's pods, API JSON dicts.
+    :param replica_of_pod: ``(replica type, index)`` of a pod (the family's ``replica_of``).
+    """
     ends = []
     for pod in pods:
-        replica_type, index = replica_of(pod, kind)
+        replica_type, index = replica_of_pod(pod)
         replica = f"{replica_type}-{index}"
         status = pod.get("status") or {}
         if status.get("reason") == REASON_EVICTED:
@@ -403,11 +412,20 @@ def pending_reasons(pods: Iterable[Pod], kind: JobKind) -> list[str]:
     :param pods: the job's pods, API JSON dicts.
     :param kind: the job's :class:`~airflow_trainjob.constants.JobKind` (its replica types).
     """
+    return pending_reasons_by(pods, lambda pod: replica_of(pod, kind))
+
+
+def pending_reasons_by(pods: Iterable[Pod], replica_of_pod: Callable[[Pod], tuple[str, int]]) -> list[str]:
+    """:func:`pending_reasons` of a family that tells its pods' replicas its own way (another API family's labels).
+
+    :param pods: the job's pods, API JSON dicts.
+    :param replica_of_pod: ``(replica type, index)`` of a pod (the family's ``replica_of``).
+    """
     reasons = []
     for pod in pods:
         if phase_of(pod) != PodPhase.PENDING:
             continue
-        replica_type, index = replica_of(pod, kind)
+        replica_type, index = replica_of_pod(pod)
         status = pod.get("status") or {}
         found = [init_status(pod) or ""]
         found += [

@@ -180,6 +180,15 @@ def _stuck_init_container(pod: Pod) -> str | None:
     return None
 
 
+def held_init_container(pod: Pod) -> str | None:
+    """The init container the pod is held at once it has run (running, failed, or waiting to restart after a
+    failure: a data fetch that fails), whose log speaks for the pod then; None when none is.
+
+    :param pod: the pod, an API JSON dict (its ``status.initContainerStatuses``, ``spec.initContainers``).
+    """
+    return _stuck_init_container(pod)
+
+
 def pods_to_clean(pods: Iterable[Pod], clean_pod_policy: str) -> list[Pod]:
     """The pods ``cleanPodPolicy`` removes: ``All`` every one, ``Running`` those still Pending or
     Running, ``None`` (and the undefined ``""``) none.
