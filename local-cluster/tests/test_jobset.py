@@ -431,3 +431,43 @@ def test_events_on_the_jobset_and_its_job(custom_objects, core_v1, namespace):
         ("Job", "noted-node-0", "Normal", "Completed", "Job completed"),
     }
     wait_for(events, lambda found: wanted <= found, what="the JobSet's and the Job's events")
+
+
+def test_volume_claim_policies_create_the_claims_and_mount_them_in_the_jobs_that_use_them(
+    custom_objects, core_v1, kube_api_client, namespace
+):
+    """As upstream's torchtune runtimes use them (``initializer``): before, the Job was refused (422, volume
+    ``initializer`` not found) and the JobSet never ran."""
+    using = replicated_job("init", "print('init')")
+    using["template"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "initializer", "mountPath": "/workspace"}
+    ]
+    claim_spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    policies = [
+        {"templates": [{"metadata": {"name": "initializer", "labels": {"team": "a"}}, "spec": claim_spec}]},
+        {
+            "retentionPolicy": {"whenDeleted": "Retain"},
+            "templates": [{"metadata": {"name": "kept"}, "spec": claim_spec}],
+        },
+    ]
+    js = create_jobset(
+        custom_objects,
+        namespace,
+        "vc",
+        using,
+        replicated_job("node", "print('node')"),
+        volumeClaimPolicies=policies,
+    )
+    wait_condition(custom_objects, namespace, "vc", c.CONDITION_COMPLETED)
+
+    claim = core_v1.read_namespaced_persistent_volume_claim("initializer-vc", namespace)
+    assert claim.metadata.labels == {"team": "a", c.LABEL_JOBSET_NAME: "vc"}
+    owner = claim.metadata.owner_references[0]
+    assert (owner.kind, owner.name, owner.uid, owner.controller) == ("JobSet", "vc", js["metadata"]["uid"], True)
+    assert claim.spec.resources.requests == {"storage": "1Gi"}
+    assert not core_v1.read_namespaced_persistent_volume_claim("kept-vc", namespace).metadata.owner_references
+
+    found = jobs(kube_api_client, namespace)
+    init_volumes = found["vc-init-0"].spec.template.spec.volumes
+    assert [(v.name, v.persistent_volume_claim.claim_name) for v in init_volumes] == [("initializer", "initializer-vc")]
+    assert not found["vc-node-0"].spec.template.spec.volumes

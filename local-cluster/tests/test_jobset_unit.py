@@ -18,6 +18,7 @@ from airflow_trainjob_local.jobset.job_plan import format_indexes, normalized_st
 from airflow_trainjob_local.jobset.jobset_plan import plan_jobset
 from airflow_trainjob_local.jobset.pods import build_pod
 from airflow_trainjob_local.jobset.spec import JobSetView, job_hash_key
+from airflow_trainjob_local.jobset.volume_claims import add_claim_volumes, build_claims
 
 NOW = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
 STAMP = "2026-01-02T03:04:05Z"
@@ -450,3 +451,32 @@ def test_a_finished_job_keeps_its_counts_when_its_pods_are_gone():
     plan = plan_job(job, [], NOW)
     assert normalized_status(plan.status) == job["status"] and plan.completed_indexes == "0-1"
     assert plan.create_indexes == [] and plan.delete_pods == []
+
+
+def test_volume_claim_templates_become_claims_named_template_dash_jobset_owned_unless_retained():
+    spec = {"accessModes": ["ReadWriteOnce"]}
+    view = jobset(
+        rjob("node"),
+        volumeClaimPolicies=[
+            {"templates": [{"metadata": {"name": "data", "annotations": {"a": "b"}}, "spec": spec}]},
+            {"retentionPolicy": {"whenDeleted": "Retain"}, "templates": [{"metadata": {"name": "kept"}, "spec": spec}]},
+        ],
+    )
+    data, kept = build_claims(view)
+    assert data["metadata"]["name"] == "data-js" and data["metadata"]["annotations"] == {"a": "b"}
+    assert data["metadata"]["labels"] == {c.LABEL_JOBSET_NAME: "js"}
+    assert data["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
+    assert (kept["metadata"]["name"], "ownerReferences" in kept["metadata"]) == ("kept-js", False)
+    assert data["spec"] == spec
+
+
+def test_a_claim_volume_is_added_only_to_jobs_that_mount_it():
+    view = jobset(rjob("node"), volumeClaimPolicies=[{"templates": [{"metadata": {"name": "data"}, "spec": {}}]}])
+    mounting = {"spec": {"template": {"spec": {"initContainers": [{"volumeMounts": [{"name": "data"}]}]}}}}
+    other = {"spec": {"template": {"spec": {"containers": [{"volumeMounts": [{"name": "cache"}]}]}}}}
+    add_claim_volumes(view, mounting)
+    add_claim_volumes(view, other)
+    assert mounting["spec"]["template"]["spec"]["volumes"] == [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data-js"}}
+    ]
+    assert "volumes" not in other["spec"]["template"]["spec"]

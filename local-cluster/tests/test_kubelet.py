@@ -132,6 +132,17 @@ def test_node_is_registered_ready_with_kubelet_endpoint(local_cluster, core_v1):
     assert node.metadata.labels["kubernetes.io/hostname"] == local_cluster.node_name
 
 
+def test_a_ready_node_carries_no_not_ready_taint(local_cluster, core_v1):
+    """As the node-lifecycle controller leaves it: the apiserver taints a new Node node.kubernetes.io/not-ready
+    (NoSchedule), and a Ready node loses that taint (``kubectl describe node``: ``Taints: <none>``)."""
+
+    def taint_keys() -> list[str]:
+        return [t.key for t in core_v1.read_node(local_cluster.node_name).spec.taints or []]
+
+    keys = wait_for(taint_keys, lambda k: "node.kubernetes.io/not-ready" not in k, timeout=25, what="no taint")
+    assert "node.kubernetes.io/not-ready" not in keys
+
+
 def test_node_heartbeat_is_refreshed(local_cluster, core_v1):
     def heartbeat() -> Any:
         node = core_v1.read_node(local_cluster.node_name)

@@ -281,3 +281,22 @@ def test_recorder_scheduler_events_have_no_host():
     recorder.stop()
     (event,) = core.created
     assert event["source"] == {"component": "default-scheduler"} and "fieldPath" not in event["involvedObject"]
+
+
+def test_a_pod_whose_node_selector_no_node_matches_is_pending_and_marked_unschedulable(
+    workloads, local_cluster, core_v1, namespace
+):
+    """As kube-scheduler marks it (a runtime patch's nodeSelector, e.g. upstream's 02-runtime-patches.yaml):
+    Pending, PodScheduled False/Unschedulable, one Warning FailedScheduling from default-scheduler."""
+    body = pod("unmatched", "print('never')")
+    body["spec"]["nodeSelector"] = {"node-type": "training"}
+    core_v1.create_namespaced_pod(namespace, body)
+    items = wait_reasons(core_v1, namespace, "unmatched", kubelet_events.REASON_FAILED_SCHEDULING)
+    event = by_reason(items, kubelet_events.REASON_FAILED_SCHEDULING)
+    assert (event.type, event.source.component) == ("Warning", "default-scheduler")
+    assert event.message.startswith("0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.")
+    got = core_v1.read_namespaced_pod("unmatched", namespace)
+    assert got.status.phase == "Pending" and not got.spec.node_name
+    scheduled = next(cond for cond in got.status.conditions if cond.type == "PodScheduled")
+    assert (scheduled.status, scheduled.reason, scheduled.message) == ("False", "Unschedulable", event.message)
+    assert "Scheduled" not in reasons(core_v1, namespace, "unmatched")

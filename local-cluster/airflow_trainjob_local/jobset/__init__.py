@@ -59,8 +59,12 @@ Where it differs from, or is simpler than, upstream:
 - **Not implemented** (``pkg/controllers``): the RestartJob and RestartJobAndIgnoreMaxRestarts failure
   actions (upstream's RestartJob feature gate, off by default: a Warning Event
   ``FailurePolicyActionUnsupported`` is recorded and nothing else happens), the InPlaceRestart restart
-  strategy (treated as Recreate), volumeClaimPolicies, elastic JobSets, the nodeSelector and toleration of
-  exclusive placement (its annotations are copied; the placement itself is the pod webhook's), metrics.
+  strategy (treated as Recreate), elastic JobSets, the nodeSelector and toleration of exclusive placement (its
+  annotations are copied; the placement itself is the pod webhook's), metrics.
+- **volumeClaimPolicies** (``pkg/controllers/volume_claim_policy.go``, :mod:`.volume_claims`): the PVCs and the
+  Jobs' claim volumes are created as upstream's, but no PersistentVolume controller binds the claims (they stay
+  ``Pending``) and the process kubelet ignores volumes, so the pods run without them (a real cluster waits
+  for the claim, the pods ``Pending`` meanwhile). PVCs are created when Jobs are, not at every reconcile.
 - **Events** are core v1 Events (upstream uses events.k8s.io) with ``source.component`` ``jobset-controller``
   (Jobs: ``job-controller``), aggregated like client-go's; a failed Job creation is a Warning
   ``JobCreationFailed`` as upstream.

@@ -84,6 +84,8 @@ REASON_RESTARTING_JOBSET_COMPLETED = "JobSetCompleted"
 REASON_RESTARTING_JOBSET_SUSPENDED = "JobSetSuspended"
 REASON_JOB_CREATION_FAILED = "JobCreationFailed"
 REASON_HEADLESS_SERVICE_CREATION_FAILED = "HeadlessServiceCreationFailed"
+#: Warning event reason when a volume claim policy's PVC cannot be created (``pkg/constants/constants.go``).
+REASON_PVC_CREATION_FAILED = "PVCCreationFailed"
 
 # Failure policy actions, startup orders, success operators, dependsOn statuses.
 ACTION_FAIL_JOBSET = "FailJobSet"

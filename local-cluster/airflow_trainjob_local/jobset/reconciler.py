@@ -25,6 +25,7 @@ from airflow_trainjob_local.jobset.job_plan import normalized_status, plan_job
 from airflow_trainjob_local.jobset.jobset_plan import WARNING, plan_jobset
 from airflow_trainjob_local.jobset.pods import build_pod
 from airflow_trainjob_local.jobset.spec import JobSetView
+from airflow_trainjob_local.jobset.volume_claims import add_claim_volumes, build_claims
 from airflow_trainjob_local.kube import MERGE_PATCH, ApiException, is_already_exists, is_not_found, now, raw_json
 
 __all__ = ["CleanupKey", "JobKey", "JobRunner", "JobSetKey", "JobSetReconciler", "owned_by"]
@@ -180,7 +181,10 @@ class JobSetReconciler(_Api):
             return None
         if plan.ensure_service:
             self._ensure_service(view)
+        if plan.create_jobs:
+            self._ensure_claims(view)
         for manifest in plan.create_jobs:
+            add_claim_volumes(view, manifest)
             self._create_job(view, manifest)
         for name in plan.suspend_jobs:
             self._set_job_suspend(key.namespace, name, True)
@@ -213,6 +217,23 @@ class JobSetReconciler(_Api):
             )
             raise
         log.info("JobSet %s/%s: created headless Service %s", view.namespace, view.name, view.subdomain)
+
+    def _ensure_claims(self, view: JobSetView) -> None:
+        """Create the PVCs of ``view``'s volume claim policies that do not exist (:mod:`.volume_claims`).
+
+        :raises ApiException: a create failed other than with AlreadyExists (a Warning event says why).
+        """
+        for claim in build_claims(view):
+            try:
+                self.core.create_namespaced_persistent_volume_claim(view.namespace, claim)
+            except ApiException as exc:
+                if is_already_exists(exc):
+                    continue
+                self.recorder.record(
+                    view.obj, c.JOBSET_COMPONENT, WARNING, c.REASON_PVC_CREATION_FAILED, _api_error(exc)
+                )
+                raise
+            log.info("JobSet %s/%s: created PVC %s", view.namespace, view.name, claim["metadata"]["name"])
 
     def _create_job(self, view: JobSetView, manifest: dict[str, Any]) -> None:
         name = manifest["metadata"]["name"]

@@ -5,6 +5,11 @@ its ``PodScheduled`` condition) when it has no ``spec.nodeName``, is not being d
 the default scheduler (or none), and its ``nodeSelector`` matches the node's labels. Resources, affinity,
 taints and gang scheduling are not considered: the training controller decides when pods exist at all. Like
 the scheduler, it records a ``Scheduled`` event on each pod it binds (``source.component`` ``default-scheduler``).
+
+A pod whose ``nodeSelector`` the node does not match stays Pending, and is marked as kube-scheduler marks it
+(``pkg/scheduler/schedule_one.go``, plugin ``NodeAffinity``): condition ``PodScheduled`` ``False``, reason
+``Unschedulable``, and a Warning ``FailedScheduling`` event with the scheduler's message
+(:data:`UNMATCHED_SELECTOR_MESSAGE`), once per pod (the scheduler retries and counts the event up).
 """
 
 from __future__ import annotations
@@ -24,18 +29,41 @@ log = logging.getLogger(__name__)
 DEFAULT_SCHEDULER = "default-scheduler"
 #: The field selector of pods waiting for a node.
 UNSCHEDULED_SELECTOR = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"
+#: kube-scheduler's message (condition and event) for a pod no node's labels match, with one node.
+UNMATCHED_SELECTOR_MESSAGE = (
+    "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "
+    "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+)
+REASON_UNSCHEDULABLE = "Unschedulable"
 
 
-def schedulable(pod: Mapping[str, Any], node_labels: Mapping[str, str]) -> bool:
-    """Whether this binder should bind ``pod`` to a node with ``node_labels``."""
+def waiting_for_this_scheduler(pod: Mapping[str, Any]) -> bool:
+    """Whether ``pod`` waits for a node from the default scheduler: no node, not deleting, not finished."""
     spec = pod.get("spec") or {}
     if spec.get("nodeName") or pod["metadata"].get("deletionTimestamp"):
         return False
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return False
-    if (spec.get("schedulerName") or DEFAULT_SCHEDULER) != DEFAULT_SCHEDULER:
-        return False
-    return all(node_labels.get(k) == v for k, v in (spec.get("nodeSelector") or {}).items())
+    return (spec.get("schedulerName") or DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER
+
+
+def selector_matches(pod: Mapping[str, Any], node_labels: Mapping[str, str]) -> bool:
+    """Whether every label of ``pod``'s ``spec.nodeSelector`` is on the node with ``node_labels``."""
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    return all(node_labels.get(k) == v for k, v in selector.items())
+
+
+def schedulable(pod: Mapping[str, Any], node_labels: Mapping[str, str]) -> bool:
+    """Whether this binder should bind ``pod`` to a node with ``node_labels``."""
+    return waiting_for_this_scheduler(pod) and selector_matches(pod, node_labels)
+
+
+def marked_unschedulable(pod: Mapping[str, Any]) -> bool:
+    """Whether ``pod`` already has condition ``PodScheduled`` ``False`` with reason ``Unschedulable``."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled":
+            return cond.get("status") == "False" and cond.get("reason") == REASON_UNSCHEDULABLE
+    return False
 
 
 class Binder:
@@ -62,13 +90,49 @@ class Binder:
         if kind != "DELETED":
             self.bind_if_schedulable(pod)
 
+    def mark_unschedulable(self, pod: dict[str, Any]) -> None:
+        """Set ``PodScheduled`` ``False`` (``Unschedulable``) on ``pod`` and record ``FailedScheduling``, once.
+
+        :raises ApiException: an API error other than the pod being gone (404) or its namespace terminating.
+        """
+        if marked_unschedulable(pod):
+            return
+        name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": REASON_UNSCHEDULABLE,
+            "message": UNMATCHED_SELECTOR_MESSAGE,
+            "lastProbeTime": None,
+            "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        try:
+            # A strategic merge patch: conditions are merged by type, the pod's other conditions are kept.
+            self._core.patch_namespaced_pod_status(name, namespace, {"status": {"conditions": [condition]}})
+        except ApiException as e:
+            if e.status == 404 or is_namespace_terminating(e):
+                return
+            raise
+        log.info("pod %s/%s unschedulable: no node matches its nodeSelector", namespace, name)
+        if self._recorder is not None:
+            self._recorder.pod_event(
+                pod,
+                events.WARNING,
+                events.REASON_FAILED_SCHEDULING,
+                UNMATCHED_SELECTOR_MESSAGE,
+                component=events.SCHEDULER,
+            )
+
     def bind_if_schedulable(self, pod: dict[str, Any]) -> bool:
         """Bind ``pod`` if :func:`schedulable`; ``True`` when this call bound it.
 
         :raises ApiException: an API error other than the pod being gone or already bound/deleting (404/409) or its
             namespace terminating (403).
         """
-        if not schedulable(pod, self._labels):
+        if not waiting_for_this_scheduler(pod):
+            return False
+        if not selector_matches(pod, self._labels):
+            self.mark_unschedulable(pod)
             return False
         name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
         body = client.V1Binding(

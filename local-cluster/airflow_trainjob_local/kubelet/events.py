@@ -2,17 +2,18 @@
 
 The events and their wording follow what ``kubectl describe pod`` shows on a real node:
 
-=========  =======  ==================  ==============================================================
-reason     type     source.component    message
-=========  =======  ==================  ==============================================================
-Scheduled  Normal   default-scheduler   ``Successfully assigned <ns>/<pod> to <node>``
-Pulled     Normal   kubelet             ``Container image "<image>" already present on machine``
-Created    Normal   kubelet             ``Created container <name>``
-Started    Normal   kubelet             ``Started container <name>``
-Failed     Warning  kubelet             ``Error: <why the container could not be created or started>``
-BackOff    Warning  kubelet             ``Back-off restarting failed container <name> in pod <pod>_<ns>(<uid>)``
-Killing    Normal   kubelet             ``Stopping container <name>``
-=========  =======  ==================  ==============================================================
+================  =======  =================  ==============================================================
+reason            type     source.component   message
+================  =======  =================  ==============================================================
+Scheduled         Normal   default-scheduler  ``Successfully assigned <ns>/<pod> to <node>``
+FailedScheduling  Warning  default-scheduler  ``0/1 nodes are available: ...`` (:mod:`.binder`)
+Pulled            Normal   kubelet            ``Container image "<image>" already present on machine``
+Created           Normal   kubelet            ``Created container <name>``
+Started           Normal   kubelet            ``Started container <name>``
+Failed            Warning  kubelet            ``Error: <why the container could not be created or started>``
+BackOff           Warning  kubelet            ``Back-off restarting failed container <name> in pod <pod>_<ns>(<uid>)``
+Killing           Normal   kubelet            ``Stopping container <name>``
+================  =======  =================  ==============================================================
 
 Container events carry ``involvedObject.fieldPath`` ``spec.containers{<name>}`` (``spec.initContainers{...}``
 for init containers); every event names the pod with its UID and resourceVersion, and the kubelet's have
@@ -47,6 +48,7 @@ KUBELET = "kubelet"
 SCHEDULER = "default-scheduler"
 
 REASON_SCHEDULED = "Scheduled"
+REASON_FAILED_SCHEDULING = "FailedScheduling"
 REASON_PULLED = "Pulled"
 REASON_CREATED = "Created"
 REASON_STARTED = "Started"

@@ -6,6 +6,11 @@ shows: capacity and allocatable cpu/memory/pods/ephemeral-storage of the host, `
 conditions (``Ready`` plus the three pressure conditions, always False). The heartbeat rewrites the conditions
 with a fresh ``lastHeartbeatTime`` every ``heartbeat_seconds`` (the kubelet's ``nodeStatusUpdateFrequency``,
 10 s); it re-creates the Node if someone deleted it. No Lease is renewed: no node-lifecycle controller runs.
+
+In place of that controller (kubernetes ``pkg/controller/nodelifecycle/node_lifecycle_controller.go``, its
+NoSchedule tainting by condition), each status write also sets the taint ``node.kubernetes.io/not-ready``
+(``NoSchedule``) to match ``Ready``: removed while Ready, put back when the kubelet reports NotReady (the apiserver's
+``TaintNodesByCondition`` admission puts it on a new Node). Other taints are kept.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ log = logging.getLogger(__name__)
 
 MAX_PODS = 110
 KUBELET_VERSION = f"v1.20.2-airflow-trainjob.{__version__}"
+#: The taint the node-lifecycle controller keeps on a node whose Ready condition is False.
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 _ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le", "s390x": "s390x"}
 
 
@@ -54,6 +61,12 @@ def host_resources(state_dir: Path) -> dict[str, str]:
         "pods": str(MAX_PODS),
         "ephemeral-storage": f"{shutil.disk_usage(state_dir).total // 1024}Ki",
     }
+
+
+def taints_for(ready: bool, taints: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``taints`` (a Node's ``spec.taints``) with :data:`NOT_READY_TAINT` present exactly when not ``ready``."""
+    others = [t for t in taints if (t.get("key"), t.get("effect")) != (NOT_READY_TAINT["key"], "NoSchedule")]
+    return others if ready else [*others, dict(NOT_READY_TAINT)]
 
 
 class NodeAgent:
@@ -148,7 +161,28 @@ class NodeAgent:
 
         :raises ApiException: the apiserver refused (404 when the Node was deleted).
         """
-        self._core.patch_node_status(self.name, {"status": self._status(ready, message)}, _content_type=MERGE_PATCH)
+        node = self._core.patch_node_status(
+            self.name, {"status": self._status(ready, message)}, _content_type=MERGE_PATCH
+        )
+        self._match_not_ready_taint(ready, node)
+
+    def _match_not_ready_taint(self, ready: bool, node: Any) -> None:
+        """Add or remove :data:`NOT_READY_TAINT` (see the module docstring); a conflict waits for the next write.
+
+        :param node: the Node as the status write returned it (``V1Node``).
+        """
+        current = [client.ApiClient().sanitize_for_serialization(t) for t in (node.spec.taints or [])]
+        wanted = taints_for(ready, current)
+        if wanted == current:
+            return
+        # The resourceVersion makes the write conditional: a taint someone else wrote meanwhile is not lost.
+        patch = {"metadata": {"resourceVersion": node.metadata.resource_version}, "spec": {"taints": wanted or None}}
+        try:
+            self._core.patch_node(self.name, patch, _content_type=MERGE_PATCH)
+        except ApiException as e:
+            if e.status != 409:
+                raise
+            log.info("node %s: taints changed meanwhile; matching them at the next status write", self.name)
 
     def start(self) -> None:
         self._thread.start()
