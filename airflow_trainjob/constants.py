@@ -390,3 +390,10 @@ LABEL_JOBSET_RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
 JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 #: The counts of ``status.jobsStatus[]`` (the JobSet's ``replicatedJobsStatus``), in child Jobs.
 JOBS_STATUS_COUNTS = ("active", "ready", "succeeded", "failed", "suspended")
+#: The ``manager`` of the ``runtimePatches`` entry the provider writes (upstream keys patches by manager: Kueue's is
+#: ``kueue.x-k8s.io/manager``): it puts the task instance's labels and :data:`LABEL_POD_TOKEN` on every pod.
+RUNTIME_PATCH_MANAGER = f"{LABEL_PREFIX}/manager"
+#: A TrainJob's pods are owned by batch Jobs, not by the TrainJob, so an owner reference cannot tell whose they are:
+#: the provider writes one random token per TrainJob it creates, as this annotation on the TrainJob and (through its
+#: runtime patch) as this label on each of its pods; a pod is the TrainJob's when the two match.
+LABEL_POD_TOKEN = f"{LABEL_PREFIX}/pod-token"
