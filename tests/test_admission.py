@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from airflow_trainjob.domain import conditions
+from airflow_trainjob.domain.conditions import started_since_admission
 from airflow_trainjob.domain.deadlines import (
     LOOK_MARGIN,
     QUEUE_LINE_SECONDS,
@@ -17,8 +18,10 @@ from airflow_trainjob.domain.deadlines import (
     look_again_in,
     queue_line,
     queue_state,
-    started_since_admission,
 )
+from airflow_trainjob.families import family_of
+
+V1 = family_of("PyTorchJob")
 
 T0 = 1_800_000_000.0  # the try's start, epoch seconds
 
@@ -45,14 +48,14 @@ CREATED = condition("Created", "True", T0)
 
 
 def test_created_suspended_before_the_operator_acts_is_queued():
-    state = queue_state(job(suspend=True))
+    state = queue_state(job(suspend=True), V1)
     assert state.queued and state.queue_name == "team-a" and state.queued_since is None
     assert state.where() == "Kueue queue 'team-a'"
 
 
 def test_suspended_condition_is_queued_with_its_time_and_decides_the_phase():
     seen = job(suspend=True, conds=[CREATED, condition("Suspended", "True", T0 + 1, "PyTorchJobSuspended")])
-    state = queue_state(seen)
+    state = queue_state(seen, V1)
     assert state.queued and state.queued_since == T0 + 1
     assert conditions.phase(seen["status"]) == "Suspended" and conditions.is_suspended(seen["status"])
 
@@ -63,29 +66,29 @@ def test_a_stale_running_true_does_not_outrank_suspended():
 
 
 def test_resumed_is_admitted_at_the_condition_turn():
-    state = queue_state(job(suspend=False, conds=[CREATED, condition("Suspended", "False", T0 + 30, "Resumed")]))
+    state = queue_state(job(suspend=False, conds=[CREATED, condition("Suspended", "False", T0 + 30, "Resumed")]), V1)
     assert not state.queued and state.admitted_at == T0 + 30 and state.queued_since is None
 
 
 def test_admitted_by_kueue_before_the_operator_resumes_it_stays_queued():
     # Kueue set suspend false; the Suspended condition is still true until the operator reconciles.
-    assert queue_state(job(suspend=False, conds=[CREATED, condition("Suspended", "True", T0)])).queued
+    assert queue_state(job(suspend=False, conds=[CREATED, condition("Suspended", "True", T0)]), V1).queued
 
 
 def test_never_suspended_and_without_queue_label():
-    state = queue_state(job(queue=None, conds=[CREATED]))
+    state = queue_state(job(queue=None, conds=[CREATED]), V1)
     assert not state.queued and state.admitted_at is None and state.queue_name is None
     assert state.where() == "its queue (runPolicy.suspend is true)"
 
 
 def test_a_finished_job_is_not_queued_even_with_a_true_suspended_left():
     status = [condition("Suspended", "True", T0), condition("Failed", "True", T0 + 3)]
-    assert not queue_state(job(conds=status)).queued
-    assert not queue_state(job(suspend=True, conds=status)).queued  # suspended after it finished: nothing to admit
+    assert not queue_state(job(conds=status), V1).queued
+    assert not queue_state(job(suspend=True, conds=status), V1).queued  # suspended after it finished: nothing to admit
 
 
 def test_startup_timeout_does_not_run_while_queued_and_counts_from_admission():
-    d = Deadlines(started_at=T0, startup_timeout=10)
+    d = Deadlines(family=V1, started_at=T0, startup_timeout=10)
     assert d.observe(job(suspend=True), T0) == "queued"
     assert d.passed(T0 + 500) is None  # 500 s in the queue: not a startup failure
     assert d.seconds_left(T0 + 500) is None  # no clock that ends the wait runs
@@ -98,19 +101,19 @@ def test_startup_timeout_does_not_run_while_queued_and_counts_from_admission():
 
 
 def test_startup_timeout_from_creation_when_no_queue_holds_the_job():
-    d = Deadlines(started_at=T0, startup_timeout=10)
+    d = Deadlines(family=V1, started_at=T0, startup_timeout=10)
     d.observe(job(queue=None, conds=[CREATED]), T0 + 1)
     assert d.passed(T0 + 9) is None and d.passed(T0 + 11) == (STARTUP_TIMEOUT, 10)
 
 
 def test_running_stops_the_startup_clock():
-    d = Deadlines(started_at=T0, startup_timeout=10)
+    d = Deadlines(family=V1, started_at=T0, startup_timeout=10)
     d.observe(job(conds=[CREATED, condition("Running", "True", T0 + 2)]), T0 + 3)
     assert d.passed(T0 + 100) is None
 
 
 def test_queue_timeout_counts_in_the_queue_only():
-    d = Deadlines(started_at=T0, queue_timeout=60)
+    d = Deadlines(family=V1, started_at=T0, queue_timeout=60)
     d.observe(job(suspend=True, conds=[CREATED, condition("Suspended", "True", T0)]), T0 + 1)
     assert d.queued_for(T0 + 30) == pytest.approx(30)
     assert d.passed(T0 + 59) is None
@@ -118,7 +121,7 @@ def test_queue_timeout_counts_in_the_queue_only():
 
 
 def test_preempted_job_gets_a_new_queue_clock_and_a_new_startup_clock():
-    d = Deadlines(started_at=T0, startup_timeout=20, queue_timeout=60)
+    d = Deadlines(family=V1, started_at=T0, startup_timeout=20, queue_timeout=60)
     d.observe(job(conds=[CREATED, condition("Running", "True", T0 + 5)]), T0 + 6)
     preempted = [
         CREATED,
@@ -146,24 +149,24 @@ def test_preempted_job_gets_a_new_queue_clock_and_a_new_startup_clock():
 
 
 def test_timeout_counts_from_the_start_queue_included_and_comes_first():
-    d = Deadlines(started_at=T0, timeout=100, queue_timeout=1000)
+    d = Deadlines(family=V1, started_at=T0, timeout=100, queue_timeout=1000)
     d.observe(job(suspend=True), T0)
     assert d.passed(T0 + 99) is None and d.passed(T0 + 101) == (TIMEOUT, 100)
 
 
 def test_server_times_are_never_before_the_try_nor_after_now():
-    d = Deadlines(started_at=T0, queue_timeout=60)
+    d = Deadlines(family=V1, started_at=T0, queue_timeout=60)
     # A job queued long before this try attached to it: the try's queue clock starts at the try.
     d.observe(job(suspend=True, conds=[condition("Suspended", "True", T0 - 3600)]), T0)
     assert d.passed(T0 + 30) is None
-    later = Deadlines(started_at=T0, queue_timeout=60)
+    later = Deadlines(family=V1, started_at=T0, queue_timeout=60)
     later.observe(job(suspend=True, conds=[condition("Suspended", "True", T0 + 999)]), T0 + 10)  # a server ahead
     assert later.queued_for(T0 + 10) == 0
 
 
 def test_a_triggerer_restart_keeps_the_clocks_from_the_job():
     # A fresh Deadlines (a trigger re-created) sees the job already admitted 50 s ago: startup counts from then.
-    d = Deadlines(started_at=T0, startup_timeout=60)
+    d = Deadlines(family=V1, started_at=T0, startup_timeout=60)
     d.observe(job(suspend=False, conds=[CREATED, condition("Suspended", "False", T0 + 100)]), T0 + 150)
     assert d.passed(T0 + 159) is None and d.passed(T0 + 161) == (STARTUP_TIMEOUT, 60)
 
@@ -178,7 +181,7 @@ def test_a_job_preempted_and_admitted_again_within_one_second_has_not_started_si
         ]
     }
     assert not started_since_admission(status, T0 + 100)
-    d = Deadlines(started_at=T0, startup_timeout=20)
+    d = Deadlines(family=V1, started_at=T0, startup_timeout=20)
     d.observe(job(conds=[CREATED, condition("Running", "True", T0 + 5)]), T0 + 6)
     d.observe(
         job(suspend=True, conds=[*status["conditions"][:2], condition("Suspended", "True", T0 + 100)]), T0 + 100.2
@@ -196,7 +199,7 @@ def test_started_since_admission():
 
 
 def test_queue_lines_name_the_queue_and_the_time():
-    d = Deadlines(started_at=T0, startup_timeout=600, queue_timeout=900)
+    d = Deadlines(family=V1, started_at=T0, startup_timeout=600, queue_timeout=900)
     turn = d.observe(job(suspend=True), T0)
     assert queue_line("PyTorchJob ml/j", d, turn, T0 + 42) == (
         "PyTorchJob ml/j is waiting in Kueue queue 'team-a' (suspended: not admitted yet) for 42 s; "
@@ -209,7 +212,7 @@ def test_queue_lines_name_the_queue_and_the_time():
 
 
 def test_a_sensor_has_no_deadlines_to_name_and_sees_the_whole_wait():
-    d = Deadlines(started_at=T0)
+    d = Deadlines(family=V1, started_at=T0)
     d.observe(job(suspend=True, conds=[condition("Suspended", "True", T0 - 18)]), T0)
     assert queue_line("PyTorchJob ml/j", d, "queued", T0 + 2) == (
         "PyTorchJob ml/j is waiting in Kueue queue 'team-a' (suspended: not admitted yet) for 20 s"
@@ -217,7 +220,7 @@ def test_a_sensor_has_no_deadlines_to_name_and_sees_the_whole_wait():
 
 
 def test_the_queue_is_logged_at_each_turn_and_every_five_minutes():
-    d = Deadlines(started_at=T0)
+    d = Deadlines(family=V1, started_at=T0)
     turn = d.observe(job(suspend=True), T0)
     assert d.due(turn, T0)
     assert not d.due(d.observe(job(suspend=True), T0 + 100), T0 + 100)
@@ -243,7 +246,7 @@ def test_look_again_in_is_never_past_the_nearest_deadline():
 
 def test_the_next_look_moves_to_queue_timeout_when_a_queue_suspends_the_job_after_creation():
     # The case: created (startup_timeout 600 s runs), suspended a moment later (queue_timeout 8 s runs).
-    d = Deadlines(started_at=T0, startup_timeout=600, queue_timeout=8)
+    d = Deadlines(family=V1, started_at=T0, startup_timeout=600, queue_timeout=8)
     d.observe(job(conds=[CREATED]), T0)
     assert d.next_look(T0) == pytest.approx(600 + LOOK_MARGIN)
     assert d.observe(job(suspend=True, conds=[CREATED]), T0 + 0.4) == "queued"
@@ -256,7 +259,7 @@ def test_the_next_look_moves_to_queue_timeout_when_a_queue_suspends_the_job_afte
 
 
 def test_the_next_look_after_a_preemption_and_after_the_admission_that_follows():
-    d = Deadlines(started_at=T0, startup_timeout=20, queue_timeout=60)
+    d = Deadlines(family=V1, started_at=T0, startup_timeout=20, queue_timeout=60)
     d.observe(job(conds=[CREATED, condition("Running", "True", T0 + 5)]), T0 + 6)
     assert d.next_look(T0 + 6) is None  # running, no timeout: nothing but a change calls for a look
     assert d.next_look(T0 + 6, every=900) == 900
@@ -269,7 +272,7 @@ def test_the_next_look_after_a_preemption_and_after_the_admission_that_follows()
 
 
 def test_a_queued_job_is_looked_at_for_its_next_queue_line_counted_from_the_last():
-    d = Deadlines(started_at=T0, startup_timeout=600)
+    d = Deadlines(family=V1, started_at=T0, startup_timeout=600)
     assert d.due(d.observe(job(suspend=True), T0), T0)
     assert d.next_look(T0 + 100) == pytest.approx(QUEUE_LINE_SECONDS - 100)
     assert d.next_look(T0 + 100, every=60) == 60
@@ -279,6 +282,6 @@ def test_a_queued_job_is_looked_at_for_its_next_queue_line_counted_from_the_last
 
 def test_a_queue_clock_found_running_at_the_first_look_keeps_the_servers_time():
     # A trigger re-created (a triggerer restart) finds the job queued since 30 s: its queue_timeout counts from then.
-    d = Deadlines(started_at=T0 - 100, queue_timeout=60)
+    d = Deadlines(family=V1, started_at=T0 - 100, queue_timeout=60)
     d.observe(job(suspend=True, conds=[condition("Suspended", "True", T0 - 30)]), T0)
     assert d.next_look(T0) == pytest.approx(30 + LOOK_MARGIN)

@@ -19,6 +19,7 @@ from airflow_trainjob.domain.cleanup_hold import (
     release_patch,
     user_run_policy,
 )
+from airflow_trainjob.families import family_of
 from tests.support.legacy import as_legacy
 
 
@@ -175,6 +176,7 @@ def plan_for(job: dict, **given):
         "outcome": "succeeded",
         "on_finish": "delete_succeeded_job",
         "success_unrecorded": False,
+        "family": family_of("PyTorchJob"),
         **given,
     }
     return cleanup_plan(job, **asked)

@@ -119,7 +119,7 @@ def test_outlasts_next_look():
 
 def test_a_change_that_brings_a_deadline_nearer_ends_the_watch_for_one_that_ends_at_it():
     # Created (startup_timeout 600 s runs), then suspended by a queue (queue_timeout 8 s runs), then nothing.
-    deadlines = Deadlines(started_at=time.time(), startup_timeout=600, queue_timeout=8)
+    deadlines = Deadlines(family=family_of("PyTorchJob"), started_at=time.time(), startup_timeout=600, queue_timeout=8)
     watch = ScriptedJobWatch([state(True, "Created")], [state(True, "Created", "Suspended")])
     follow_until(watch, deadlines, requests=2)
     assert watch.windows[0] == pytest.approx(600.05, abs=0.5)
@@ -131,7 +131,7 @@ def test_a_change_that_brings_a_deadline_nearer_ends_the_watch_for_one_that_ends
 def test_a_change_that_moves_no_deadline_nearer_keeps_the_watch_and_a_quiet_job_costs_no_more(monkeypatch):
     monkeypatch.setattr(list_watch, "SHORTEST_HEALTHY_WATCH", 0.0)  # the scripted watches end at once
     # Running with a 6 h timeout: each watch lasts WATCH_SECONDS; an event (Running) ends none early.
-    deadlines = Deadlines(started_at=time.time(), timeout=6 * 3600)
+    deadlines = Deadlines(family=family_of("PyTorchJob"), started_at=time.time(), timeout=6 * 3600)
     watch = ScriptedJobWatch([state(False, "Created", "Running")], [], [])
     seen = follow_until(watch, deadlines, requests=3)
     assert watch.windows == [WATCH_SECONDS] * 3

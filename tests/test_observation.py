@@ -16,6 +16,7 @@ from airflow_trainjob.domain.cleanup_hold import ANNOTATION_HELD_RUN_POLICY, use
 from airflow_trainjob.domain.deadlines import queue_state
 from airflow_trainjob.domain.observation import Observed, frozen_observation, observe
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
+from airflow_trainjob.families import family_of
 from airflow_trainjob.triggers.events import FINISHED, event_payload
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -120,7 +121,8 @@ def test_the_readers_read_the_observation_as_they_read_the_job():
     assert conditions.phase(seen.get("status")) == conditions.phase(job["status"]) == "Running"
     assert kind.desired_replicas(seen) == kind.desired_replicas(job) == {"Master": 1, "Worker": 3}
     assert user_run_policy(seen) == user_run_policy(job)
-    assert queue_state(seen) == queue_state(job)
+    family = family_of(job["kind"])
+    assert queue_state(seen, family) == queue_state(job, family)
     line = conditions.progress_line("PyTorchJob ml/train", seen.get("status"), kind.desired_replicas(seen))
     assert line == conditions.progress_line("PyTorchJob ml/train", job["status"], kind.desired_replicas(job))
 

@@ -13,6 +13,7 @@ from airflow.providers.common.compat.sdk import AirflowFailException
 from airflow_trainjob.domain.failures import ExitClass
 from airflow_trainjob.domain.verdict import Verdict, event_line, failure_ends, job_ref, judge_failure
 from airflow_trainjob.exceptions import TrainingJobError, exception_for
+from airflow_trainjob.families import family_of
 
 FAILED = {
     "conditions": [
@@ -77,7 +78,7 @@ EVENT = {
 )
 def test_the_verdict_on_a_failed_job_is_its_message_and_whether_retrying_can_help(code, reason, permanent, line):
     tails = {"Master-0": "Traceback (most recent call last):\nValueError: bad batch"}
-    verdict = judge_failure(job(), [pod(code, reason)], [EVENT], tails)
+    verdict = judge_failure(job(), [pod(code, reason)], [EVENT], tails, family_of("PyTorchJob"))
     assert verdict.permanent is permanent
     lines = verdict.message.splitlines()
     assert lines[0] == "PyTorchJob ml/train failed: PyTorchJobFailed: 1 Master replica(s) failed."
@@ -97,11 +98,11 @@ def test_without_the_pods_the_job_is_judged_by_the_operators_exit_events_and_its
         "lastTimestamp": "2026-12-02T05:01:58Z",
         "involvedObject": {"kind": "PyTorchJob", "name": "train"},
     }
-    verdict = judge_failure(job(), [], [exited, EVENT], {})
+    verdict = judge_failure(job(), [], [exited, EVENT], {}, family_of("PyTorchJob"))
     assert [(e.pod, e.replica, e.exit_code, e.exit_class, e.container) for e in verdict.ends] == [
         ("train-master-0", "Master-0", 2, ExitClass.PERMANENT, "pytorch")
     ]
-    assert list(verdict.ends) == failure_ends(job(), [], [exited, EVENT])
+    assert list(verdict.ends) == failure_ends(job(), [], [exited, EVENT], family_of("PyTorchJob"))
     assert verdict.permanent and "First failure (permanent: not retried): Master-0" in verdict.message
 
 

@@ -28,33 +28,21 @@ import copy
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_trainjob.constants import LABEL_PREFIX, CleanPodPolicy
-from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.own_keys import legacy_key, read_own_key
 from airflow_trainjob.domain.pods import Pod, is_active, is_being_deleted, pods_to_clean
+from airflow_trainjob.domain.user_run_policy import UserRunPolicy
+
+if TYPE_CHECKING:
+    from airflow_trainjob.domain.family import JobFamily
 
 #: The user's ``cleanPodPolicy`` and ``ttlSecondsAfterFinished`` while the provider holds them, as JSON.
 ANNOTATION_HELD_RUN_POLICY = f"{LABEL_PREFIX}/held-run-policy"
 _CLEAN, _TTL = "cleanPodPolicy", "ttlSecondsAfterFinished"
 #: The cleanPodPolicy values a held annotation may carry (the undefined ``""`` is recorded as ``None``).
 _ASKABLE = (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING, CleanPodPolicy.NONE)
-
-
-@dataclass(frozen=True)
-class UserRunPolicy:
-    """What the user asked of the job's cleanup.
-
-    :param clean_pod_policy: ``All``, ``Running`` or ``None`` (``spec.runPolicy.cleanPodPolicy``).
-    :param ttl_seconds_after_finished: seconds after completion before the job is deleted, or None (kept)
-        (``spec.runPolicy.ttlSecondsAfterFinished``).
-    :param held: True while the provider holds them (the controller was sent ``None`` and no TTL).
-    """
-
-    clean_pod_policy: str
-    ttl_seconds_after_finished: int | None
-    held: bool
 
 
 def hold(manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -209,6 +197,7 @@ def cleanup_plan(
     outcome: str,
     on_finish: str,
     success_unrecorded: bool,
+    family: JobFamily,
 ) -> CleanupPlan:
     """What the end of the task does to ``job``: its pods as ``cleanPodPolicy`` says, then the job as ``on_finish``
     says; a job still running is deleted whatever ``on_finish`` says.
@@ -222,13 +211,15 @@ def cleanup_plan(
     :param outcome: how the try ended: ``succeeded``, ``failed`` or ``killed`` (Airflow stopped it, or an error).
     :param on_finish: the operator's ``on_finish``: ``delete_job``, ``delete_succeeded_job`` or ``keep_job``.
     :param success_unrecorded: there is a store, and the try's success is not in it.
+    :param family: the job's API family (:class:`~airflow_trainjob.domain.family.JobFamily`): what its held cleanup
+        is (none for a TrainJob), whether it finished.
     """
-    policy = user_run_policy(job)
+    policy = family.user_run_policy(job)
     if (job.get("metadata") or {}).get("uid") != held_uid or not owned:
         return CleanupPlan(policy, leave_alone=REPLACED)
     if outcome == "killed" and not followed:
         return CleanupPlan(policy, leave_alone=FOLLOWED_BY_LATER_TRY)
-    running = not conditions.is_terminal(job.get("status"))
+    running = not family.is_terminal(job.get("status"))
     deleting = running or on_finish == "delete_job" or (on_finish == "delete_succeeded_job" and outcome == "succeeded")
     keep_unrecorded = deleting and not running and outcome == "succeeded" and success_unrecorded
     release = None if deleting and not keep_unrecorded else release_patch(job)

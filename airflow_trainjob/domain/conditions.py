@@ -9,6 +9,7 @@ list. A status that is missing, ``{}``, or has ``conditions: null`` means "not s
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -173,6 +174,40 @@ def has_started(status: Any) -> bool:
     return isinstance(conditions, list) and any(
         isinstance(c, Mapping) and c.get("type") == JobConditionType.RUNNING for c in conditions
     )
+
+
+def _epoch(timestamp: Any) -> float | None:
+    if not isinstance(timestamp, str) or not timestamp:
+        return None
+    try:
+        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def started_since_admission(status: Any, admitted_at: float | None) -> bool:
+    """The job reached ``Running`` (or finished) after its last admission; for a job never suspended, at all.
+
+    :param status: the job's ``status`` (API JSON dict, or None before the controller wrote one).
+    :param admitted_at: epoch seconds of the last admission (the ``Suspended`` condition's turn to False, as the
+        server dates it); None: never suspended.
+    """
+    if is_terminal(status) or has_condition(status, JobConditionType.RUNNING):
+        return True
+    if admitted_at is None:
+        return has_started(status)
+    # e.g. Running False, reason Restarting: it ran since admission. Running False of the suspension (reason
+    # <Kind>Suspended) is no run, even in the same whole second as the admission (preempted, admitted at once).
+    found = _as_dict(status).get("conditions")
+    running_all = [
+        c
+        for c in (found if isinstance(found, list) else [])
+        if isinstance(c, Mapping) and c.get("type") == JobConditionType.RUNNING
+    ]
+    running = running_all[-1] if running_all else None
+    turned = _epoch((running or {}).get("lastTransitionTime"))
+    suspension = str((running or {}).get("reason") or "").endswith(JobConditionType.SUSPENDED)
+    return turned is not None and turned >= admitted_at and not suspension
 
 
 def status_from_events(events: Any, kind: str, uid: str | None) -> dict[str, Any] | None:

@@ -29,10 +29,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME, ConditionStatus, JobConditionType
-from airflow_trainjob.domain import conditions
+from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME, ConditionStatus
+from airflow_trainjob.domain.family import JobFamily
 
 TIMEOUT, STARTUP_TIMEOUT, QUEUE_TIMEOUT = "timeout", "startup_timeout", "queue_timeout"
+#: The condition type of a suspension, in both families.
+SUSPENDED = "Suspended"
 #: Seconds between two "still waiting in its queue" lines.
 QUEUE_LINE_SECONDS = 300.0
 #: Seconds after a deadline's time at which a wait looks: a deadline has passed once its time is exceeded.
@@ -57,23 +59,25 @@ def look_again_in(every: float | None, seconds_left: float | None) -> float | No
 class QueueState:
     """Where a job stands with its queue, as its object says.
 
-    :param queued: the job waits to be admitted: condition ``Suspended`` is true, or ``runPolicy.suspend`` is, and
-        it has not finished.
+    :param queued: the job waits to be admitted: condition ``Suspended`` is true, or its spec suspends it
+        (``runPolicy.suspend``, a TrainJob's ``spec.suspend``), and it has not finished.
     :param queue_name: its ``kueue.x-k8s.io/queue-name`` label, or None.
     :param queued_since: epoch seconds of the ``Suspended`` condition's turn to true, when the job is queued and
         the operator has said so; else None.
     :param admitted_at: epoch seconds of the ``Suspended`` condition's turn to false (its last admission), when
         the job was suspended once and is no longer; else None.
+    :param suspend_field: the job's field that suspends it, as messages name it (:attr:`JobFamily.suspend_field`).
     """
 
     queued: bool
     queue_name: str | None
     queued_since: float | None
     admitted_at: float | None
+    suspend_field: str = "runPolicy.suspend"
 
     def where(self) -> str:
         """``Kueue queue 'team-a'``, or what holds the job when it names no queue."""
-        return f"Kueue queue {self.queue_name!r}" if self.queue_name else "its queue (runPolicy.suspend is true)"
+        return f"Kueue queue {self.queue_name!r}" if self.queue_name else f"its queue ({self.suspend_field} is true)"
 
 
 def _epoch(timestamp: Any) -> float | None:
@@ -85,27 +89,29 @@ def _epoch(timestamp: Any) -> float | None:
         return None
 
 
-def _latest(status: Any, condition_type: str) -> Mapping[str, Any] | None:
+def _latest_suspended(status: Any) -> Mapping[str, Any] | None:
+    """The last ``Suspended`` condition, true or not: both families name it so (kubeflow/common v1's, and a
+    TrainJob's ``metav1.Condition``), True while suspended and turned False (``<Kind>Resumed``, ``Resumed``) at
+    admission."""
     found = [
         c
-        for c in ((status or {}).get("conditions") or [])
-        if isinstance(c, Mapping) and c.get("type") == condition_type
+        for c in ((status if isinstance(status, Mapping) else {}).get("conditions") or [])
+        if isinstance(c, Mapping) and c.get("type") == SUSPENDED
     ]
     return found[-1] if found else None
 
 
-def queue_state(job: Mapping[str, Any]) -> QueueState:
+def queue_state(job: Mapping[str, Any], family: JobFamily) -> QueueState:
     """The queue state of a job.
 
-    :param job: the job as an API JSON dict; reads ``metadata.labels`` (``kueue.x-k8s.io/queue-name``),
-        ``spec.runPolicy.suspend`` and the ``Suspended`` condition of ``status.conditions``.
+    :param job: the job as an API JSON dict; reads ``metadata.labels`` (``kueue.x-k8s.io/queue-name``), the spec's
+        suspension (:meth:`JobFamily.is_spec_suspended`) and the ``Suspended`` condition of ``status.conditions``.
+    :param family: the job's API family (:class:`~airflow_trainjob.domain.family.JobFamily`).
     """
     status = job.get("status") if isinstance(job.get("status"), Mapping) else {}
-    run_policy = (job.get("spec") or {}).get("runPolicy") or {}
-    suspend = run_policy.get("suspend") is True if isinstance(run_policy, Mapping) else False
-    condition = _latest(status, JobConditionType.SUSPENDED)
+    condition = _latest_suspended(status)
     condition_true = condition is not None and condition.get("status") == ConditionStatus.TRUE
-    queued = (suspend or condition_true) and not conditions.is_terminal(status)  # a finished job waits for nothing
+    queued = (family.is_spec_suspended(job) or condition_true) and not family.is_terminal(status)  # nothing to admit
     turned = _epoch((condition or {}).get("lastTransitionTime"))
     labels = (job.get("metadata") or {}).get("labels") or {}
     return QueueState(
@@ -115,31 +121,16 @@ def queue_state(job: Mapping[str, Any]) -> QueueState:
         admitted_at=turned
         if not queued and condition is not None and condition.get("status") == ConditionStatus.FALSE
         else None,
+        suspend_field=family.suspend_field,
     )
-
-
-def started_since_admission(status: Any, admitted_at: float | None) -> bool:
-    """The job reached ``Running`` (or finished) after its last admission; for a job never suspended, at all.
-
-    :param status: the job's ``status`` (API JSON dict, or None before the controller wrote one).
-    :param admitted_at: epoch seconds of the last admission (:attr:`QueueState.admitted_at`); None: never suspended.
-    """
-    if conditions.is_terminal(status) or conditions.has_condition(status, JobConditionType.RUNNING):
-        return True
-    if admitted_at is None:
-        return conditions.has_started(status)
-    # e.g. Running False, reason Restarting: it ran since admission. Running False of the suspension (reason
-    # <Kind>Suspended) is no run, even in the same whole second as the admission (preempted, admitted at once).
-    running = _latest(status, JobConditionType.RUNNING)
-    turned = _epoch((running or {}).get("lastTransitionTime"))
-    suspension = str((running or {}).get("reason") or "").endswith(JobConditionType.SUSPENDED)
-    return turned is not None and turned >= admitted_at and not suspension
 
 
 class Deadlines:
     """The task's three deadlines over one job, fed each state of the job as it is seen.
 
     :param started_at: epoch seconds when this try created or attached to the job.
+    :param family: the job's API family (:class:`~airflow_trainjob.domain.family.JobFamily`): what suspends it and
+        what says it started.
     :param timeout: seconds the whole job may take from ``started_at``; None: no limit.
     :param startup_timeout: seconds from admission until ``Running``; None: no limit.
     :param queue_timeout: seconds the job may wait in its queue each time it enters it; None: no limit.
@@ -149,11 +140,13 @@ class Deadlines:
         self,
         *,
         started_at: float,
+        family: JobFamily,
         timeout: float | None = None,
         startup_timeout: float | None = None,
         queue_timeout: float | None = None,
     ) -> None:
         self.started_at = started_at
+        self.family = family
         self.limits = {TIMEOUT: timeout, STARTUP_TIMEOUT: startup_timeout, QUEUE_TIMEOUT: queue_timeout}
         self.state: QueueState | None = None
         self._status: Any = None
@@ -167,11 +160,11 @@ class Deadlines:
     def observe(self, job: Mapping[str, Any], now: float) -> str | None:
         """Take in the job as seen at ``now``.
 
-        :param job: the job as an API JSON dict (its labels, ``spec.runPolicy.suspend`` and ``status``).
+        :param job: the job as an API JSON dict (its labels, the spec's suspension and ``status``).
         :param now: epoch seconds of the look.
         :returns: ``"queued"`` when it entered its queue, ``"requeued"`` when it entered it again after it had been
             admitted or had run (Kueue preempted or evicted it), ``"admitted"`` when it left it, else None."""
-        state = queue_state(job)
+        state = queue_state(job, self.family)
         before = self.state
         self.state, self._status = state, job.get("status")
         if state.queued:
@@ -192,7 +185,7 @@ class Deadlines:
             self._queued_since_shown = min(state.queued_since or now, now)
         if not entering:
             return None
-        ran = self._admitted_raw is not None or conditions.has_started(self._status)
+        ran = self._admitted_raw is not None or self.family.has_started(self._status)
         return "requeued" if ran else "queued"
 
     def _queue_clock_start(self, state: QueueState, entering: bool, now: float) -> float | None:
@@ -255,7 +248,7 @@ class Deadlines:
         running = {TIMEOUT: now - self.started_at}
         if self.state is not None and self.state.queued:
             running[QUEUE_TIMEOUT] = self.queued_for(now)
-        elif not started_since_admission(self._status, self._admitted_raw):
+        elif not self.family.started_since_admission(self._status, self._admitted_raw):
             running[STARTUP_TIMEOUT] = now - (self._admitted_at or self.started_at)
         return running
 
@@ -321,7 +314,7 @@ def queue_line(ref: str, deadlines: Deadlines, turn: str | None, now: float) -> 
     if turn == "requeued":
         return (
             f"{ref} was suspended again after it had been admitted (Kueue preempted or evicted it, or someone set "
-            f"runPolicy.suspend): its pods are stopped and it waits in {where} to be admitted again; its "
+            f"{deadlines.family.suspend_field}): its pods are stopped and it waits in {where} to be admitted again; its "
             f"training starts over then, unless the program resumes from a checkpoint{tail}"
         )
     return f"{ref} is waiting in {where} (suspended: not admitted yet) for {waited:.0f} s{tail}"

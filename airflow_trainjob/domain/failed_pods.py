@@ -19,6 +19,7 @@ Bounded: nothing of a job no trigger follows, only pods with a failed run, at mo
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -58,14 +59,14 @@ def owner_of(pod: Pod) -> Owner | None:
 class FailedPodsSeen:
     """The pods with a failed container run seen of each followed job of one kind (see the module's docstring).
 
-    :param family: the kind's family: which runs failed (``container_ends``) and the kind (``kind``) its pods' owner
-        must be.
+    :param family: the kind's family: which job a pod is of (``job_name_of``), which runs failed
+        (``container_ends``), which job object a pod is of (``owns_pod``).
     """
 
     def __init__(self, family: _Family) -> None:
         self.family = family
         self._followers: Counter[str] = Counter()  # job name -> triggers following it
-        self._kept: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {}  # job -> pod name -> (job uid, trimmed)
+        self._kept: dict[str, dict[str, dict[str, Any]]] = {}  # job name -> pod name -> the pod, trimmed
 
     def follow(self, name: str) -> None:
         """A wait follows job ``name``: its pods' failures are kept from now on.
@@ -99,35 +100,47 @@ class FailedPodsSeen:
 
         :param pod: the pod, an API JSON dict.
         """
-        owner = owner_of(pod)
-        if owner is None or owner.kind != self.family.kind or owner.name not in self._followers:
+        job = self.family.job_name_of(pod)
+        if job is None or job not in self._followers:
             return False
         if not any(end.failed for end in self.family.container_ends([pod])):
             return False
-        kept = self._kept.setdefault(owner.name, {})
+        kept = self._kept.setdefault(job, {})
         name = pod_name(pod)
         if name not in kept and len(kept) >= FAILED_PODS_KEPT:
             return False
-        kept[name] = (owner.uid, trim_pod(pod))
+        kept[name] = _kept_form(pod)
         return True
 
-    def pods_of(self, name: str, uid: str | None) -> list[dict[str, Any]]:
-        """The failed pods kept of job ``name`` (of the object ``uid``: never a same-named predecessor's), trimmed,
+    def pods_of(self, name: str, job: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """The failed pods kept of job ``name`` (of the object ``job``: never a same-named predecessor's), trimmed,
         by pod name.
 
         :param name: the job's ``metadata.name``.
-        :param uid: the job's ``metadata.uid``; None: the pods of any object of that name.
+        :param job: the job object (an API JSON dict or an observation: what :meth:`JobFamily.owns_pod` reads); None:
+            the pods of any object of that name.
         """
         kept = self._kept.get(name) or {}
-        return [pod for _, (owner_uid, pod) in sorted(kept.items()) if not uid or owner_uid == uid]
+        return [pod for _, pod in sorted(kept.items()) if job is None or self.family.owns_pod(job, pod)]
 
     def __len__(self) -> int:
         """Pods kept, of every job."""
         return sum(len(pods) for pods in self._kept.values())
 
 
-class _Family(EndsOfContainers, Protocol):
-    """What :class:`FailedPodsSeen` reads of the family: its kind and how its containers ended."""
+def _kept_form(pod: Pod) -> dict[str, Any]:
+    """What is kept of a pod: :func:`~airflow_trainjob.domain.records.trim_pod`, and its owners' uids (which job
+    object it is of, for a v1 job: :meth:`JobFamily.owns_pod`)."""
+    kept = trim_pod(pod)
+    owners = [{"uid": o["uid"]} for o in (pod.get("metadata") or {}).get("ownerReferences") or [] if o.get("uid")]
+    if owners:
+        kept["metadata"]["ownerReferences"] = owners
+    return kept
 
-    @property
-    def kind(self) -> str: ...
+
+class _Family(EndsOfContainers, Protocol):
+    """What :class:`FailedPodsSeen` reads of the family: whose pod it is, and how its containers ended."""
+
+    def job_name_of(self, pod: Pod) -> str | None: ...
+
+    def owns_pod(self, job: Mapping[str, Any], pod: Pod) -> bool: ...

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from airflow_trainjob.domain.cleanup_hold import UserRunPolicy
 from airflow_trainjob.domain.failures import ContainerEnd
 from airflow_trainjob.domain.pods import Pod
+from airflow_trainjob.domain.user_run_policy import UserRunPolicy
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,87 @@ class JobFamily(Protocol):
         """The job's field saying which pods go when it finishes (``cleanPodPolicy``), as messages name it."""
         ...
 
+    @property
+    def success_condition(self) -> str:
+        """The condition type of the job's success (``Succeeded``; a TrainJob's ``Complete``): the operator's
+        ``ResumableJobMixin`` status of a job that succeeded, the sensor's default target."""
+        ...
+
+    @property
+    def target_conditions(self) -> tuple[str, ...]:
+        """The condition types a sensor may wait for (a failure always ends the wait instead)."""
+        ...
+
+    @property
+    def suspend_field(self) -> str:
+        """The job's field that holds it suspended (``runPolicy.suspend``; a TrainJob's ``spec.suspend``), as
+        messages name it."""
+        ...
+
+    def is_spec_suspended(self, job: Mapping[str, Any]) -> bool:
+        """The job's spec asks for it to be suspended (Kueue holds it there until it admits it).
+
+        :param job: the job, an API JSON dict (its ``spec``).
+        """
+        ...
+
+    def has_started(self, status: Any) -> bool:
+        """The job ran at some point (a replica ran, now or earlier), or has finished.
+
+        :param status: the job's ``status`` (a dict, or None).
+        """
+        ...
+
+    def started_since_admission(self, status: Any, admitted_at: float | None) -> bool:
+        """The job ran (or finished) after its last admission; for a job never suspended, at all: what ends the
+        ``startup_timeout`` clock.
+
+        :param status: the job's ``status`` (a dict, or None).
+        :param admitted_at: epoch seconds of its last admission as the server dates it; None: never suspended.
+        """
+        ...
+
+    def job_name_of(self, pod: Pod) -> str | None:
+        """The name of the job of this kind that ``pod`` is of (a watch of every job's pods keeps those of the jobs
+        it follows); None for a pod of no job of this kind.
+
+        :param pod: the pod, an API JSON dict (its owner references, labels).
+        """
+        ...
+
+    def owns_pod(self, job: Mapping[str, Any], pod: Pod) -> bool:
+        """``pod`` is one of this very job object's pods (never a same-named predecessor's or successor's).
+
+        :param job: the job, an API JSON dict or an observation (its ``metadata.uid``, the provider's annotations).
+        :param pod: the pod, an API JSON dict (its ``metadata.ownerReferences`` and labels).
+        """
+        ...
+
+    def restart_policies(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Replica type -> the restart policy its spec gives (what makes an exit code final or retried); {} when
+        the job's spec does not say.
+
+        :param job: the job, an API JSON dict.
+        """
+        ...
+
+    def permanent_by_reason(self, status: Any) -> bool | None:
+        """Whether a failed job's failure is permanent (not retried) by its reason alone, whatever its containers'
+        exits: True for a reason retrying cannot change (a runtime the cluster does not serve), False for one a retry
+        may pass (a deadline); None when the exits decide.
+
+        :param status: the failed job's ``status`` (a dict, or None).
+        """
+        ...
+
+    def no_controller_hint(self, namespace: str) -> str:
+        """What a deadline's message says when no controller ever acted on the job: which controller should have,
+        and what keeps it from acting.
+
+        :param namespace: the job's namespace.
+        """
+        ...
+
     def pod_selector(self, name: str, replica_index: int | None = None) -> str:
         """The label selector of the pods the family's controller creates for job ``name``, of one replica index
         if given (index 0 holds the lead replica).
@@ -103,11 +184,12 @@ class JobFamily(Protocol):
         """
         ...
 
-    def ends_from_events(self, events: Iterable[Mapping[str, Any]], job_name: str) -> list[ContainerEnd]:
-        """The replicas' ends the controller's events record (their pods may be gone).
+    def ends_from_events(self, events: Iterable[Mapping[str, Any]], job: Mapping[str, Any]) -> list[ContainerEnd]:
+        """The replicas' ends the controller's events record (their pods may be gone), each container named from the
+        job's pod templates when the event does not name it.
 
         :param events: core/v1 events about the job, API JSON dicts.
-        :param job_name: the job's ``metadata.name``.
+        :param job: the job, an API JSON dict (its ``metadata.name``, the pod templates of its ``spec``).
         """
         ...
 

@@ -266,7 +266,12 @@ def _lost_since_last_read(before: LogRun, run: LogRun) -> list[LogOut]:
 
 class LeadReplica(Protocol):
     """What the copy reads of the job's family (:class:`~airflow_trainjob.domain.family.JobFamily` has it): which pod
-    leads, which of its containers speaks, which replica a pod is."""
+    leads, which of its containers speaks, which replica a pod is, and the kind (how its pods are listed)."""
+
+    @property
+    def kind(self) -> str:
+        """The job's kind, e.g. ``PyTorchJob``."""
+        ...
 
     def lead_pod(self, pods: Iterable[Pod]) -> Pod | None:
         """The lead replica's pod 0, or None.

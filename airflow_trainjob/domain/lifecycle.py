@@ -31,7 +31,7 @@ from typing import Any, Generic, TypeVar
 from airflow_trainjob.domain.cleanup_hold import UserRunPolicy, pods_to_stop
 from airflow_trainjob.domain.deadlines import QUEUE_TIMEOUT, Deadlines, QueueState, queue_line
 from airflow_trainjob.domain.family import JobFamily
-from airflow_trainjob.domain.pods import Pod, owned_by, pod_name
+from airflow_trainjob.domain.pods import Pod, pod_name
 
 #: The job as a driver read it: an API JSON dict, or any mapping of its shape; a decision hands back the same object.
 JobT = TypeVar("JobT", bound=Mapping[str, Any])
@@ -212,7 +212,7 @@ class JobWait:
     def seen(self, job: JobT, now: float) -> KeepWaiting | Finished[JobT] | TimedOut[JobT]:
         """The job as read at ``now``: finished, a deadline passed, or keep waiting; with the lines to log.
 
-        :param job: the job, an API JSON dict (its labels, ``spec.runPolicy.suspend`` and ``status``).
+        :param job: the job, an API JSON dict (its labels, the spec's suspension and ``status``).
         :param now: epoch seconds of the look.
         """
         status, family = job.get("status"), self.family
@@ -281,7 +281,7 @@ def one_look(
     :param now: epoch seconds of the look.
     """
     summary = family.summary(job.get("status"))
-    seen = Deadlines(started_at=now)
+    seen = Deadlines(started_at=now, family=family)
     seen.observe(job, now)
     queued = seen.state is not None and seen.state.queued  # Kueue holds it: waiting, not failed
     lines = Lines(f"{ref}: {summary}", queue_line(ref, seen, None, now) if queued else None)
@@ -322,12 +322,11 @@ def explained_timeout(
     """
     warned = f"; warnings: {' | '.join(warnings)}" if warnings else ""
     if which == QUEUE_TIMEOUT:
-        return _queue_timeout_words(ref, seconds, queue, namespace) + warned
+        return _queue_timeout_words(ref, seconds, queue, namespace, family.suspend_field) + warned
     if not family.controller_has_acted(status) and not pods:
         return (
             f"{ref}: {which} of {seconds:g} s passed and no controller has acted on the job (no status, no "
-            f"pods): the Kubeflow training operator may not be running, or not watching namespace {namespace} "
-            f"(its --namespace flag), or not serving {family.kind} (--enable-scheme); the job was deleted" + warned
+            f"pods): {family.no_controller_hint(namespace)}; the job was deleted" + warned
         )
     pending = family.pending_reasons(pods)
     return (
@@ -338,17 +337,18 @@ def explained_timeout(
     )
 
 
-def _queue_timeout_words(ref: str, seconds: float, queue: QueueState | None, namespace: str) -> str:
+def _queue_timeout_words(ref: str, seconds: float, queue: QueueState | None, namespace: str, field: str) -> str:
     """``queue_timeout``'s words: Kueue's command for its reason only when the job names a Kueue queue; a job that
-    names none was held by ``runPolicy.suspend`` alone, which nothing turned false."""
+    names none was held by its spec's suspension alone (``runPolicy.suspend``, ``spec.suspend``), which nothing
+    turned false."""
     if queue is not None and queue.queue_name:
         return (
             f"{ref}: queue_timeout of {seconds:g} s passed while the job waited in {queue.where()}, suspended and not "
             f"admitted (for Kueue's reason: kubectl get workloads.kueue.x-k8s.io -n {namespace}); the job was deleted"
         )
     return (
-        f"{ref}: queue_timeout of {seconds:g} s passed while the job waited suspended: its runPolicy.suspend is true "
-        "and nothing resumed it (it names no Kueue queue: set runPolicy.suspend to false, or let a queue controller "
+        f"{ref}: queue_timeout of {seconds:g} s passed while the job waited suspended: its {field} is true "
+        f"and nothing resumed it (it names no Kueue queue: set {field} to false, or let a queue controller "
         "admit it); the job was deleted"
     )
 
@@ -358,7 +358,7 @@ class PodStop:
     """The pods to stop at the terminal transition, as the user's ``cleanPodPolicy`` would have had the controller
     stop them (the provider holds it: :mod:`~airflow_trainjob.domain.cleanup_hold`).
 
-    :param pods: the job's own pods (owner reference to its uid) still Pending or Running, for ``Running`` and
+    :param pods: the job's own pods (:meth:`JobFamily.owns_pod`) still Pending or Running, for ``Running`` and
         ``All``; empty when nothing is held.
     :param policy: the user's cleanup, as the job records it.
     :param line: what to log once they are deleted, or None when there are none.
@@ -379,8 +379,7 @@ def pods_stopped_at_terminal(ref: str, job: Mapping[str, Any], pods: Iterable[Po
         its held cleanup asks, the name of its cleanup policy's field).
     """
     policy = family.user_run_policy(job)
-    uid = (job.get("metadata") or {}).get("uid")
-    stopping = tuple(p for p in pods_to_stop(pods, policy) if owned_by(p, uid))
+    stopping = tuple(p for p in pods_to_stop(pods, policy) if family.owns_pod(job, p))
     line = (
         f"{ref} is {family.phase(job.get('status'))}: stopping {', '.join(pod_name(p) for p in stopping)} "
         f"(pods deleted), as {family.cleanup_policy_field} {policy.clean_pod_policy} asks"

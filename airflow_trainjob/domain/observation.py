@@ -8,9 +8,11 @@ readers read -- the trigger's judging and deadlines, the event it fires, the UI'
 - ``apiVersion``, ``kind``;
 - ``metadata``: :data:`METADATA_KEYS`, every label, and the provider's own annotations (its keys' prefix: the task
   instance's identity, the held run policy, the lead log's cursor);
-- ``spec``: ``runPolicy`` (``suspend``, ``cleanPodPolicy``, ``ttlSecondsAfterFinished``...) and, per replica type
-  of each ``*ReplicaSpecs``, ``replicas``, ``restartPolicy`` and its containers' names (which container speaks for
-  a replica); no pod template otherwise;
+- ``spec``: its plain values (a TrainJob's ``suspend``, ``managedBy``, ``activeDeadlineSeconds``; a v1 kind's
+  ``nprocPerNode``...), ``runPolicy`` (``suspend``, ``cleanPodPolicy``, ``ttlSecondsAfterFinished``...) and, per
+  replica type of each ``*ReplicaSpecs``, ``replicas``, ``restartPolicy`` and its containers' names (which container
+  speaks for a replica); a TrainJob's ``runtimeRef`` and its trainer's ``numNodes`` and ``numProcPerNode``; no pod
+  template, command, env or ``runtimePatches`` otherwise;
 - ``status``, each replica type's counts without the controller's label selectors.
 
 What needs the whole object (the resumed task's verdict, masking the secrets of the pod templates) reads the job by
@@ -39,6 +41,8 @@ METADATA_KEYS = ("name", "namespace", "uid", "resourceVersion", "generation", "c
 REPLICA_SPEC_KEYS = ("replicas", "restartPolicy")
 #: The suffix of the spec's replica specs of every kind (``pytorchReplicaSpecs``, ``tfReplicaSpecs``...).
 REPLICA_SPECS_SUFFIX = "ReplicaSpecs"
+#: Of a TrainJob's ``spec.trainer``: the counts kept (never its image, command, args or env).
+TRAINER_KEYS = ("numNodes", "numProcPerNode")
 
 
 def observe(job: Mapping[str, Any]) -> Observed:
@@ -87,9 +91,14 @@ def _read_annotation(key: str) -> bool:
 
 
 def _observed_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
-    kept: dict[str, Any] = {}
+    kept: dict[str, Any] = {k: v for k, v in spec.items() if isinstance(v, (str, int, float, bool))}
     if isinstance(spec.get("runPolicy"), Mapping):
         kept["runPolicy"] = spec["runPolicy"]
+    if isinstance(spec.get("runtimeRef"), Mapping):
+        kept["runtimeRef"] = spec["runtimeRef"]
+    trainer = {k: v for k, v in _mapping(spec.get("trainer")).items() if k in TRAINER_KEYS}
+    if trainer:
+        kept["trainer"] = trainer
     for key, replica_specs in spec.items():
         if key.endswith(REPLICA_SPECS_SUFFIX) and isinstance(replica_specs, Mapping):
             kept[key] = {rtype: _observed_replica_spec(_mapping(rspec)) for rtype, rspec in replica_specs.items()}

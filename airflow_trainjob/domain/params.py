@@ -21,7 +21,6 @@ from airflow_trainjob.constants import (
     JOB_KINDS,
     LABEL_KUEUE_QUEUE_NAME,
     MAX_NAME_LENGTH,
-    JobConditionType,
 )
 from airflow_trainjob.domain.names import job_name_problem, namespace_problem
 from airflow_trainjob.domain.own_keys import own_keys_in
@@ -32,20 +31,20 @@ from airflow_trainjob.exceptions import InvalidJobSpecError
 OPERATOR, SENSOR = "operator", "sensor"
 #: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
 ON_FINISH_OPTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
-#: Condition types a sensor may wait for (``Failed`` always fails it instead).
-TARGET_CONDITIONS = tuple(c.value for c in JobConditionType if c.value != CONDITION_FAILED)
 
 
-def kind_problem(kind: object, field: str = "kind") -> str | None:
-    """``kind`` is not a key of :data:`JOB_KINDS` (``PyTorchJob``, ``TFJob``, ...; case matters).
+def kind_problem(kind: object, field: str = "kind", allowed: tuple[str, ...] = tuple(JOB_KINDS)) -> str | None:
+    """``kind`` is not one of ``allowed`` (``PyTorchJob``, ``TFJob``, ...; case matters).
 
     :param kind: the kind as given (``None``: missing).
     :param field: where it was given (``kind``, or ``job.kind`` in a whole job).
+    :param allowed: the kinds allowed there: by default the ``kubeflow.org/v1`` kinds (:data:`JOB_KINDS`, what
+        ``TrainingJobOperator`` builds); a sensor allows every family's.
     """
-    if isinstance(kind, str) and kind in JOB_KINDS:
+    if isinstance(kind, str) and kind in allowed:
         return None
     shown = "missing" if kind is None else f"{kind!r} is not a training job kind"
-    return f"{field}: {shown}; allowed: {', '.join(JOB_KINDS)}"
+    return f"{field}: {shown}; allowed: {', '.join(allowed)}"
 
 
 def conn_id_problem(field: str, conn_id: object) -> str | None:
@@ -112,10 +111,6 @@ def refuse(problems: list[str], hook: Any) -> None:
 # ---- the checks of one task's parameters (field, value) -> problem: the rows' ``check`` ----------------------------
 
 
-def _kind(field: str, kind: object) -> str | None:
-    return kind_problem(kind, field)
-
-
 def _required_seconds(field: str, value: object) -> str | None:
     # Airflow refuses a sensor's negative values when the DAG is parsed; zero would poll without pause or time out
     # at once.
@@ -143,15 +138,22 @@ def _namespace_type(field: str, namespace: object) -> str | None:
     )
 
 
-def _target_conditions(field: str, targets: object) -> str | None:
-    if not isinstance(targets, tuple) or not targets:  # the sensor keeps a list as a tuple, a string as it is
-        allowed = ", ".join(TARGET_CONDITIONS)
-        return f"{field}: must be a non-empty list of condition types ({allowed}), got {targets!r}"
-    unknown = [t for t in targets if t not in TARGET_CONDITIONS]
+def target_conditions_problem(field: str, targets: object, allowed: tuple[str, ...]) -> str | None:
+    """``targets`` is not a non-empty tuple of condition types of ``allowed`` (the sensor keeps a list as a tuple,
+    a string as it is).
+
+    :param field: the parameter's name (``target_conditions``).
+    :param targets: its value as kept by the sensor.
+    :param allowed: the condition types the job's family lets a sensor wait for
+        (:attr:`~airflow_trainjob.domain.family.JobFamily.target_conditions`).
+    """
+    if not isinstance(targets, tuple) or not targets:
+        return f"{field}: must be a non-empty list of condition types ({', '.join(allowed)}), got {targets!r}"
+    unknown = [t for t in targets if t not in allowed]
     if not unknown:
         return None
     why = "; Failed always fails the sensor" if CONDITION_FAILED in unknown else ""
-    return f"{field}: {', '.join(map(repr, unknown))} not allowed; allowed: {', '.join(TARGET_CONDITIONS)}{why}"
+    return f"{field}: {', '.join(map(repr, unknown))} not allowed; allowed: {', '.join(allowed)}{why}"
 
 
 def _on_finish(field: str, on_finish: object) -> str | None:
@@ -276,10 +278,10 @@ _OPERATOR, _SENSOR, _BOTH = frozenset({OPERATOR}), frozenset({SENSOR}), frozense
 #: both tasks check alike is one row; ``namespace`` and ``timeout`` are checked differently, and ``log_tail_lines``
 #: reported at another place, by each task: a row each.
 PARAMS: tuple[Param, ...] = (
-    Param("kind", _kind, _SENSOR),  # the operator's is checked with its spec
+    # The sensor's kind and target_conditions are checked by the sensor, by the families it may watch (before and
+    # after these two rows): the domain knows no family.
     Param("job_name", _job_name, _SENSOR),  # the operator's is checked with its manifest
     Param("namespace", _namespace_name, _SENSOR),
-    Param("target_conditions", _target_conditions, _SENSOR),
     Param("log_tail_lines", count_problem, _SENSOR),
     Param("namespace", _namespace_type, _OPERATOR),
     Param("kubernetes_conn_id", conn_id_problem, _BOTH),

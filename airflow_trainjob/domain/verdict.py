@@ -10,20 +10,12 @@ modes) and the sensor; the Training job tab marks failed replicas by the same ru
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from airflow_trainjob.constants import JOB_KINDS
 from airflow_trainjob.domain import conditions
-from airflow_trainjob.domain.failures import (
-    ContainerEnd,
-    container_ends,
-    ends_from_events,
-    failure_message,
-    is_permanent,
-    restart_policies,
-)
-from airflow_trainjob.domain.pods import log_container
+from airflow_trainjob.domain.failures import ContainerEnd, failure_message, is_permanent
+from airflow_trainjob.domain.family import JobFamily
 
 
 @dataclass(frozen=True)
@@ -49,32 +41,26 @@ def job_ref(job: Mapping[str, Any]) -> str:
     return f"{job['kind']} {job['metadata']['namespace']}/{job['metadata']['name']}"
 
 
-def _template_container(job: Mapping[str, Any], kind: Any, replica: str) -> str:
-    """The container that speaks for ``replica`` (``Worker-0``) by the job's pod template, as for a live pod."""
-    spec = ((job.get("spec") or {}).get(kind.replica_specs_key) or {}).get(replica.rpartition("-")[0]) or {}
-    return log_container(spec.get("template") or {}, kind)
-
-
 def failure_ends(
-    job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]]
+    job: Mapping[str, Any],
+    pods: Iterable[Mapping[str, Any]],
+    events: Iterable[Mapping[str, Any]],
+    family: JobFamily,
 ) -> list[ContainerEnd]:
     """The container runs a failed job is judged by, oldest first, as :func:`judge_failure` reads them: the pods'
-    (:func:`failures.container_ends`); when none of them failed (the pods are gone: ``cleanPodPolicy``, or the
-    controller replaced them), the exits the training operator reported in its ``ExitedWithCode`` events, each
-    container named from the job's pod template. The Training job tab marks failed replicas by the same runs.
+    (:meth:`JobFamily.container_ends`); when none of them failed (the pods are gone: ``cleanPodPolicy``, or the
+    controller replaced them), the exits the controller reported in its events (:meth:`JobFamily.ends_from_events`:
+    the training operator's ``ExitedWithCode``). The Training job tab marks failed replicas by the same runs.
 
     :param job: the job, an API JSON dict (``kind``, ``metadata.name``, the pod templates of ``spec``).
     :param pods: its pods (API JSON dicts: now, and as last seen).
     :param events: the events about the job and its pods (API JSON dicts).
+    :param family: the job's API family (:class:`~airflow_trainjob.domain.family.JobFamily`).
     """
-    kind = JOB_KINDS[job["kind"]]
-    ends = container_ends(pods, kind)
+    ends = family.container_ends(pods)
     if any(e.failed for e in ends):
         return ends
-    return [
-        replace(e, container=e.container or _template_container(job, kind, e.replica))
-        for e in ends_from_events(events, job["metadata"]["name"], kind)
-    ]
+    return family.ends_from_events(events, job)
 
 
 def event_line(event: Mapping[str, Any]) -> str:
@@ -92,18 +78,25 @@ def judge_failure(
     pods: Iterable[Mapping[str, Any]],
     events: Iterable[Mapping[str, Any]],
     tails: Mapping[str, str],
+    family: JobFamily,
 ) -> Verdict:
     """The verdict on failed ``job``: the runs it is judged by (:func:`failure_ends`), the message (its deciding
-    condition, the cause first, the events, the log tails) and whether the cause is permanent.
+    condition, the cause first, the events, the log tails) and whether the cause is permanent: the failure's reason
+    when it decides (:meth:`JobFamily.permanent_by_reason`: a runtime the cluster does not serve), else the first
+    failed container's exit.
 
     :param job: the failed job, an API JSON dict (its ``status`` and pod templates).
     :param pods: its pods, now and as last seen (API JSON dicts).
     :param events: the events about the job and its pods, oldest first (API JSON dicts).
     :param tails: :attr:`~airflow_trainjob.domain.failures.ContainerEnd.source` -> the last lines of its log.
+    :param family: the job's API family (:class:`~airflow_trainjob.domain.family.JobFamily`): its pods' replicas,
+        the controller's events, the restart policies.
     """
     events = list(events)
-    ends = failure_ends(job, pods, events)
-    policies = restart_policies(job)
+    ends = failure_ends(job, pods, events, family)
+    policies = family.restart_policies(job)
     status = job.get("status")
     message = failure_message(job_ref(job), status, ends, [event_line(e) for e in events], tails, policies)
-    return Verdict(is_permanent(ends, policies, conditions.failed_at(status)), message, tuple(ends))
+    by_reason = family.permanent_by_reason(status)
+    permanent = is_permanent(ends, policies, conditions.failed_at(status)) if by_reason is None else by_reason
+    return Verdict(permanent, message, tuple(ends))

@@ -10,7 +10,7 @@ Pure: no I/O, no client.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from airflow_trainjob.constants import (
@@ -20,9 +20,11 @@ from airflow_trainjob.constants import (
     LABEL_JOB_NAME,
     LABEL_REPLICA_INDEX,
     VERSION,
+    JobConditionType,
     JobKind,
 )
 from airflow_trainjob.domain import cleanup_hold, conditions, failures, pods
+from airflow_trainjob.domain.failed_pods import owner_of
 from airflow_trainjob.domain.failures import ContainerEnd
 from airflow_trainjob.domain.family import JobResource
 from airflow_trainjob.domain.pods import Pod
@@ -62,6 +64,67 @@ class KubeflowV1Kind:
     # The pods and the held cleanup: the same for the six kinds too.
     pod_selector = staticmethod(pod_selector)
     user_run_policy = staticmethod(cleanup_hold.user_run_policy)
+    has_started = staticmethod(conditions.has_started)
+    started_since_admission = staticmethod(conditions.started_since_admission)
+    restart_policies = staticmethod(failures.restart_policies)
+
+    @property
+    def success_condition(self) -> str:
+        """``Succeeded``."""
+        return JobConditionType.SUCCEEDED.value
+
+    @property
+    def target_conditions(self) -> tuple[str, ...]:
+        """Every kubeflow/common v1 condition type but ``Failed`` (``Created``, ``Running``, ``Restarting``,
+        ``Succeeded``, ``Suspended``...)."""
+        return tuple(c.value for c in JobConditionType if c is not JobConditionType.FAILED)
+
+    @property
+    def suspend_field(self) -> str:
+        """``runPolicy.suspend``."""
+        return "runPolicy.suspend"
+
+    def is_spec_suspended(self, job: Mapping[str, Any]) -> bool:
+        """``spec.runPolicy.suspend`` is true.
+
+        :param job: the job, an API JSON dict.
+        """
+        run_policy = (job.get("spec") or {}).get("runPolicy")
+        return isinstance(run_policy, Mapping) and run_policy.get("suspend") is True
+
+    def job_name_of(self, pod: Pod) -> str | None:
+        """The job its controller owner reference names, when of this kind
+        (:func:`~airflow_trainjob.domain.failed_pods.owner_of`).
+
+        :param pod: the pod, an API JSON dict.
+        """
+        owner = owner_of(pod)
+        return owner.name if owner is not None and owner.kind == self.kind else None
+
+    def owns_pod(self, job: Mapping[str, Any], pod: Pod) -> bool:
+        """The pod has an owner reference to the job's uid (:func:`~airflow_trainjob.domain.pods.owned_by`).
+
+        :param job: the job, an API JSON dict or an observation (its ``metadata.uid``).
+        :param pod: the pod, an API JSON dict.
+        """
+        return pods.owned_by(pod, (job.get("metadata") or {}).get("uid"))
+
+    def permanent_by_reason(self, status: Any) -> bool | None:
+        """None: a v1 job's failure is judged by its replicas' exits.
+
+        :param status: the failed job's ``status``.
+        """
+        return None
+
+    def no_controller_hint(self, namespace: str) -> str:
+        """The Kubeflow training operator may not be running, watching the namespace, or serving the kind.
+
+        :param namespace: the job's namespace.
+        """
+        return (
+            f"the Kubeflow training operator may not be running, or not watching namespace {namespace} (its "
+            f"--namespace flag), or not serving {self.kind} (--enable-scheme)"
+        )
 
     @property
     def kind(self) -> str:
@@ -128,13 +191,24 @@ class KubeflowV1Kind:
         """
         return failures.container_ends(found, self.job_kind)
 
-    def ends_from_events(self, events: Iterable[Mapping[str, Any]], job_name: str) -> list[ContainerEnd]:
-        """:func:`~airflow_trainjob.domain.failures.ends_from_events` (the operator's ``ExitedWithCode`` events).
+    def ends_from_events(self, events: Iterable[Mapping[str, Any]], job: Mapping[str, Any]) -> list[ContainerEnd]:
+        """:func:`~airflow_trainjob.domain.failures.ends_from_events` (the operator's ``ExitedWithCode`` events), each
+        container named from the job's pod template of its replica type, as for a live pod.
 
         :param events: core/v1 events about the job, API JSON dicts.
-        :param job_name: the job's ``metadata.name``.
+        :param job: the job, an API JSON dict (``metadata.name``, ``spec.<kind>ReplicaSpecs``).
         """
-        return failures.ends_from_events(events, job_name, self.job_kind)
+        name = str((job.get("metadata") or {}).get("name") or "")
+        return [
+            replace(e, container=e.container or self._template_container(job, e.replica))
+            for e in failures.ends_from_events(events, name, self.job_kind)
+        ]
+
+    def _template_container(self, job: Mapping[str, Any], replica: str) -> str:
+        """The container that speaks for ``replica`` (``Worker-0``) by the job's pod template."""
+        specs = (job.get("spec") or {}).get(self.job_kind.replica_specs_key) or {}
+        spec = specs.get(replica.rpartition("-")[0]) if isinstance(specs, Mapping) else None
+        return pods.log_container((spec or {}).get("template") or {}, self.job_kind)
 
     def pending_reasons(self, found: Iterable[Pod]) -> list[str]:
         """:func:`~airflow_trainjob.domain.failures.pending_reasons` of the kind's replicas.

@@ -44,6 +44,7 @@ from airflow_trainjob.constants import (
     LABEL_JOB_INDEX,
     LABEL_JOBSET_NAME,
     LABEL_JOBSET_RESTART_ATTEMPT,
+    LABEL_POD_TOKEN,
     LABEL_REPLICATED_JOB_NAME,
     LABEL_REPLICATED_JOB_REPLICAS,
     TRAINER_GROUP,
@@ -61,6 +62,7 @@ from airflow_trainjob.domain import failures, pods
 from airflow_trainjob.domain.cleanup_hold import UserRunPolicy
 from airflow_trainjob.domain.failures import ContainerEnd
 from airflow_trainjob.domain.family import JobResource
+from airflow_trainjob.domain.own_keys import read_own_key
 from airflow_trainjob.domain.pods import Pod
 from airflow_trainjob.families import trainer_v2_status as status_of
 
@@ -68,6 +70,18 @@ __all__ = ["TrainJobFamily", "family", "kinds", "replica_of", "status_from_jobse
 
 #: What :attr:`TrainJobFamily.cleanup_policy_field` says: a TrainJob has no such field.
 NO_CLEANUP_POLICY_FIELD = "none"
+#: A failed TrainJob's reasons that decide, alone, whether Airflow may retry (:meth:`TrainJobFamily.permanent_by_reason`).
+_PERMANENT_BY_REASON = {
+    TrainJobReason.RUNTIME_NOT_SUPPORTED.value: True,
+    TrainJobReason.DEADLINE_EXCEEDED.value: False,
+}
+#: The phases (:func:`.phase`) of a TrainJob that has run.
+_STARTED_PHASES = (
+    status_of.RUNNING,
+    status_of.RESTARTING,
+    TrainJobConditionType.COMPLETE.value,
+    TrainJobConditionType.FAILED.value,
+)
 #: The JobSet's condition reasons that end it, as its controller records them in events: reason -> condition type.
 _JOBSET_TERMINAL_EVENTS = {
     TrainJobReason.ALL_JOBS_COMPLETED.value: TrainJobConditionType.COMPLETE.value,
@@ -178,6 +192,101 @@ class TrainJobFamily:
     replica_of = staticmethod(replica_of)
 
     @property
+    def success_condition(self) -> str:
+        """``Complete``."""
+        return TrainJobConditionType.COMPLETE.value
+
+    @property
+    def target_conditions(self) -> tuple[str, ...]:
+        """``Complete`` and ``Suspended``: a TrainJob's own conditions but ``Failed`` (its ``Running`` is inferred,
+        no condition a controller writes)."""
+        return TrainJobConditionType.COMPLETE.value, TrainJobConditionType.SUSPENDED.value
+
+    @property
+    def suspend_field(self) -> str:
+        """``spec.suspend``."""
+        return "spec.suspend"
+
+    def is_spec_suspended(self, job: Mapping[str, Any]) -> bool:
+        """``spec.suspend`` is true.
+
+        :param job: the TrainJob, an API JSON dict.
+        """
+        return _mapping(job.get("spec")).get("suspend") is True
+
+    def has_started(self, status: Any) -> bool:
+        """A child Job of the TrainJob ran (ready, succeeded or failed), or it finished (:func:`.phase`).
+
+        :param status: the TrainJob's ``status`` (API JSON dict, or None).
+        """
+        return status_of.phase(status) in _STARTED_PHASES
+
+    def started_since_admission(self, status: Any, admitted_at: float | None) -> bool:
+        """A child Job is ready, has succeeded or failed, or the TrainJob finished. A suspension stops the JobSet's
+        Jobs (their ready pods go), so a count read after the admission is the new run's; one left from before it (an
+        initializer that succeeded) counts as started.
+
+        :param status: the TrainJob's ``status`` (API JSON dict, or None).
+        :param admitted_at: epoch seconds of its last admission; not needed here (the counts say it).
+        """
+        return self.has_started(status)
+
+    def job_name_of(self, pod: Pod) -> str | None:
+        """Its JobSet's name (``jobset.sigs.k8s.io/jobset-name``), the TrainJob's; None without the label.
+
+        :param pod: the pod, an API JSON dict.
+        """
+        return _meta(pod, "labels").get(LABEL_JOBSET_NAME) or None
+
+    def owns_pod(self, job: Mapping[str, Any], pod: Pod) -> bool:
+        """The pod carries the TrainJob's pod token (:data:`~airflow_trainjob.constants.LABEL_POD_TOKEN`: the
+        provider's runtime patch puts it on the pods of each TrainJob it creates). For a TrainJob made elsewhere,
+        without a token: a pod of its JobSet (its name) created no earlier than the TrainJob (a same-named
+        predecessor's pods are older; the creation times are the API server's, in whole seconds).
+
+        :param job: the TrainJob, an API JSON dict or an observation (``metadata.name``, ``creationTimestamp``, the
+            provider's annotations).
+        :param pod: the pod, an API JSON dict (its labels, ``metadata.creationTimestamp``).
+        """
+        meta = _mapping(job.get("metadata"))
+        token = read_own_key(_mapping(meta.get("annotations")), LABEL_POD_TOKEN)
+        labels = _meta(pod, "labels")
+        if token:
+            return read_own_key(labels, LABEL_POD_TOKEN) == token
+        if labels.get(LABEL_JOBSET_NAME) != meta.get("name"):
+            return False
+        created, pod_created = meta.get("creationTimestamp"), (pod.get("metadata") or {}).get("creationTimestamp")
+        return not (isinstance(created, str) and isinstance(pod_created, str)) or pod_created >= created
+
+    def restart_policies(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
+        """{}: a TrainJob's spec gives no restart policy (its runtime's Job templates do; the exit code decides).
+
+        :param job: the TrainJob, an API JSON dict.
+        """
+        return {}
+
+    def permanent_by_reason(self, status: Any) -> bool | None:
+        """``TrainingRuntimeNotSupported``: permanent (the ``runtimeRef`` names a kind the trainer does not serve: a
+        retry sends the same); ``DeadlineExceeded``: retryable, as the task's own ``timeout`` is (a slower cluster, a
+        queue); else None: the failed node's exit decides (``FailedJobs``...).
+
+        :param status: the failed TrainJob's ``status`` (API JSON dict, or None).
+        """
+        condition = status_of.deciding_condition(status) or {}
+        return _PERMANENT_BY_REASON.get(str(condition.get("reason") or ""))
+
+    def no_controller_hint(self, namespace: str) -> str:
+        """Kubeflow Trainer's controller manager (and the JobSet controller it needs) may not be running.
+
+        :param namespace: the TrainJob's namespace.
+        """
+        return (
+            "Kubeflow Trainer's controller manager (kubeflow-trainer-controller-manager) may not be running, or the "
+            f"JobSet controller it runs TrainJobs with; or spec.managedBy hands TrainJobs in {namespace} to another "
+            "controller (Kueue's MultiKueue)"
+        )
+
+    @property
     def kind(self) -> str:
         """``TrainJob``."""
         return TRAINJOB_KIND
@@ -267,12 +376,12 @@ class TrainJobFamily:
         """
         return failures.pending_reasons_by(found, replica_of)
 
-    def ends_from_events(self, events: Iterable[Mapping[str, Any]], job_name: str) -> list[ContainerEnd]:
+    def ends_from_events(self, events: Iterable[Mapping[str, Any]], job: Mapping[str, Any]) -> list[ContainerEnd]:
         """None: no controller of a TrainJob records a container's exit code in an event (the Job controller says
         ``BackoffLimitExceeded``, the kubelet ``BackOff``); the module's docstring.
 
         :param events: core/v1 events about the TrainJob, API JSON dicts.
-        :param job_name: the TrainJob's ``metadata.name``.
+        :param job: the TrainJob, an API JSON dict.
         """
         return []
 

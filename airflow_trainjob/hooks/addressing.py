@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_trainjob.families import JobResource, family_of, known_kinds
+from airflow_trainjob.families import JobResource, family_of
 
 __all__ = [
     "JobAddress",
@@ -46,18 +46,17 @@ def resource(kind: str) -> str:
     return family_of(kind).resource.name
 
 
-def job_pod_selector(name: str, replica_index: int | None = None, *, kind: str | None = None) -> str:
-    """The label selector of the pods the job's controller creates for job ``name``
-    (``training.kubeflow.org/job-name=<name>``), of one replica index if given
-    (``training.kubeflow.org/replica-index=<index>``: index 0 holds the lead replica).
+def job_pod_selector(name: str, replica_index: int | None = None, *, kind: str) -> str:
+    """The label selector of the pods the job's controller creates for job ``name``, as its family says
+    (``training.kubeflow.org/job-name=<name>``; a TrainJob's ``jobset.sigs.k8s.io/jobset-name=<name>``), of one
+    replica index if given (index 0 holds the lead replica).
 
     :param name: the job's ``metadata.name``.
     :param replica_index: only the pods of this replica index (0, 1, ...); None: all.
-    :param kind: the job's kind, whose family says how its pods are labelled; None: the first family's (for the
-        callers that do not pass the kind yet).
+    :param kind: the job's kind, whose family says how its pods are labelled.
     :raises KeyError: no family holds ``kind``.
     """
-    return family_of(kind or known_kinds()[0]).pod_selector(name, replica_index)
+    return family_of(kind).pod_selector(name, replica_index)
 
 
 def name_field_selector(name: str) -> str:

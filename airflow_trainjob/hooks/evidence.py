@@ -89,7 +89,7 @@ def failure_exception(
     family = family_of(job["kind"])
     pods = with_pods_seen(hook.list_job_pods(name, namespace, kind=family.kind), seen_pods)
     tails = read_tails(hook, namespace, family.container_ends(pods), log_tail_lines)
-    return exception_for(judge_failure(job, pods, _events_if_any(hook, job, pods), tails))
+    return exception_for(judge_failure(job, pods, _events_if_any(hook, job, pods), tails, family))
 
 
 def _events_if_any(hook: Any, job: dict[str, Any], pods: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -232,7 +232,7 @@ def _pods_and_version(answer: dict[str, Any]) -> tuple[list[dict[str, Any]], str
 
 
 def list_job_pods(
-    name: str, namespace: str, replica_index: int | None = None, kind: str | None = None
+    name: str, namespace: str, replica_index: int | None = None, *, kind: str
 ) -> ClientRequest[tuple[list[dict[str, Any]], str | None]]:
     """``GET`` of the pods of job ``name`` (``labelSelector``: :func:`job_pod_selector`); the answer is the pods as
     the API's JSON dicts (camelCase) with the list's ``metadata.resourceVersion``, where a watch of them starts
@@ -241,7 +241,7 @@ def list_job_pods(
     :param name: the job's name, in the selector.
     :param namespace: the URL's namespace.
     :param replica_index: the replica index in the selector (the async hook's ``replica_index``); None: left out.
-    :param kind: the job's kind, whose family labels its pods; None: the first family's labels.
+    :param kind: the job's kind, whose family labels its pods.
     :raises KeyError: no family holds ``kind``.
     """
     selector = {"label_selector": job_pod_selector(name, replica_index, kind=kind)}

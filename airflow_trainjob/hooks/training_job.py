@@ -190,24 +190,26 @@ class TrainingJobHook(KubernetesHook):
         """
         return self._send(requests.delete_job(kind, name, namespace, uid, propagation))
 
-    def list_job_pods(self, name: str, namespace: str, kind: str | None = None) -> list[dict[str, Any]]:
-        """The pods the training operator created for job ``name`` (by its job-name label), as the
-        API's JSON dicts (camelCase), so they can be inspected and passed around like job objects.
+    def list_job_pods(self, name: str, namespace: str, *, kind: str) -> list[dict[str, Any]]:
+        """The pods the job's controller created for job ``name`` (by the label its family says: the training
+        operator's job-name label, a TrainJob's JobSet name), as the API's JSON dicts (camelCase), so they can be
+        inspected and passed around like job objects. A same-named predecessor's pods match too: the callers keep
+        the job's own (:meth:`~airflow_trainjob.domain.family.JobFamily.owns_pod`).
 
-        :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
+        :param name: the job's ``metadata.name``.
         :param namespace: the job's ``metadata.namespace``.
-        :param kind: the job's kind, whose family says how its pods are labelled; None: the first family's labels.
+        :param kind: the job's kind, whose family says how its pods are labelled.
         """
         return self._send(requests.list_job_pods(name, namespace, kind=kind))[0]
 
     def list_job_pods_and_version(
-        self, name: str, namespace: str, kind: str | None = None
+        self, name: str, namespace: str, *, kind: str
     ) -> tuple[list[dict[str, Any]], str | None]:
         """:meth:`list_job_pods`, with the list's ``metadata.resourceVersion``: where a watch of them starts.
 
-        :param name: the job's ``metadata.name`` (the pods' ``training.kubeflow.org/job-name`` label).
+        :param name: the job's ``metadata.name``.
         :param namespace: the job's ``metadata.namespace``.
-        :param kind: the job's kind, whose family says how its pods are labelled; None: the first family's labels.
+        :param kind: the job's kind, whose family says how its pods are labelled.
         """
         listing = requests.list_job_pods(name, namespace, kind=kind)
         return self._send(replace(listing, operation="list_job_pods_and_version"))
@@ -576,7 +578,7 @@ class AsyncTrainingJobHook(TrainingJobHook):
                 response.release()
 
     async def list_job_pods_async(
-        self, name: str, namespace: str, replica_index: int | None = None, kind: str | None = None
+        self, name: str, namespace: str, replica_index: int | None = None, *, kind: str
     ) -> list[dict[str, Any]]:
         """:meth:`TrainingJobHook.list_job_pods`, awaited, of one replica index if given.
 
@@ -584,9 +586,9 @@ class AsyncTrainingJobHook(TrainingJobHook):
         :param namespace: its namespace.
         :param replica_index: only the pods of this replica index (0: the lead replica and the other index-0 pods,
             one per replica type, whatever the job's size); None: all.
-        :param kind: the job's kind, whose family says how its pods are labelled; None: the first family's labels.
+        :param kind: the job's kind, whose family says how its pods are labelled.
         """
-        return (await self._send_async(requests.list_job_pods(name, namespace, replica_index, kind)))[0]
+        return (await self._send_async(requests.list_job_pods(name, namespace, replica_index, kind=kind)))[0]
 
     async def delete_pod_async(self, name: str, namespace: str, uid: str | None = None) -> bool:
         """:meth:`TrainingJobHook.delete_pod`, awaited: True if this call deleted the pod, False if it was gone.

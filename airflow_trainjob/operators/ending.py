@@ -23,7 +23,6 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.cleanup_hold import (
     FOLLOWED_BY_LATER_TRY,
     REPLACED,
@@ -34,7 +33,7 @@ from airflow_trainjob.domain.cleanup_hold import (
 )
 from airflow_trainjob.domain.earlier_success import Reuse, reuse_lines
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity, following_try
-from airflow_trainjob.domain.pods import is_active, owned_by, pods_to_clean
+from airflow_trainjob.domain.pods import is_active, pods_to_clean
 from airflow_trainjob.domain.records import Outcome, TrySeries, outcome_of
 from airflow_trainjob.domain.summary import job_summary
 from airflow_trainjob.domain.verdict import job_ref
@@ -68,7 +67,7 @@ def verdict(
     :raises AirflowFailException, TrainingJobError: the job did not succeed
         (:func:`~airflow_trainjob.hooks.evidence.failure_exception`).
     """
-    if not conditions.is_succeeded(final.get("status")):
+    if not family_of(final["kind"]).is_succeeded(final.get("status")):
         raise failure_exception(hook, final, tail_lines, pods)
     log.info("%s succeeded", ref)
     return job_summary(final)
@@ -175,8 +174,9 @@ def final_look(
     current = read(job_ref(job), lambda: hook.get_job(kind, name, namespace))
     if current is not None and current["metadata"].get("uid") == uid:
         job = current
-    listed = read(f"the pods of {job_ref(job)}", lambda: hook.list_job_pods(name, namespace))
-    pods = [p for p in listed or [] if owned_by(p, uid)]
+    listed = read(f"the pods of {job_ref(job)}", lambda: hook.list_job_pods(name, namespace, kind=kind))
+    family = family_of(kind)
+    pods = [p for p in listed or [] if family.owns_pod(job, p)]
     present = {p["metadata"]["name"] for p in pods}
     pods += [p for p in seen_pods if p["metadata"]["name"] not in present]  # e.g. stopped at the end: as last seen
     involved = {name, *(p["metadata"]["name"] for p in pods)}
@@ -252,6 +252,7 @@ class JobCleanup:
             outcome=outcome,
             on_finish=self.on_finish,
             success_unrecorded=success_unrecorded,
+            family=family_of(kind),
         )
         if plan.leave_alone is not None:
             self._leave_alone(current, kind, plan.leave_alone)
@@ -299,8 +300,9 @@ class JobCleanup:
     def _clean_pods(self, job: dict[str, Any], policy: UserRunPolicy) -> tuple[list[dict[str, Any]], list[str]]:
         """Delete the finished job's pods that ``cleanPodPolicy`` removes; the pods listed, and the names of those
         left that still run."""
-        meta = job["metadata"]
-        listed = [p for p in self.hook.list_job_pods(meta["name"], meta["namespace"]) if owned_by(p, meta.get("uid"))]
+        meta, family = job["metadata"], family_of(job["kind"])
+        found = self.hook.list_job_pods(meta["name"], meta["namespace"], kind=family.kind)
+        listed = [p for p in found if family.owns_pod(job, p)]
         cleaned = pods_to_clean(listed, policy.clean_pod_policy)
         for pod in cleaned:
             self.hook.delete_pod(pod["metadata"]["name"], meta["namespace"], uid=pod["metadata"].get("uid"))
@@ -324,21 +326,23 @@ class JobCleanup:
                     name,
                     one_line(e),
                 )
-        ttl = plan.policy.ttl_seconds_after_finished
-        fate = f"remove it with: kubectl delete {family_of(kind).resource.name} {name} -n {namespace}"
+        ttl, family = plan.policy.ttl_seconds_after_finished, family_of(kind)
+        fate = f"remove it with: kubectl delete {family.resource.name} {name} -n {namespace}"
         if ttl is not None:
             left = seconds_until_ttl(job, ttl)
             fate = f"the training operator deletes it {ttl} s after it finished (ttlSecondsAfterFinished)" + (
                 f", in about {left:.0f} s" if left and left > 0 else ", now: that time has passed"
             )
+        field = family.cleanup_policy_field
+        pods_fate = f"its pods follow {field} {plan.policy.clean_pod_policy}" if field else "its pods stay with it"
         self.log.info(
-            "Keeping %s %s %s/%s for inspection (on_finish=%r; its pods follow cleanPodPolicy %s); %s",
-            conditions.phase(job.get("status")),
+            "Keeping %s %s %s/%s for inspection (on_finish=%r; %s); %s",
+            family.phase(job.get("status")),
             kind,
             namespace,
             name,
             self.on_finish,
-            plan.policy.clean_pod_policy,
+            pods_fate,
             fate,
         )
 
@@ -351,21 +355,23 @@ class JobCleanup:
         deleted ones to be gone, so that no pod of the job runs on once the task has ended. Best effort: every deletion
         is asked; a failed LIST or DELETE here is logged, never raised over the verdict.
 
-        :param job: the job as the cleanup read it.
+        :param job: the job as the cleanup read it (its kind says which pods are its:
+            :meth:`~airflow_trainjob.domain.family.JobFamily.owns_pod`).
         :param clean_pod_policy: the user's ``cleanPodPolicy``.
         :param job_deleted: the cleanup deleted the job: its running pods go too.
         :param listed: the pods the cleanup listed (and deleted as the policy says) before; None: it listed none
             (a job still running, deleted whole).
         """
         meta = job["metadata"]
-        name, namespace, uid = meta["name"], meta["namespace"], meta.get("uid")
+        name, namespace, family = meta["name"], meta["namespace"], family_of(job["kind"])
         known = None if listed is None else {p["metadata"].get("uid") for p in listed}
         started = time.monotonic()
         pause, longest = PODS_GONE_POLL_SECONDS
         waited_for: set[str] = set()
         try:
             while True:
-                pods = [p for p in self.hook.list_job_pods(name, namespace) if owned_by(p, uid)]
+                found = self.hook.list_job_pods(name, namespace, kind=family.kind)
+                pods = [p for p in found if family.owns_pod(job, p)]
                 left = pods_left(pods, clean_pod_policy, job_deleted=job_deleted)
                 known = known if known is not None else {p["metadata"].get("uid") for p in pods}
                 self._delete_left(job, left.to_delete, known)

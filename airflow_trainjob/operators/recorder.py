@@ -44,7 +44,6 @@ from typing import Any
 
 import yaml
 
-from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.domain.records import (
     MAX_TRIES,
@@ -62,6 +61,7 @@ from airflow_trainjob.domain.records import (
     spec_digest,
     trim_job,
 )
+from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import one_line
 
 #: Seconds :meth:`JobRecorder.ended` waits for the store when asked to wait at most that long (``on_kill``).
@@ -305,8 +305,8 @@ class JobRecorder:
         """
         if not self.enabled or self._ended:
             return
-        status = job.get("status")
-        sight_key = (conditions.phase(status), conditions.replica_counts(status))
+        status, family = job.get("status"), family_of(job["kind"])
+        sight_key = (family.phase(status), family.summary(status))  # the phase, then its reason and counts
         if sight_key == self._seen_written:
             self._seen_pending = False
             return

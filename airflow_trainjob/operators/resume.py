@@ -12,7 +12,6 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.deadlines import queue_state
 from airflow_trainjob.domain.lead_log import (
     LOG_NOT_THERE,
@@ -26,7 +25,7 @@ from airflow_trainjob.domain.lead_log import (
 )
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.domain.params import RunSettings
-from airflow_trainjob.domain.pods import owned_by, with_pods_seen
+from airflow_trainjob.domain.pods import with_pods_seen
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobError
 from airflow_trainjob.families import family_of
@@ -98,7 +97,7 @@ def event_job(
     if event["outcome"] != ERROR or job is not None:
         return event, job, False
     job = own_job(hook, identity, kind, metadata(), event["message"])
-    if conditions.is_terminal(job.get("status")):
+    if family_of(kind).is_terminal(job.get("status")):
         event = {**event, "outcome": FINISHED, "pods": []}
     return event, job, True
 
@@ -137,10 +136,13 @@ def event_end(
 
     if event["outcome"] == TIMED_OUT:
         which = event.get("which", "timeout")
-        pods = hook.list_job_pods(job["metadata"]["name"], job["metadata"]["namespace"])
+        family = family_of(job["kind"])
+        found = hook.list_job_pods(job["metadata"]["name"], job["metadata"]["namespace"], kind=family.kind)
+        pods = [p for p in found if family.owns_pod(job, p)]
         copy_log(pods)
         status = job.get("status")
-        raise timeout(job, which, settings.limit(which) or 0, job_ref(job), status, pods, queue_state(job))
+        queue = queue_state(job, family)
+        raise timeout(job, which, settings.limit(which) or 0, job_ref(job), status, pods, queue)
     if event["outcome"] != FINISHED:
         raise TrainingJobError(event["message"])
     log.info("%s", event["message"])
@@ -197,14 +199,17 @@ def own_job(
 
 
 def pods_if_any(hook: Any, job: dict[str, Any], log: Any) -> list[dict[str, Any]]:
-    """The job's pods now; none, with a warning, when they cannot be listed.
+    """The job's own pods now (:meth:`~airflow_trainjob.domain.family.JobFamily.owns_pod`); none, with a warning,
+    when they cannot be listed.
 
     :param hook: the task's hook.
     :param job: the job, as last read.
     :param log: the task's logger.
     """
+    family = family_of(job["kind"])
     try:
-        return hook.list_job_pods(job["metadata"]["name"], job["metadata"]["namespace"])
+        found = hook.list_job_pods(job["metadata"]["name"], job["metadata"]["namespace"], kind=family.kind)
+        return [p for p in found if family.owns_pod(job, p)]
     except ApiException as e:
         log.warning("Could not list the pods of %s: %s", job_ref(job), one_line(e))
         return []
@@ -240,9 +245,9 @@ def copy_rest_of_lead_log(
         return
     cursor = LogCursor.from_dict(copied) if copied else cursor_on_job(job, try_number)
     copy = LeadLogCopy(family, cursor, final=True, tail_lines=tail_lines)
-    uid, namespace = job["metadata"].get("uid"), job["metadata"]["namespace"]
+    namespace = job["metadata"]["namespace"]
     before = copy.cursor.lines
-    write_lines(log, copy.look([p for p in pods if owned_by(p, uid)]))
+    write_lines(log, copy.look([p for p in pods if family.owns_pod(job, p)]))
     if before and copy.next_read() is not None:
         log.info("The rest of the lead replica's log, after the %d lines copied while the task waited:", before)
     while (read := copy.next_read()) is not None:

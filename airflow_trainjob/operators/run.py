@@ -24,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.earlier_success import Reuse
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.domain.params import RunSettings
 from airflow_trainjob.domain.summary import job_summary
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobError
+from airflow_trainjob.families import family_of
 from airflow_trainjob.operators import ending, resume
 from airflow_trainjob.operators.recorder import KILL_WRITE_SECONDS, JobRecorder
 from airflow_trainjob.operators.sync_wait import SynchronousWait
@@ -162,7 +162,7 @@ class TrainingJobRun:
         if found is None:
             return None
         self._earlier, job = found
-        if job is not None and not conditions.is_succeeded(job.get("status")):
+        if job is not None and not family_of(job["kind"]).is_succeeded(job.get("status")):
             return None  # its try was lost while it ran: followed as usual (a failed one is replaced)
         return self._return_earlier(self._earlier, job)
 
@@ -186,7 +186,8 @@ class TrainingJobRun:
         job, status = self._take_up.reconnect(external_id, self.kind, self._earlier)
         if job is not None:
             self.job = job
-            if not conditions.is_failed(job.get("status")):  # a failed one is replaced: its successor is recorded
+            # A failed one is replaced: its successor is recorded.
+            if not family_of(self.kind).is_failed(job.get("status")):
                 ending.record_start(self._recorder, self.identity, job, self._manifest)
         return status
 
@@ -228,7 +229,7 @@ class TrainingJobRun:
         outcome = "killed"
         try:
             final, pods = judge()
-            outcome = "failed" if not conditions.is_succeeded(final.get("status")) else outcome
+            outcome = "failed" if not family_of(final["kind"]).is_succeeded(final.get("status")) else outcome
             summary = self.summary = ending.verdict(self.hook, self.log, ref, final, pods, self.settings.log_tail_lines)
         except BaseException as e:
             if on_error is not None:

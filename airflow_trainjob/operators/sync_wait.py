@@ -15,7 +15,6 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.deadlines import Deadlines, QueueState
 from airflow_trainjob.domain.failures import pending_failures, quoted_tails
 from airflow_trainjob.domain.family import JobFamily
@@ -127,13 +126,14 @@ class SynchronousWait:
         :raises TrainingJobStoppedError: ... because this task's own ``on_kill`` deleted it.
         """
         settings = self.settings
+        family = self._family()
         deadlines = Deadlines(
             started_at=time.time(),
+            family=family,
             timeout=settings.timeout,
             startup_timeout=settings.startup_timeout,
             queue_timeout=settings.queue_timeout,
         )
-        family = self._family()
         wait = JobWait(ref, deadlines, family, desired=family.desired_replicas(manifest))
 
         def next_look() -> float | None:
@@ -175,7 +175,7 @@ class SynchronousWait:
         if self._stopped_by_airflow():
             raise TrainingJobStoppedError(
                 f"{ref}: this task was stopped by Airflow (cleared, marked failed or success, or its worker shut "
-                f"down) while the job was {conditions.phase(seen.job.get('status'))}; it deleted the job and its "
+                f"down) while the job was {self._family().phase(seen.job.get('status'))}; it deleted the job and its "
                 "pods on the way out"
             )
         family = self._family()
@@ -284,7 +284,7 @@ class SynchronousWait:
         :param job: the job, terminal."""
         meta = job["metadata"]
         try:
-            pods = self.hook.list_job_pods(meta["name"], meta["namespace"])
+            pods = self.hook.list_job_pods(meta["name"], meta["namespace"], kind=job["kind"])
             stop = pods_stopped_at_terminal(job_ref(job), job, pods, self._family())
             for pod in stop.pods:
                 self.hook.delete_pod(pod["metadata"]["name"], meta["namespace"], uid=pod["metadata"].get("uid"))

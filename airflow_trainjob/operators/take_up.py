@@ -22,13 +22,13 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.earlier_success import Reuse, StartOver, decide
 from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskInstanceIdentity, created_by_try
 from airflow_trainjob.domain.records import JobRecord, spec_digest
 from airflow_trainjob.domain.summary import job_summary
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import JobDeletedError, JobNotOwnedError, TrainingJobError
+from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import one_line
 from airflow_trainjob.operators.recorder import JobRecorder
 
@@ -53,7 +53,7 @@ def is_earlier_result(job: Mapping[str, Any], earlier: Reuse | None) -> bool:
     """
     return (
         isinstance(earlier, Reuse)
-        and conditions.is_succeeded(job.get("status"))
+        and family_of(job["kind"]).is_succeeded(job.get("status"))
         and (job.get("metadata") or {}).get("uid") == earlier.source.uid
     )
 
@@ -159,7 +159,7 @@ class TakeUp:
         :param external_id: the stored identity, ``{name, namespace, uid}``.
         :param kind: the job's kind.
         :param earlier: what :meth:`earlier_success` found, or None.
-        :returns: ``(job, phase)`` (:func:`~airflow_trainjob.domain.conditions.phase`); ``(None, JOB_GONE)`` when it
+        :returns: ``(job, phase)`` (:meth:`~airflow_trainjob.domain.family.JobFamily.phase`); ``(None, JOB_GONE)`` when it
             no longer exists as this task instance's job (deleted, or replaced by another object);
             ``(None, JOB_NOT_REUSED)`` when it succeeded but is not this try's result by the records of this series
             (it is replaced, as a failed one is).
@@ -168,9 +168,10 @@ class TakeUp:
         job = self.stored(external_id, kind)
         if job is None:
             return None, JOB_GONE
-        if conditions.is_succeeded(job.get("status")) and not is_earlier_result(job, earlier):
+        family = family_of(kind)
+        if family.is_succeeded(job.get("status")) and not is_earlier_result(job, earlier):
             return None, JOB_NOT_REUSED
-        return job, conditions.phase(job.get("status"))
+        return job, family.phase(job.get("status"))
 
     def require(self, held: dict[str, Any] | None, external_id: Mapping[str, Any] | None, kind: str) -> dict[str, Any]:
         """The job to follow: ``held`` (taken up by a step before), else the one ``external_id`` names.
@@ -238,25 +239,25 @@ class TakeUp:
     ) -> dict[str, Any]:
         """Attach to ``existing``, this task instance's job of that name, or replace it (see
         :meth:`create_or_attach`)."""
-        identity, meta = self.identity, existing["metadata"]
+        identity, meta, family = self.identity, existing["metadata"], family_of(kind)
         # A finished job is replaced (this try starts over), unless it succeeded for this try: taken up, its end is
         # seen at once. That is this try's own job (Airflow ran this try's execute again, e.g. after its trigger fired;
         # even when the records cannot be read: a stale try's store reads come back empty), or the earlier try's job
         # whose success earlier_success found to be this try's result (it succeeded after earlier_success read it).
-        taken_up = conditions.is_succeeded(existing.get("status")) and (
+        taken_up = family.is_succeeded(existing.get("status")) and (
             identity.follows(existing) or is_earlier_result(existing, earlier)
         )
-        finished = conditions.is_terminal(existing.get("status")) and not taken_up
+        finished = family.is_terminal(existing.get("status")) and not taken_up
         same_try = identity.created_by_this_try(existing)
         deleting = bool(meta.get("deletionTimestamp"))  # e.g. by the killed try before this one
         if not finished and not deleting and (same_try or reattach_on_restart):
-            phase = conditions.phase(existing.get("status"))
+            phase = family.phase(existing.get("status"))
             self.log.info(
                 "Attaching to %s %s/%s, %s, created by try %s",
                 kind,
                 meta["namespace"],
                 meta["name"],
-                phase if conditions.is_terminal(existing.get("status")) else f"still {phase}",
+                phase if family.is_terminal(existing.get("status")) else f"still {phase}",
                 created_by_try(existing),
             )
             return self.follow(existing, kind)
@@ -265,7 +266,7 @@ class TakeUp:
             kind,
             meta["namespace"],
             meta["name"],
-            conditions.phase(existing.get("status")),
+            family.phase(existing.get("status")),
             ", being deleted" if deleting else "",
         )
         return self._replace(manifest, kind, existing, deleting=deleting)

@@ -18,11 +18,12 @@ import jinja2
 import yaml
 from airflow.providers.common.compat.sdk import BaseOperator, ResumableJobMixin, conf
 
-from airflow_trainjob.constants import CONDITION_FAILED, CONDITION_SUCCEEDED
+from airflow_trainjob.constants import CONDITION_FAILED
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.domain.params import DEFAULTS, OPERATOR, RunSettings, values_of
 from airflow_trainjob.domain.records import TrySeries
 from airflow_trainjob.exceptions import InvalidJobSpecError
+from airflow_trainjob.families import success_conditions
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.links.training_job import TrainingJobLink
 from airflow_trainjob.models.job import to_plain
@@ -384,10 +385,10 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         return status
 
     def is_job_active(self, status: str) -> bool:
-        return status not in (CONDITION_SUCCEEDED, CONDITION_FAILED, JOB_GONE, JOB_NOT_REUSED)
+        return status not in (*success_conditions(), CONDITION_FAILED, JOB_GONE, JOB_NOT_REUSED)
 
     def is_job_succeeded(self, status: str) -> bool:
-        return status == CONDITION_SUCCEEDED
+        return status in success_conditions()
 
     def poll_until_complete(self, external_id: Any, context: Any) -> Any:  # execute_resumable returns it on reconnect
         """Follow the job to its end, give the verdict, and clean up on every way out."""

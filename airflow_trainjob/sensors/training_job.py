@@ -14,15 +14,28 @@ from airflow_trainjob.constants import CONDITION_SUCCEEDED
 from airflow_trainjob.domain.deadlines import look_again_in
 from airflow_trainjob.domain.lifecycle import Finished, Gone, judge_gone, one_look
 from airflow_trainjob.domain.names import namespace_problem
-from airflow_trainjob.domain.params import DEFAULTS, SENSOR, problems, refuse, values_of
+from airflow_trainjob.domain.params import (
+    DEFAULTS,
+    SENSOR,
+    kind_problem,
+    problems,
+    refuse,
+    target_conditions_problem,
+    values_of,
+)
 from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import InvalidJobSpecError, JobDeletedError, TrainingJobError, TrainingJobTimeoutError
-from airflow_trainjob.families import family_of
+from airflow_trainjob.families import family_of, family_or_none, known_kinds
 from airflow_trainjob.hooks.evidence import announced_end, failure_exception
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.triggers.args import TriggerArgs
 from airflow_trainjob.triggers.events import DELETED, FINISHED, TIMED_OUT
 from airflow_trainjob.triggers.training_job import TrainingJobTrigger
+
+
+def _every_target() -> tuple[str, ...]:
+    """The condition types a sensor may wait for, of every family (for a kind no family holds)."""
+    return tuple(dict.fromkeys(t for kind in known_kinds() for t in family_of(kind).target_conditions))
 
 
 class TrainingJobSensor(BaseSensorOperator):
@@ -37,12 +50,13 @@ class TrainingJobSensor(BaseSensorOperator):
     ``timeout`` fails it just after its time in every mode: poke and reschedule look again then, however long
     ``poke_interval``.
 
-    :param kind: the job's kind (``PyTorchJob``, ``TFJob``, ...).
+    :param kind: the job's kind (``PyTorchJob``, ``TFJob``, ... , or ``TrainJob``: Kubeflow Trainer v2).
     :param job_name: ``metadata.name`` of the job; templated.
     :param namespace: default: the connection's namespace, else in-cluster, else ``default``; templated.
     :param target_conditions: condition types, any of which (status ``"True"``) ends the wait
-        successfully: a list of ``Created``, ``Pending``, ``Running``, ``Restarting``, ``Succeeded``,
-        ``Scaling``, ``Suspended``; default ``("Succeeded",)``. ``Failed`` always fails the sensor.
+        successfully: for a ``kubeflow.org/v1`` kind a list of ``Created``, ``Pending``, ``Running``, ``Restarting``,
+        ``Succeeded``, ``Scaling``, ``Suspended``, default ``("Succeeded",)``; for a ``TrainJob`` of ``Complete``,
+        ``Suspended``, default ``("Complete",)``. ``Failed`` always fails the sensor.
     :param kubernetes_conn_id: the cncf.kubernetes connection; an id that names no connection is refused
         before any API call (``kubernetes_default`` may be undefined: in-cluster or default kubeconfig).
     :param log_tail_lines: on failure, lines quoted from each failed replica's log (count).
@@ -65,7 +79,7 @@ class TrainingJobSensor(BaseSensorOperator):
         kind: str,
         job_name: str,
         namespace: str | None = None,
-        target_conditions: Sequence[str] = (CONDITION_SUCCEEDED,),
+        target_conditions: Sequence[str] | None = None,
         kubernetes_conn_id: str | None = DEFAULTS.kubernetes_conn_id,
         log_tail_lines: int = DEFAULTS.log_tail_lines,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
@@ -76,6 +90,9 @@ class TrainingJobSensor(BaseSensorOperator):
         self.kind = kind
         self.job_name = job_name
         self.namespace = namespace
+        if target_conditions is None:  # the job's success: its family's word for it
+            family = family_or_none(kind)
+            target_conditions = (family.success_condition if family is not None else CONDITION_SUCCEEDED,)
         # A single string stays one (refused by _check), never a tuple of its characters.
         self.target_conditions = (
             tuple(target_conditions) if isinstance(target_conditions, (list, tuple)) else target_conditions
@@ -146,8 +163,17 @@ class TrainingJobSensor(BaseSensorOperator):
             pass  # 404 of the job, spent retries...: the event's message says more
 
     def _check(self) -> None:
-        """Refuse invalid parameters (as rendered) before any API call: one error per field, naming what is allowed."""
-        refuse(problems(values_of(self, SENSOR), SENSOR), self.hook)
+        """Refuse invalid parameters (as rendered) before any API call: one error per field, naming what is allowed
+        (``kind`` and ``target_conditions`` by the families: every kind a sensor may watch, and the conditions of
+        its own family)."""
+        found = problems(values_of(self, SENSOR), SENSOR)
+        named_first = [p for p in found if p.startswith(("job_name:", "namespace:"))]
+        kind = kind_problem(self.kind, allowed=known_kinds())
+        family = family_or_none(self.kind)
+        allowed = family.target_conditions if family is not None else _every_target()
+        targets = target_conditions_problem("target_conditions", self.target_conditions, allowed)
+        ordered = [*([kind] if kind else []), *named_first, *([targets] if targets else [])]
+        refuse(ordered + found[len(named_first) :], self.hook)
 
     def _resolved_namespace(self) -> str:
         """The namespace to read from (parameter, else the connection's), refused before use if invalid."""

@@ -13,8 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from airflow_trainjob.constants import CONDITION_SUCCEEDED
-
 if TYPE_CHECKING:
     from airflow_trainjob.domain.params import RunSettings
 
@@ -34,7 +32,8 @@ class TriggerArgs:
     :param cluster_context: the kubeconfig context to use; None: the connection's.
     :param config_file: path of a kubeconfig file; None: the connection's.
     :param in_cluster: use the pod's service account; None: the connection's setting.
-    :param target_conditions: condition types that end the wait successfully (``Succeeded``); kept as a list.
+    :param target_conditions: condition types that end the wait successfully; kept as a list. Empty: the job's
+        success (:attr:`~airflow_trainjob.domain.family.JobFamily.success_condition`: an operator's wait).
     :param started_at: epoch seconds the deadlines count from (when the task created or attached to the job);
         None: when the arguments are made (then kept, so a trigger made again from its kwargs counts from the same
         moment).
@@ -65,7 +64,7 @@ class TriggerArgs:
     cluster_context: str | None = None
     config_file: str | None = None
     in_cluster: bool | None = None
-    target_conditions: Sequence[str] = (CONDITION_SUCCEEDED,)
+    target_conditions: Sequence[str] = ()
     started_at: float = field(default_factory=time.time)
     timeout: float | None = None
     startup_timeout: float | None = None

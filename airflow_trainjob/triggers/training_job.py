@@ -57,7 +57,7 @@ from airflow_trainjob.domain.lifecycle import (
     pods_stopped_at_terminal,
 )
 from airflow_trainjob.domain.ownership import why_not_followed
-from airflow_trainjob.domain.pods import owned_by, pod_name, with_pods_seen
+from airflow_trainjob.domain.pods import pod_name, with_pods_seen
 from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.triggers import kubernetes_side, log_pacing
@@ -124,14 +124,16 @@ class TrainingJobTrigger(BaseEventTrigger):
         args = self.args
         self._deadlines = Deadlines(
             started_at=args.started_at,
+            family=family_of(args.kind),
             timeout=args.timeout,
             startup_timeout=args.startup_timeout,
             queue_timeout=args.queue_timeout,
         )
         self._masked = False  # the job's secrets were handed to Airflow's masker
         self._seen_uid: str | None = None  # the job's uid once seen (a sensor's wait starts without one)
+        self._seen_job: Mapping[str, Any] | None = None  # the job as last seen: which pods are its (owns_pod)
         # What each look at the job means (the progress line logged last and the deadlines are its memory).
-        self._wait = JobWait(self._address.ref, self._deadlines, family_of(args.kind), args.target_conditions)
+        self._wait = JobWait(self._address.ref, self._deadlines, family_of(args.kind), args.target_conditions or None)
         # The copy of the lead replica's log: where it stands, the task that looks at it, when the job may be writing.
         self._lead_copy: LeadLogCopy | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -381,12 +383,11 @@ class TrainingJobTrigger(BaseEventTrigger):
         watch = stream.failed_pods
         if watch is None or stream is not self._pods_followed_on:
             return listed
-        uid = job["metadata"].get("uid")
-        mine = [p for p in listed if owned_by(p, uid)]
+        mine = self._own_pods(listed, job)
         if any(end.failed for end in self._wait.family.container_ends(mine)):
-            seen = watch.seen.pods_of(self.name, uid)
+            seen = watch.seen.pods_of(self.name, job)
         else:
-            seen = await watch.failed_pods(self.name, uid)
+            seen = await watch.failed_pods(self.name, job)
         return with_pods_seen(listed, seen)
 
     async def _stop_pods_at_terminal(
@@ -439,6 +440,13 @@ class TrainingJobTrigger(BaseEventTrigger):
         if self.wait_for_creation:
             self.args = dataclasses.replace(self.args, wait_for_creation=False)
         self._seen_uid = job["metadata"].get("uid")
+        self._seen_job = job
+
+    def _own_pods(self, pods: list[dict[str, Any]], job: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The pods of ``job`` (else of the job as last seen; none before it was seen), not a same-named
+        predecessor's or successor's (:meth:`~airflow_trainjob.domain.family.JobFamily.owns_pod`)."""
+        job = job if job is not None else self._seen_job
+        return [p for p in pods if job is not None and self._wait.family.owns_pod(job, p)]
 
     def _note_phase(self, job: Mapping[str, Any]) -> None:
         """Tell the log's reader whether the lead may be writing (the job runs)."""
@@ -506,7 +514,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         try:
             async with budget.request():
                 pods = await stream.hook.list_job_pods_async(self.name, self.namespace, replica_index=0, kind=self.kind)
-            self._write(copy.look([p for p in pods if owned_by(p, self.uid or self._seen_uid)]))
+            self._write(copy.look(self._own_pods(pods)))
             if not self._announced and copy.next_read() is not None:
                 self._announced = True
                 self.log.info(
@@ -571,8 +579,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             read_bytes=LIVE_READ_BYTES,
         )
         self._lead_copy = copy
-        uid = job["metadata"].get("uid")
-        self._write(copy.look([p for p in pods if owned_by(p, uid)]))
+        self._write(copy.look(self._own_pods(pods, job)))
         budget = log_pacing.budget()
         made = budget.requests
         try:  # now, not in line: the pod is about to go; charged to the rate afterwards
@@ -864,8 +871,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         """Write the try's end to XCom once; returns what writes it again."""
         # Imported in a thread: the record's module (and the XCom backend's) must not stall the triggerer's loop.
         record, redact, xcom = await asyncio.to_thread(_record_modules)
-        uid = (job or {}).get("metadata", {}).get("uid")
-        pods = [p for p in pods if owned_by(p, uid)]
+        pods = self._own_pods(pods, job) if job is not None else []
         events: list[dict[str, Any]] = []
         if job is not None:
             with contextlib.suppress(*kubernetes_side.RAISED_ERRORS, *kubernetes_side.TRANSIENT_ERRORS):

@@ -346,7 +346,7 @@ class UiCache:
         async def load() -> list[dict[str, Any]]:
             found = await quick_read(
                 f"list the pods of {source.kind} {source.namespace}/{name}",
-                lambda: stream.hook.list_job_pods_async(name, source.namespace),
+                lambda: stream.hook.list_job_pods_async(name, source.namespace, kind=source.kind),
             )
             return [p for p in found if not uid or pods.owned_by(p, uid)]
 

@@ -140,10 +140,12 @@ def job_phase(job: Mapping[str, Any] | None) -> str:
     """
     if job is None:
         return UNKNOWN
-    status = _status(job)
-    decided = conditions.phase(status)
+    status, family = _status(job), _kind_of(job.get("kind"))
+    if family is None:
+        return UNKNOWN
+    decided = family.phase(status)
     if decided not in FINISHED_PHASES:
-        queue = queue_state(job)
+        queue = queue_state(job, family)
         if queue.queued:
             return QUEUED if queue.queue_name else SUSPENDED
     return CREATED if decided == conditions.NOT_STARTED else decided
@@ -431,18 +433,17 @@ def failure_marks(
     :param found: its pods (live and recorded).
     :param job_events: events about the job and its pods (their ``ExitedWithCode`` exits, when no pod failed).
     """
-    if job is None or _kind_of(job.get("kind")) is None or not _meta(job).get("name"):
+    family = _kind_of((job or {}).get("kind"))
+    if job is None or family is None or not _meta(job).get("name"):
         return {}, None
-    ends = failure_ends(job, found, job_events)
+    ends = failure_ends(job, found, job_events, family)
     status = _status(job)
     failed_at = conditions.failed_at(status)
     ranked = failures.failures_in_order(ends, failed_at)
     first: dict[str, failures.ContainerEnd] = {}
     for end in [*ranked, *(e for e in ends if e.failed and e not in ranked)]:
         first.setdefault(end.pod, end)
-    cause = (
-        failures.root_cause(ends, failures.restart_policies(job), failed_at) if conditions.is_failed(status) else None
-    )
+    cause = failures.root_cause(ends, family.restart_policies(job), failed_at) if family.is_failed(status) else None
     if cause is not None:
         first[cause.pod] = cause
     return first, cause
@@ -474,7 +475,7 @@ def gone_replicas(job_events: Sequence[Mapping[str, Any]], job_name: str, kind: 
     if kind is None:
         return []
     ends: dict[str, list[failures.ContainerEnd]] = {}
-    for end in kind.ends_from_events(job_events, job_name):
+    for end in kind.ends_from_events(job_events, {"metadata": {"name": job_name}}):
         ends.setdefault(end.replica, []).append(end)
     order = {t: i for i, t in enumerate(kind.lead_order)}
     rows = []
@@ -520,7 +521,7 @@ def restart_marks(
         return []
     marks = [e for e in kind.container_ends(found) if e.restarted]
     created = {pods.pod_name(p): parse_time(_meta(p).get("creationTimestamp")) for p in found}
-    from_events = kind.ends_from_events(job_events, job_name)
+    from_events = kind.ends_from_events(job_events, {"metadata": {"name": job_name}})
     marks += [
         e
         for e in from_events

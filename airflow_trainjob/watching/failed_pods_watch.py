@@ -18,6 +18,7 @@ import json
 import logging
 import time
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from airflow_trainjob.domain.failed_pods import FailedPodsSeen
@@ -97,16 +98,18 @@ class FailedPodsWatch:
         """
         self.seen.unfollow(name)
 
-    async def failed_pods(self, name: str, uid: str | None, *, catch_up: float = CATCH_UP_SECONDS) -> list[dict]:
-        """The failed pods kept of job ``name`` (``uid``), waiting up to ``catch_up`` seconds for the watch to
-        deliver one when none is kept yet.
+    async def failed_pods(
+        self, name: str, job: Mapping[str, Any] | None, *, catch_up: float = CATCH_UP_SECONDS
+    ) -> list[dict]:
+        """The failed pods kept of job ``name`` (the object ``job``), waiting up to ``catch_up`` seconds for the
+        watch to deliver one when none is kept yet.
 
         :param name: the job's ``metadata.name``.
-        :param uid: the job's ``metadata.uid``; None: any object of that name.
+        :param job: the job object (:meth:`FailedPodsSeen.pods_of`); None: any object of that name.
         :param catch_up: the longest wait, seconds (0: none).
         """
         until = time.monotonic() + catch_up
-        while not (kept := self.seen.pods_of(name, uid)) and time.monotonic() < until:
+        while not (kept := self.seen.pods_of(name, job)) and time.monotonic() < until:
             await asyncio.sleep(CATCH_UP_LOOK_SECONDS)
         return kept
 

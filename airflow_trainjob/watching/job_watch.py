@@ -467,7 +467,7 @@ class PodWatch(ListThenWatch[list[dict[str, Any]]]):
 
     def __init__(self, hook: Any, job: dict[str, Any], *, poll_interval: float, log: logging.Logger):
         meta = job["metadata"]
-        self._name, self._namespace = meta["name"], meta["namespace"]
+        self._name, self._namespace, self._kind = meta["name"], meta["namespace"], job["kind"]
         self._pods: dict[str, dict[str, Any]] = {}
         call = ApiCall("watch", "pods", namespace=self._namespace, purpose=f"follow the pods of {job['kind']}")
         # The pods are best effort (the job's watch decides the wait): an outage is ridden out however long.
@@ -483,7 +483,7 @@ class PodWatch(ListThenWatch[list[dict[str, Any]]]):
         return (
             self._hook.core_v1_client.list_namespaced_pod,
             (self._namespace,),
-            {"label_selector": job_pod_selector(self._name)},
+            {"label_selector": job_pod_selector(self._name, kind=self._kind)},
         )
 
     def _event(self, event_type: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -496,7 +496,7 @@ class PodWatch(ListThenWatch[list[dict[str, Any]]]):
     def _read(self) -> list[dict[str, Any]] | None:
         self.stats["reads"] += 1
         try:
-            pods, version = self._hook.list_job_pods_and_version(self._name, self._namespace)
+            pods, version = self._hook.list_job_pods_and_version(self._name, self._namespace, kind=self._kind)
         except (ApiException, HTTPError, OSError) as e:  # what the hook's retries left of a transient failure
             self._outage(e)
             return None
@@ -531,6 +531,7 @@ class PodFeed(threading.Thread):
         self._on_change = on_change
         self._log = log
         self._hook, self._name, self._namespace = hook, job["metadata"]["name"], job["metadata"]["namespace"]
+        self._kind = job["kind"]
         self._pods: list[dict[str, Any]] | None = None
         self._error: BaseException | None = None
         self._changes = threading.Lock()  # on_change runs in one thread at a time (this one, or a look's)
@@ -572,7 +573,7 @@ class PodFeed(threading.Thread):
         if self.watch.watching:
             return self._pods
         try:
-            pods = self._hook.list_job_pods(self._name, self._namespace)
+            pods = self._hook.list_job_pods(self._name, self._namespace, kind=self._kind)
         except ApiException as e:
             if is_transient(e):
                 return None

@@ -165,7 +165,7 @@ class LeadLogFollower(threading.Thread):
         """The pods as the wait last saw them (none yet: the first LIST's answer wakes the follower); a LIST of its
         own without a pod watch, or once the job has ended (drain: its last pods, however fast it was)."""
         if self._pods is None or self._draining:
-            return self._hook.list_job_pods(self._name, self._namespace)
+            return self._hook.list_job_pods(self._name, self._namespace, kind=self._family.kind)
         try:
             return self._pods() or []
         except Exception:  # the wait's LIST was refused: the wait raises it, the follower has nothing to follow

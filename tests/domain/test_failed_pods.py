@@ -15,6 +15,11 @@ from airflow_trainjob.families import family_of
 FAMILY = family_of("PyTorchJob")
 
 
+def of(uid: str, name: str = "train") -> dict[str, Any]:
+    """The job object ``uid`` of that name, as :meth:`FailedPodsSeen.pods_of` reads it."""
+    return {"kind": "PyTorchJob", "metadata": {"name": name, "uid": uid}}
+
+
 def pod(
     replica: str,
     *,
@@ -73,7 +78,7 @@ def test_the_failed_runs_of_a_followed_job_are_kept_trimmed_and_restarted_runs_c
     seen = FailedPodsSeen(FAMILY)
     seen.follow("train")
     assert seen.saw(pod("Master", running_after=1)) and seen.saw(pod("Worker"))
-    kept = seen.pods_of("train", "u-1")
+    kept = seen.pods_of("train", of("u-1"))
     assert [p["metadata"]["name"] for p in kept] == ["train-master-0", "train-worker-0"]
     assert "SECRET SCRIPT" not in repr(kept)  # trimmed as a record keeps a pod: no container spec
     assert kept[0]["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] == 1
@@ -87,7 +92,7 @@ def test_nothing_is_kept_of_a_job_no_wait_follows_nor_of_pods_without_a_failed_r
     assert not seen.saw(pod("Master", exit_code=0))  # succeeded
     assert not seen.saw(pod("Master", kind="TFJob"))  # another kind's namesake
     assert not seen.saw({"metadata": {"name": "loose", "labels": {LABEL_JOB_NAME: "train"}}})  # no owner
-    assert seen.pods_of("train", "u-1") == [] and seen.pods_of("other", None) == [] and len(seen) == 0
+    assert seen.pods_of("train", of("u-1")) == [] and seen.pods_of("other", None) == [] and len(seen) == 0
 
 
 def test_a_later_state_without_a_failure_never_replaces_one_kept():
@@ -95,7 +100,7 @@ def test_a_later_state_without_a_failure_never_replaces_one_kept():
     seen.follow("train")
     seen.saw(pod("Worker"))
     assert not seen.saw(pod("Worker", exit_code=None))  # recreated under the same name, running
-    (kept,) = seen.pods_of("train", "u-1")
+    (kept,) = seen.pods_of("train", of("u-1"))
     assert kept["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 1
 
 
@@ -103,7 +108,7 @@ def test_a_predecessors_pods_are_not_a_successors():
     seen = FailedPodsSeen(FAMILY)
     seen.follow("train")
     seen.saw(pod("Master", uid="old"))
-    assert seen.pods_of("train", "new") == [] and len(seen.pods_of("train", "old")) == 1
+    assert seen.pods_of("train", of("new")) == [] and len(seen.pods_of("train", of("old"))) == 1
     assert len(seen.pods_of("train", None)) == 1
 
 
@@ -146,9 +151,9 @@ def test_the_verdict_names_both_replicas_from_the_pods_seen_though_none_is_liste
     for replica in ("Master", "Worker"):
         seen.saw(pod(replica, running_after=1))
     job = failed_job()
-    without = judge_failure(job, with_pods_seen([], []), [], {})
+    without = judge_failure(job, with_pods_seen([], []), [], {}, FAMILY)
     assert "Master-0" not in without.message and "Worker-0" not in without.message
-    verdict = judge_failure(job, with_pods_seen([], seen.pods_of("train", "u-1")), [], {})
+    verdict = judge_failure(job, with_pods_seen([], seen.pods_of("train", of("u-1"))), [], {}, FAMILY)
     assert {e.replica for e in verdict.ends if e.failed} == {"Master-0", "Worker-0"}
     assert "First failure" in verdict.message and "exit code 1" in verdict.message
     assert "Master-0" in verdict.message and "Worker-0" in verdict.message

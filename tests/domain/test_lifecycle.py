@@ -54,7 +54,7 @@ def job(*true: str, suspend: bool = False, queue: str | None = None, uid: str = 
 
 
 def waiting(**limits) -> JobWait:
-    return JobWait(REF, Deadlines(started_at=T0, **limits), FAMILY)
+    return JobWait(REF, Deadlines(started_at=T0, family=FAMILY, **limits), FAMILY)
 
 
 # --- keep waiting: the lines to log, and when to look again --------------------------------------------------------
@@ -71,7 +71,7 @@ def test_the_progress_line_is_said_once_per_change():
 def test_the_progress_line_counts_replicas_against_the_desired_ones():
     running = job("Created", "Running")
     running["status"]["replicaStatuses"] = {"Master": {"active": 1}, "Worker": {"active": 1}}
-    assert JobWait(REF, Deadlines(started_at=T0), FAMILY, desired={"Master": 1, "Worker": 2}).seen(
+    assert JobWait(REF, Deadlines(started_at=T0, family=FAMILY), FAMILY, desired={"Master": 1, "Worker": 2}).seen(
         running, T0
     ).lines.progress == (f"{REF}: Running — Master 1/1 active, Worker 1/2 active")
     # The trigger's: from the job as read, per look.
@@ -158,13 +158,13 @@ def test_succeeded_finishes_the_wait_with_the_summary():
 def test_failed_finishes_any_wait_and_says_why():
     failed = job("Created", "Running")
     failed["status"]["conditions"].append(condition("Failed", reason="PyTorchJobFailed", message="Master failed"))
-    done = JobWait(REF, Deadlines(started_at=T0), FAMILY, targets=("Running",)).seen(failed, T0)
+    done = JobWait(REF, Deadlines(started_at=T0, family=FAMILY), FAMILY, targets=("Running",)).seen(failed, T0)
     assert isinstance(done, Finished) and done.failed
     assert done.message == f"{REF}: Failed (PyTorchJobFailed: Master failed)"
 
 
 def test_a_target_condition_other_than_succeeded_ends_the_wait():
-    wait = JobWait(REF, Deadlines(started_at=T0), FAMILY, targets=("Running",))
+    wait = JobWait(REF, Deadlines(started_at=T0, family=FAMILY), FAMILY, targets=("Running",))
     assert isinstance(wait.seen(job("Created"), T0), KeepWaiting)
     running = wait.seen(job("Created", "Running"), T0 + 1)
     assert isinstance(running, Finished) and not running.failed
@@ -368,6 +368,7 @@ class TrainJobLike:
 
     kind = "TrainJob"
     replica_types = ("node",)
+    suspend_field = "spec.suspend"
 
     def _true(self, status, condition_type):
         return any(
@@ -404,11 +405,20 @@ class TrainJobLike:
     def pending_reasons(self, pods):
         return []
 
+    def is_spec_suspended(self, job):
+        return job["spec"].get("suspend") is True
+
+    def has_started(self, status):
+        return self.is_terminal(status)
+
+    def started_since_admission(self, status, admitted_at):
+        return self.is_terminal(status)
+
 
 def test_the_core_judges_another_familys_job_by_its_port():
     other = TrainJobLike()
     train_job = {"metadata": {"uid": "t-1"}, "spec": {"numNodes": 4}, "status": {"conditions": []}}
-    wait = JobWait("TrainJob ml/t", Deadlines(started_at=T0, timeout=60), other)
+    wait = JobWait("TrainJob ml/t", Deadlines(started_at=T0, timeout=60, family=other), other)
     assert wait.seen(train_job, T0).lines.progress == "TrainJob ml/t: Active of 4 nodes"
     train_job["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
     done = wait.seen(train_job, T0 + 1)

@@ -40,8 +40,9 @@ def v1_pod(replica_type: str, index: int, container: str = "pytorch") -> dict:
 # --- the lookup -------------------------------------------------------------------------------------------------
 
 
-def test_the_lookup_finds_each_v1_kind_and_nothing_else():
-    assert known_kinds() == tuple(JOB_KINDS)
+def test_the_lookup_finds_each_kind_of_both_families_and_nothing_else():
+    assert known_kinds() == (*JOB_KINDS, "TrainJob")
+    assert family_of("TrainJob").kind == "TrainJob" and is_known("TrainJob")
     for kind in JOB_KINDS:
         assert family_of(kind).kind == kind and is_known(kind) and family_or_none(kind) is not None
     for other in ("Deployment", "pytorchjob", "", None, 3):
@@ -63,12 +64,7 @@ def test_the_v1_address_is_the_kinds(kind):
 
 def test_the_v1_pods_are_found_by_the_operators_job_name_label():
     family = family_of("TFJob")
-    assert (
-        family.pod_selector("t")
-        == f"{LABEL_JOB_NAME}=t"
-        == job_pod_selector("t")
-        == job_pod_selector("t", kind="TFJob")
-    )
+    assert family.pod_selector("t") == f"{LABEL_JOB_NAME}=t" == job_pod_selector("t", kind="TFJob")
     assert family.pod_selector("t", 0) == f"{LABEL_JOB_NAME}=t,{LABEL_REPLICA_INDEX}=0"
 
 

@@ -56,7 +56,7 @@ def test_the_kind_and_its_address():
     assert FAMILY.resource.name == "trainjobs.trainer.kubeflow.org"
     with pytest.raises(KeyError):
         trainer_v2.family("PyTorchJob")
-    assert not is_known("TrainJob"), "not registered with family_of before the drivers read TrainJobs"
+    assert is_known("TrainJob") and families.family_of("TrainJob") is trainer_v2.TRAINJOB
 
 
 @pytest.mark.parametrize("status", list(STATUSES.values()), ids=list(STATUSES))
@@ -305,7 +305,7 @@ def test_events_announce_no_end_of_the_trainjob_but_the_jobsets_end_reads_by_its
 
 
 def test_the_lifecycle_core_waits_through_the_queue_and_ends_on_complete_or_failed():
-    wait = JobWait(REF, Deadlines(started_at=0.0), FAMILY, desired=FAMILY.desired_replicas(train_job()))
+    wait = JobWait(REF, Deadlines(started_at=0.0, family=FAMILY), FAMILY, desired=FAMILY.desired_replicas(train_job()))
     seen = wait.seen(train_job(v2.SUSPENDED, suspend=True), 1.0)
     assert isinstance(seen, KeepWaiting)
     assert seen.lines.progress == f"{REF}: Suspended (Suspended: TrainJob is suspended) — node (2 nodes): no job yet"
@@ -313,7 +313,7 @@ def test_the_lifecycle_core_waits_through_the_queue_and_ends_on_complete_or_fail
     assert isinstance(wait.seen(train_job(v2.RESUMED_RUNNING), 2.0), KeepWaiting)
     done = wait.seen(train_job(v2.COMPLETE), 3.0)
     assert isinstance(done, Finished) and not done.failed
-    failed = JobWait(REF, Deadlines(started_at=0.0), FAMILY).seen(train_job(v2.DEADLINE_EXCEEDED), 1.0)
+    failed = JobWait(REF, Deadlines(started_at=0.0, family=FAMILY), FAMILY).seen(train_job(v2.DEADLINE_EXCEEDED), 1.0)
     assert isinstance(failed, Finished) and failed.failed and "DeadlineExceeded" in failed.summary
     gone = judge_gone(REF, train_job(copy.deepcopy(v2.FAILED_JOBS)), FAMILY)
     assert isinstance(gone, Finished) and gone.failed and gone.gone
@@ -323,9 +323,8 @@ def test_the_lifecycle_core_waits_through_the_queue_and_ends_on_complete_or_fail
 
 
 @pytest.fixture
-def registered(monkeypatch):
-    """The adapter known to :func:`~airflow_trainjob.families.family_of` while the test runs (not registered yet)."""
-    monkeypatch.setattr(families, "_FAMILIES", (*families._FAMILIES, (trainer_v2.family, trainer_v2.kinds)))
+def registered():
+    """The adapter, as :func:`~airflow_trainjob.families.family_of` gives it."""
     return families.family_of("TrainJob")
 
 

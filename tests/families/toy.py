@@ -39,6 +39,33 @@ class ToyFamily:
     replica_types = ("node",)
     lead_order = ("node",)
     cleanup_policy_field = "podRetention"
+    success_condition = "Complete"
+    target_conditions = ("Complete",)
+    suspend_field = "spec.hold"
+
+    def is_spec_suspended(self, job: Mapping[str, Any]) -> bool:
+        return (job.get("spec") or {}).get("hold") is True
+
+    def has_started(self, status: Any) -> bool:
+        return self.is_terminal(status) or "Running" in _true(status)
+
+    def started_since_admission(self, status: Any, admitted_at: float | None) -> bool:
+        return self.has_started(status)
+
+    def job_name_of(self, pod: Pod) -> str | None:
+        return ((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_JOB)
+
+    def owns_pod(self, job: Mapping[str, Any], pod: Pod) -> bool:
+        return self.job_name_of(pod) == (job.get("metadata") or {}).get("name")
+
+    def restart_policies(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
+        return {}
+
+    def permanent_by_reason(self, status: Any) -> bool | None:
+        return None
+
+    def no_controller_hint(self, namespace: str) -> str:
+        return f"the toy controller may not be running in {namespace}"
 
     def is_failed(self, status: Any) -> bool:
         return "Failed" in _true(status)
@@ -86,7 +113,7 @@ class ToyFamily:
     def container_ends(self, pods: Iterable[Pod]) -> list[ContainerEnd]:
         return [ContainerEnd(pod_name(p), f"node-{_index(p)}", "node", 1, "Error", "") for p in pods]
 
-    def ends_from_events(self, events: Iterable[Mapping[str, Any]], job_name: str) -> list[ContainerEnd]:
+    def ends_from_events(self, events: Iterable[Mapping[str, Any]], job: Mapping[str, Any]) -> list[ContainerEnd]:
         return []
 
     def user_run_policy(self, job: Mapping[str, Any]) -> UserRunPolicy:

@@ -40,8 +40,10 @@ def test_an_address_gives_the_custom_object_arguments():
 
 
 def test_the_pods_of_a_job_are_selected_by_the_operators_label():
-    assert addressing.job_pod_selector("train") == f"{LABEL_JOB_NAME}=train" == "training.kubeflow.org/job-name=train"
-    assert JobAddress("PyTorchJob", "ml", "train").pod_selector == addressing.job_pod_selector("train")
+    selector = addressing.job_pod_selector("train", kind="PyTorchJob")
+    assert selector == f"{LABEL_JOB_NAME}=train" == "training.kubeflow.org/job-name=train"
+    assert JobAddress("PyTorchJob", "ml", "train").pod_selector == selector
+    assert addressing.job_pod_selector("train", kind="TrainJob") == "jobset.sigs.k8s.io/jobset-name=train"
     assert addressing.name_field_selector("train") == "metadata.name=train"
     assert addressing.involved_object_selector("train") == "involvedObject.name=train"
 

@@ -52,13 +52,18 @@ def test_both_hooks_answer_the_same(kubernetes_default_conn, namespace, custom_o
     ):
         core_v1.create_namespaced_event(namespace, an_event(namespace, name, about, seconds))
     sync = TrainingJobHook()
-    wait_for(lambda: names(sync.list_job_pods("twin", namespace)), lambda n: len(n) == 3, timeout=90, what="3 pods")
+    wait_for(
+        lambda: names(sync.list_job_pods("twin", namespace, kind="PyTorchJob")),
+        lambda n: len(n) == 3,
+        timeout=90,
+        what="3 pods",
+    )
     wait_for(lambda: _log_or_none(sync, lead, namespace), lambda text: text, timeout=90, what="the lead's line")
 
     def read_sync() -> dict:
         return {
             "job": sync.get_job("PyTorchJob", "twin", namespace)["metadata"]["uid"],
-            "pods": names(sync.list_job_pods("twin", namespace)),
+            "pods": names(sync.list_job_pods("twin", namespace, kind="PyTorchJob")),
             "log": sync.read_pod_log(lead, namespace, "pytorch"),
             "tail": sync.read_timestamped_log(lead, namespace, "pytorch", tail_lines=1).split(b" ", 1)[1],
             "events of one": ours(sync.list_events(namespace, {"twin"})),
@@ -73,7 +78,7 @@ def test_both_hooks_answer_the_same(kubernetes_default_conn, namespace, custom_o
         async with hook.connect():
             return {
                 "job": (await hook.get_job_async("PyTorchJob", "twin", namespace))["metadata"]["uid"],
-                "pods": names(await hook.list_job_pods_async("twin", namespace)),
+                "pods": names(await hook.list_job_pods_async("twin", namespace, kind="PyTorchJob")),
                 "log": await hook.read_pod_log_async(lead, namespace, "pytorch"),
                 "tail": (await hook.read_timestamped_log_async(lead, namespace, "pytorch", tail_lines=1)).split(
                     b" ", 1
@@ -87,8 +92,12 @@ def test_both_hooks_answer_the_same(kubernetes_default_conn, namespace, custom_o
                     "PyTorchJob", "twin", namespace, {"metadata": {"labels": {"async": None}}}
                 ),
                 "gone pod": await hook.delete_pod_async("no-such-pod", namespace),
-                "lead replicas": names(await hook.list_job_pods_async("twin", namespace, replica_index=0)),
-                "second replicas": names(await hook.list_job_pods_async("twin", namespace, replica_index=1)),
+                "lead replicas": names(
+                    await hook.list_job_pods_async("twin", namespace, replica_index=0, kind="PyTorchJob")
+                ),
+                "second replicas": names(
+                    await hook.list_job_pods_async("twin", namespace, replica_index=1, kind="PyTorchJob")
+                ),
             }
 
     by_sync, by_async = read_sync(), asyncio.run(read_async())

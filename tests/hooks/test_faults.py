@@ -95,16 +95,16 @@ def test_a_retry_is_logged_under_the_method_the_caller_called(hook, fault_proxy,
         return fault_proxy.add(Fault("status", method="GET", path=JOB, status=503))
 
     pods()
-    assert hook.list_job_pods("h", namespace) == []
+    assert hook.list_job_pods("h", namespace, kind="PyTorchJob") == []
     pods()
-    assert hook.list_job_pods_and_version("h", namespace)[0] == []
+    assert hook.list_job_pods_and_version("h", namespace, kind="PyTorchJob")[0] == []
     job()
     assert hook.get_job("PyTorchJob", "h", namespace)["metadata"]["name"] == "h"
 
     async def read_async():
         async_hook = AsyncTrainingJobHook(kubernetes_conn_id="kubernetes_default")
         pods()
-        assert await async_hook.list_job_pods_async("h", namespace) == []
+        assert await async_hook.list_job_pods_async("h", namespace, kind="PyTorchJob") == []
         job()
         return await async_hook.get_job_async("PyTorchJob", "h", namespace)
 

@@ -23,7 +23,7 @@ EVERY_REQUEST = [
     requests.patch_job("PyTorchJob", "j", "ml", {"metadata": {"labels": {"a": None}}}),
     requests.delete_job("PyTorchJob", "j", "ml", uid="u-1", propagation="Foreground"),
     requests.list_jobs("PyTorchJob", "ml", 10, "token"),
-    requests.list_job_pods("j", "ml", replica_index=0),
+    requests.list_job_pods("j", "ml", replica_index=0, kind="PyTorchJob"),
     requests.delete_pod("j-master-0", "ml", uid="u-2"),
     requests.read_pod_log("j-master-0", "ml", "pytorch", 5, None, False),
     requests.read_timestamped_log("j-master-0", "ml", "pytorch", False, "2026-01-01T00:00:00Z", None, None),
@@ -132,9 +132,9 @@ def test_a_404_is_an_error_of_every_request_but_a_deletion():
 
 
 def test_a_jobs_pods_come_with_their_lists_version_and_by_replica_index_when_asked():
-    every = requests.list_job_pods("j", "ml")
+    every = requests.list_job_pods("j", "ml", kind="PyTorchJob")
     assert every.options == {"label_selector": "training.kubeflow.org/job-name=j"} and every.form == "model"
-    lead = requests.list_job_pods("j", "ml", replica_index=0)
+    lead = requests.list_job_pods("j", "ml", replica_index=0, kind="PyTorchJob")
     assert lead.options == {"label_selector": "training.kubeflow.org/job-name=j,training.kubeflow.org/replica-index=0"}
     pods = [{"metadata": {"name": "j-master-0"}}]
     assert every.answer({"kind": "PodList", "metadata": {"resourceVersion": "42"}, "items": pods}) == (pods, "42")

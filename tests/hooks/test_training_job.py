@@ -74,7 +74,7 @@ def test_missing_permission_is_a_clear_403(local_cluster, monkeypatch, namespace
     token = client.configuration.api_key["BearerToken"]
     conn_id = connection(monkeypatch, {"kube_config": kubeconfig_with_token(local_cluster, token)})
     with pytest.raises(KubernetesAccessError) as raised:
-        TrainingJobHook(kubernetes_conn_id=conn_id).list_job_pods("anything", namespace)
+        TrainingJobHook(kubernetes_conn_id=conn_id).list_job_pods("anything", namespace, kind="PyTorchJob")
     message = str(raised.value)
     assert "403" in message and "list a training job's pods" in message and "forbidden" in message.lower()
     assert token not in message

@@ -159,10 +159,10 @@ def test_a_list_that_fails_while_waiting_is_a_warning(clock, log_text):
     run, event = finished_with_a_running_worker(hook, on_finish="keep_job")
     list_job_pods = hook.list_job_pods
 
-    def fails_once_pods_are_deleted(name: str, namespace: str) -> list[dict[str, Any]]:
+    def fails_once_pods_are_deleted(name: str, namespace: str, kind: str) -> list[dict[str, Any]]:
         if hook.called("delete_pod"):
             raise api_error(500)
-        return list_job_pods(name, namespace)
+        return list_job_pods(name, namespace, kind=kind)
 
     hook.list_job_pods = fails_once_pods_are_deleted
     assert run.complete(event)["conditions"] == SUCCEEDED["conditions"]  # the success stands

@@ -773,6 +773,7 @@ def test_operator_and_sensor_word_their_shared_checks_alike(hook):
     ]
     assert set(shared) <= set(by_sensor.value.problems) and set(shared) <= set(by_operator.value.problems)
     assert by_sensor.value.problems[0] == (
-        "kind: 'SparkJob' is not a training job kind; allowed: PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob"
+        "kind: 'SparkJob' is not a training job kind; allowed: PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, "
+        "JAXJob, TrainJob"
     )
     assert hook.calls == []

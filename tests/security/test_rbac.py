@@ -348,7 +348,7 @@ def test_a_job_in_another_namespace_is_out_of_reach(ti, namespace, other_namespa
     with pytest.raises(KubernetesAccessError):
         hook.delete_job("PyTorchJob", "theirs", other_namespace)
     with pytest.raises(KubernetesAccessError):
-        hook.list_job_pods("theirs", other_namespace)
+        hook.list_job_pods("theirs", other_namespace, kind="PyTorchJob")
     trigger = TrainingJobTrigger(
         kind="PyTorchJob",
         name="theirs",
@@ -483,7 +483,7 @@ def _probe(verb_key, namespace, custom_objects):
         )
         return event["message"] if event["outcome"] == ERROR else None
     elif (resource, verb) == ("pods", "list"):
-        call = lambda: hook.list_job_pods("absent", namespace)
+        call = lambda: hook.list_job_pods("absent", namespace, kind="PyTorchJob")
     elif (resource, verb) == ("pods", "watch"):
         # The synchronous wait's pod watch (job_watch.PodWatch); refused, the wait lists the pods every minute.
         try:

@@ -714,7 +714,7 @@ def test_every_replica_the_task_saw_fail_is_in_the_table_as_its_error_ranks_them
     assert {t: c["text"] for t, c in view["replica_counts"].items()} == {"Master": "1 failed", "Worker": "1 failed"}
     assert view["summary"].endswith("— Master 1 failed, Worker 1 failed")
     # The task's error, from the same pods, names the same replica first.
-    ends = verdict.failure_ends(made, [worker, master], [])
+    ends = verdict.failure_ends(made, [worker, master], [], family_of("PyTorchJob"))
     message = failures.failure_message("PyTorchJob ml/train-1", made["status"], ends)
     assert "First failure (permanent: not retried): Master-0 (pod train-1-master-0" in message
     assert "also failed: Worker-0" in message
