@@ -27,6 +27,8 @@ from airflow_trainjob.domain.records import chosen_pods, trim_pod
 from airflow_trainjob.families import family_of
 from airflow_trainjob.triggers.events import _pod_summary
 
+V1_KEYS = frozenset(family_of("PyTorchJob").pod_keys)
+
 PYTORCH = JOB_KINDS["PyTorchJob"]
 PYTORCH_FAMILY = family_of("PyTorchJob")  # what the UI's views read
 FAILED = {"type": "Failed", "status": "True", "reason": "PyTorchJobFailed", "message": "job failed"}
@@ -323,19 +325,23 @@ def test_a_sidecars_stop_at_the_end_is_no_failure_but_its_crashes_are_restarts()
     assert root_cause(ends, {"Master": RestartPolicy.NEVER}) is shipper[0]  # only a restart: nothing kept
     assert init_status(pod) is None and log_container(pod, PYTORCH) == "pytorch"  # a sidecar holds nothing up
     # The record and the trigger's event keep which init containers are sidecars, and the verdict reads them.
-    for kept in (trim_pod(pod), _pod_summary(pod)):
+    for kept in (trim_pod(pod), _pod_summary(pod, V1_KEYS)):
         assert kept["spec"]["initContainers"] == [{"name": "log-shipper", "restartPolicy": "Always"}]
         assert [e.failed for e in container_ends([kept], PYTORCH) if e.container == "log-shipper"] == [True, False]
 
 
 def test_the_record_and_the_trigger_event_keep_the_init_containers_ends():
     pods = [init_failed_never(), worker_failed_main()]
-    for kept in ([trim_pod(p) for p in pods], chosen_pods(pods, "PyTorchJob"), [_pod_summary(p) for p in pods]):
+    for kept in (
+        [trim_pod(p) for p in pods],
+        chosen_pods(pods, family_of("PyTorchJob")),
+        [_pod_summary(p, V1_KEYS) for p in pods],
+    ):
         assert [e.describe() for e in container_ends(kept, PYTORCH) if e.failed] == [
             "Master-0 (pod job-master-0, initContainer fetch-data): exit code 2 (Permanent), Error",
             "Worker-0 (pod job-worker-0, container pytorch): exit code 1 (Permanent), Error",
         ]
-    summary = _pod_summary(init_failed_never())
+    summary = _pod_summary(init_failed_never(), V1_KEYS)
     assert "command" not in json.dumps(summary) and "image" not in json.dumps(summary)  # no spec, no script
     assert len(json.dumps(summary)) < 600  # within the event's budget (2,000 characters) with room for others
 

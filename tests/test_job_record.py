@@ -36,6 +36,7 @@ from airflow_trainjob.exceptions import (
     TrainingJobStoppedError,
     TrainingJobTimeoutError,
 )
+from airflow_trainjob.families import family_of
 from airflow_trainjob.operators import recorder as job_recorder
 from airflow_trainjob.operators.recorder import (
     NEVER_EXPIRE,
@@ -226,7 +227,11 @@ def test_every_string_a_record_keeps_goes_through_the_redaction_it_is_given():
     assert final.message == "failed: ***" and final.summary == {"metrics": ["***-loss", 0.5]}
     assert final.job == trim_job(secret_job, redact=_stars) != trim_job(secret_job)
     assert final.job["status"]["conditions"][0]["message"] == "token *** refused"
-    assert final.pods == chosen_pods([secret_pod], "PyTorchJob", redact=_stars) == [trim_pod(secret_pod, redact=_stars)]
+    assert (
+        final.pods
+        == chosen_pods([secret_pod], family_of("PyTorchJob"), redact=_stars)
+        == [trim_pod(secret_pod, redact=_stars)]
+    )
     assert (
         final.pods[0]["status"]["message"] == "evicted: ***"
         and final.pods[0]["metadata"] == trim_pod(pod("p-0"))["metadata"]
@@ -249,7 +254,7 @@ def test_the_newest_events_oldest_first():
 def test_a_large_job_keeps_its_lead_and_failed_pods():
     pods = [pod(f"w-{i:03d}", "worker", i) for i in range(100)]
     pods += [pod("w-fail", "worker", 200, exit_code=137), pod("m-0", "master", 0)]
-    kept = chosen_pods(pods, "PyTorchJob")
+    kept = chosen_pods(pods, family_of("PyTorchJob"))
     names = [p["metadata"]["name"] for p in kept]
     assert len(kept) == MAX_PODS == 64
     assert "m-0" in names and "w-fail" in names and names == sorted(names)

@@ -155,6 +155,10 @@ class Deadlines:
         self._admitted_raw: float | None = None  # the same as the server wrote it, to compare with its conditions
         self._queued_since_shown: float | None = None  # when it entered the queue, as the server says (for the log)
         self._entry_seen = False  # this wait saw the job enter the queue it is in: its clock started when seen
+        # The job ran since its last admission (creation, for one never queued): startup_timeout is over until it is
+        # queued again. Kept, not read afresh: a TrainJob's status says "ready" only while a pod is ready, and a pod
+        # the kubelet restarts in place is not for a while.
+        self._ran = False
         self._line_at = float("-inf")  # when the queue was last logged
 
     def observe(self, job: Mapping[str, Any], now: float) -> str | None:
@@ -168,8 +172,13 @@ class Deadlines:
         before = self.state
         self.state, self._status = state, job.get("status")
         if state.queued:
+            self._ran = False
             return self._observe_queued(state, before, now)
-        return self._observe_not_queued(state, before, now)
+        turn = self._observe_not_queued(state, before, now)
+        if turn == "admitted":
+            self._ran = False
+        self._ran = self._ran or self.family.started_since_admission(self._status, self._admitted_raw)
+        return turn
 
     def _clamped(self, timestamp: float | None, now: float) -> float:
         """A server time within this try: never before its start nor after ``now`` (None: ``now``)."""
@@ -248,7 +257,7 @@ class Deadlines:
         running = {TIMEOUT: now - self.started_at}
         if self.state is not None and self.state.queued:
             running[QUEUE_TIMEOUT] = self.queued_for(now)
-        elif not self.family.started_since_admission(self._status, self._admitted_raw):
+        elif not self._ran:
             running[STARTUP_TIMEOUT] = now - (self._admitted_at or self.started_at)
         return running
 

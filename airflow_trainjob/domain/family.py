@@ -102,6 +102,13 @@ class JobFamily(Protocol):
         """
         ...
 
+    @property
+    def pod_keys(self) -> tuple[str, ...]:
+        """The label and annotation keys of the family's pods that say which replica a pod is and which job object
+        it is of: what a pod summary keeps (a trigger's event, a record), for :meth:`replica_of` and
+        :meth:`owns_pod` to read it as they read the pod."""
+        ...
+
     def job_name_of(self, pod: Pod) -> str | None:
         """The name of the job of this kind that ``pod`` is of (a watch of every job's pods keeps those of the jobs
         it follows); None for a pod of no job of this kind.

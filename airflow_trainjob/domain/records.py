@@ -26,13 +26,13 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from airflow_trainjob.constants import JOB_KINDS
-from airflow_trainjob.domain.failures import container_ends
-from airflow_trainjob.domain.pods import lead_pod, pod_name, sidecar_markers
+from airflow_trainjob.constants import JOB_COMPLETION_INDEX
+from airflow_trainjob.domain.failures import EndsOfContainers
+from airflow_trainjob.domain.pods import Pod, pod_name, sidecar_markers
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobStoppedError, TrainingJobTimeoutError
 
 #: ``task_state_store`` key of the records; renaming it loses the records of runs made before.
@@ -244,6 +244,13 @@ def trim_job(job: Mapping[str, Any], *, redact: Redact | None = None) -> dict[st
 _CONTAINER_STATUS_KEYS = ("name", "ready", "started", "restartCount", "state", "lastState", "image")
 
 
+def _index_annotation(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The Job controller's completion index annotation, when the pod has it: a TrainJob's replica is read from it
+    (a label too only since Kubernetes 1.28)."""
+    found = ((pod.get("metadata") or {}).get("annotations") or {}).get(JOB_COMPLETION_INDEX)
+    return {"annotations": {JOB_COMPLETION_INDEX: found}} if found is not None else {}
+
+
 def trim_pod(pod: Mapping[str, Any], *, redact: Redact | None = None) -> dict[str, Any]:
     """What a record keeps of a pod: ``metadata`` (name, labels, creationTimestamp, uid), ``spec.nodeName``, the
     names of its sidecars (``spec.initContainers[]`` ``name`` and ``restartPolicy: Always``: their stop is no
@@ -263,7 +270,10 @@ def trim_pod(pod: Mapping[str, Any], *, redact: Redact | None = None) -> dict[st
         spec["initContainers"] = sidecars
     return redacted(
         {
-            "metadata": _pick(pod.get("metadata"), ("name", "labels", "creationTimestamp", "uid")),
+            "metadata": {
+                **_pick(pod.get("metadata"), ("name", "labels", "creationTimestamp", "uid")),
+                **_index_annotation(pod),
+            },
             "spec": spec,
             "status": status,
         },
@@ -309,21 +319,36 @@ def newest_events(
     return [trim_event(e, redact=redact) for e in ordered[-limit:]] if limit > 0 else []
 
 
+class PodsReader(EndsOfContainers, Protocol):
+    """What :func:`chosen_pods` reads of the job's family (:class:`~airflow_trainjob.domain.family.JobFamily` has
+    it): which pod leads, and how the containers ended."""
+
+    def lead_pod(self, pods: Iterable[Pod]) -> Pod | None:
+        """The lead replica's pod 0, or None.
+
+        :param pods: the job's pods, API JSON dicts.
+        """
+        ...
+
+
 def chosen_pods(
-    pods: Iterable[Mapping[str, Any]], kind: str, limit: int = MAX_PODS, *, redact: Redact | None = None
+    pods: Iterable[Mapping[str, Any]],
+    family: PodsReader | None,
+    limit: int = MAX_PODS,
+    *,
+    redact: Redact | None = None,
 ) -> list[dict[str, Any]]:
     """At most ``limit`` pods, trimmed: the lead replica's, then those with a failed container, then the rest by
     name (a job of hundreds of workers keeps the pods that tell its story); sorted by name.
 
     :param pods: the job's pods (JSON dicts).
-    :param kind: the job's kind (which replica leads it).
+    :param family: the job's API family (which replica leads it, which containers failed); None: unknown, by name.
     :param limit: how many to keep (count).
     :param redact: applied to every string kept (:data:`Redact`); None: kept as they are.
     """
     pods = list(pods)
-    job_kind = JOB_KINDS.get(kind)
-    lead = lead_pod(pods, job_kind) if job_kind else None
-    failed = {e.pod for e in container_ends(pods, job_kind) if e.failed} if job_kind else set()
+    lead = family.lead_pod(pods) if family is not None else None
+    failed = {e.pod for e in family.container_ends(pods) if e.failed} if family is not None else set()
     ranked = sorted(pods, key=lambda p: (p is not lead, pod_name(p) not in failed, pod_name(p)))
     return sorted((trim_pod(p, redact=redact) for p in ranked[:limit]), key=lambda p: p["metadata"].get("name", ""))
 
@@ -360,6 +385,7 @@ def final_state(
     recorded_by: str | None = None,
     summary: Mapping[str, Any] | None = None,
     redact: Redact | None = None,
+    family: PodsReader | None = None,
 ) -> FinalState:
     """How a try ended, now, with its job as it is: trimmed and redacted (see :class:`FinalState`).
 
@@ -372,14 +398,14 @@ def final_state(
     :param summary: after a success, the summary the try returns (its XCom ``return_value``).
     :param redact: applied to every string kept: the message, the job, pods and events, the summary
         (:data:`Redact`); None: kept as they are.
+    :param family: the job's API family (which pods to keep: :func:`chosen_pods`); None: unknown.
     """
-    kind = job.get("kind", "") if job else ""
     return FinalState(
         ended_at=now_iso(),
         outcome=outcome,
         message=redacted(message[:MAX_MESSAGE], redact) if message else None,
         job=trim_job(job, redact=redact) if job else None,
-        pods=chosen_pods(pods, kind, redact=redact),
+        pods=chosen_pods(pods, family, redact=redact),
         events=newest_events(events, redact=redact),
         recorded_by=recorded_by,
         summary=redacted(dict(summary), redact) if summary is not None else None,

@@ -19,6 +19,7 @@ from airflow_trainjob.constants import (
     JOB_KINDS,
     LABEL_JOB_NAME,
     LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
     VERSION,
     JobConditionType,
     JobKind,
@@ -91,6 +92,11 @@ class KubeflowV1Kind:
         """
         run_policy = (job.get("spec") or {}).get("runPolicy")
         return isinstance(run_policy, Mapping) and run_policy.get("suspend") is True
+
+    @property
+    def pod_keys(self) -> tuple[str, ...]:
+        """The operator's replica type and index labels (which job object: the owner reference, kept apart)."""
+        return LABEL_REPLICA_TYPE, LABEL_REPLICA_INDEX
 
     def job_name_of(self, pod: Pod) -> str | None:
         """The job its controller owner reference names, when of this kind

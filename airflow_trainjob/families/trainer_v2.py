@@ -69,7 +69,7 @@ from airflow_trainjob.families import trainer_v2_status as status_of
 __all__ = ["TrainJobFamily", "family", "kinds", "replica_of", "status_from_jobset_events"]
 
 #: What :attr:`TrainJobFamily.cleanup_policy_field` says: a TrainJob has no such field.
-NO_CLEANUP_POLICY_FIELD = "none"
+NO_CLEANUP_POLICY_FIELD = ""
 #: A failed TrainJob's reasons that decide, alone, whether Airflow may retry (:meth:`TrainJobFamily.permanent_by_reason`).
 _PERMANENT_BY_REASON = {
     TrainJobReason.RUNTIME_NOT_SUPPORTED.value: True,
@@ -231,6 +231,21 @@ class TrainJobFamily:
         """
         return self.has_started(status)
 
+    @property
+    def pod_keys(self) -> tuple[str, ...]:
+        """The JobSet's labels of the replica (replicated job, Job index, replicas, restart attempt), the Job
+        controller's completion index (an annotation; a label since Kubernetes 1.28), the JobSet's name and the
+        provider's pod token."""
+        return (
+            LABEL_JOBSET_NAME,
+            LABEL_REPLICATED_JOB_NAME,
+            LABEL_REPLICATED_JOB_REPLICAS,
+            LABEL_JOB_INDEX,
+            LABEL_JOBSET_RESTART_ATTEMPT,
+            JOB_COMPLETION_INDEX,
+            LABEL_POD_TOKEN,
+        )
+
     def job_name_of(self, pod: Pod) -> str | None:
         """Its JobSet's name (``jobset.sigs.k8s.io/jobset-name``), the TrainJob's; None without the label.
 
@@ -298,7 +313,7 @@ class TrainJobFamily:
 
     @property
     def cleanup_policy_field(self) -> str:
-        """``none``: a TrainJob has no field saying which pods go when it finishes (the module's docstring); nothing
+        """``""``: a TrainJob has no field saying which pods go when it finishes (the module's docstring); nothing
         is held, so no message names it."""
         return NO_CLEANUP_POLICY_FIELD
 

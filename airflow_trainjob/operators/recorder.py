@@ -61,7 +61,7 @@ from airflow_trainjob.domain.records import (
     spec_digest,
     trim_job,
 )
-from airflow_trainjob.families import family_of
+from airflow_trainjob.families import family_of, family_or_none
 from airflow_trainjob.hooks.api_errors import one_line
 
 #: Seconds :meth:`JobRecorder.ended` waits for the store when asked to wait at most that long (``on_kill``).
@@ -318,9 +318,8 @@ class JobRecorder:
         self._seen_allowance = max(0.0, allowance - 1)
         self._seen_written, self._seen_pending = sight_key, False
         phase = sight_key[0]
-        kind = str(job.get("kind") or "")
         sight = LastSeen(
-            seen_at=now_iso(), job=trim_job(job, redact=redact), pods=chosen_pods(pods, kind, redact=redact)
+            seen_at=now_iso(), job=trim_job(job, redact=redact), pods=chosen_pods(pods, family, redact=redact)
         )
 
         def change(records: list[JobRecord]) -> list[JobRecord]:
@@ -368,7 +367,8 @@ class JobRecorder:
             handler, which may have interrupted the task's own call to the store); None: write here.
         """
         self._ended, self._seen_pending = True, False
-        final = final_state(outcome, job, pods, events, message=message, summary=summary, redact=redact)
+        family = family_or_none((job or {}).get("kind"))
+        final = final_state(outcome, job, pods, events, message=message, summary=summary, redact=redact, family=family)
 
         def change(records: list[JobRecord]) -> list[JobRecord]:
             mine = next((r for r in records if r.try_number == self.identity.try_number), None)

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME
 from airflow_trainjob.domain.pods import pod_name, sidecar_markers
 from airflow_trainjob.families import family_or_none
 
@@ -66,7 +66,9 @@ def event_payload(
         **({"lead_log": lead_log} if lead_log is not None else {}),
         **extra,
     }
-    return _within_budget(payload, [_pod_summary(p) for p in _failed_first(pods, job)])
+    family = family_or_none((job or {}).get("kind"))
+    keys = frozenset(family.pod_keys) if family is not None else frozenset()
+    return _within_budget(payload, [_pod_summary(p, keys) for p in _failed_first(pods, job)])
 
 
 def _job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
@@ -133,19 +135,21 @@ def _container_summaries(statuses: Any) -> list[dict[str, Any]]:
     return containers
 
 
-def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
-    """What a verdict reads of a pod that is gone by the time the task resumes: its name, replica labels, phase
-    (and an eviction's reason), each container's terminated states — init containers' too — and which init
-    containers are sidecars; never its spec otherwise (an embedded training script, env values)."""
+def _pod_summary(pod: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    """What a verdict reads of a pod that is gone by the time the task resumes: its name, the labels and annotations
+    of ``keys`` (its family's :attr:`~airflow_trainjob.domain.family.JobFamily.pod_keys`: its replica, which job
+    object it is of), phase (and an eviction's reason), each container's terminated states — init containers' too —
+    and which init containers are sidecars; never its spec otherwise (an embedded training script, env values)."""
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
-    kept = (LABEL_REPLICA_TYPE, LABEL_REPLICA_INDEX)
     inits = _container_summaries(status.get("initContainerStatuses"))
     sidecars = sidecar_markers(pod)
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k in keys}
     return {
         "metadata": {
             "name": meta.get("name"),
-            "labels": {k: v for k, v in (meta.get("labels") or {}).items() if k in kept},
+            "labels": {k: v for k, v in (meta.get("labels") or {}).items() if k in keys},
+            **({"annotations": annotations} if annotations else {}),
         },
         **({"spec": {"initContainers": sidecars}} if sidecars else {}),
         "status": {

@@ -887,6 +887,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             ),
             recorded_by="trigger",
             redact=redact,
+            family=self._wait.family,
         )
         value = record.parked_end(self.try_number, final)
         where = {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id, "map_index": ti.map_index}

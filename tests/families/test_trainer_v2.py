@@ -243,7 +243,7 @@ def test_nothing_is_held_and_the_end_stops_no_pod():
     job = train_job(v2.FAILED_JOBS)
     policy = FAMILY.user_run_policy(job)
     assert (policy.clean_pod_policy, policy.ttl_seconds_after_finished, policy.held) == ("None", None, False)
-    assert FAMILY.cleanup_policy_field == "none"
+    assert FAMILY.cleanup_policy_field == ""  # no such field: no message names one
     stop = pods_stopped_at_terminal(REF, job, two_nodes_and_a_dataset_initializer(), FAMILY)
     assert stop.pods == () and stop.line is None
 

@@ -39,6 +39,7 @@ class ToyFamily:
     replica_types = ("node",)
     lead_order = ("node",)
     cleanup_policy_field = "podRetention"
+    pod_keys = (LABEL_JOB, LABEL_INDEX)
     success_condition = "Complete"
     target_conditions = ("Complete",)
     suspend_field = "spec.hold"
