@@ -20,8 +20,20 @@ from airflow_trainjob.operators.request import TrainingJobRequest
 from airflow_trainjob.operators.training_job import TrainingJobOperator
 from airflow_trainjob.operators.trainjob_request import build_trainjob_request
 
+#: TrainingJobOperator's parameters of a kubeflow.org/v1 job, which a TrainJob has none of.
+V1_PARTS = ("kind", "replica_specs", "run_policy", "kind_fields")
 #: Bytes of the pod token (:data:`~airflow_trainjob.constants.LABEL_POD_TOKEN`): 12 hex characters, a label value.
 POD_TOKEN_BYTES = 6
+
+
+def _refuse_v1_parts(kwargs: Mapping[str, Any]) -> None:
+    """TrainingJobOperator's constructor would take a v1 part, and the TrainJob ignore it: refused. :raises TypeError:"""
+    given = [name for name in V1_PARTS if name in kwargs]
+    if given:
+        raise TypeError(
+            f"{', '.join(given)}: a TrainingJobOperator parameter (kubeflow.org/v1 jobs); a TrainJob takes "
+            "runtime, trainer, initializer, runtime_patches, suspend, managed_by, active_deadline_seconds"
+        )
 
 
 class TrainJobOperator(TrainingJobOperator):
@@ -105,6 +117,7 @@ class TrainJobOperator(TrainingJobOperator):
 
     :raises InvalidJobSpecError: bad input, before any API call (not retried): each problem names its field by
         parameter (``trainer.numNodes``) or API path (``job.spec.trainer.numNodes``).
+    :raises TypeError: a ``kubeflow.org/v1`` part given (``kind``, ``replica_specs``, ``run_policy``, ``kind_fields``).
     :raises JobNotOwnedError: a TrainJob of that name belongs to something else (not retried).
     :raises AirflowFailException, TrainingJobError, TrainingJobTimeoutError, JobDeletedError,
         TrainingJobStoppedError, KindNotServedError, NamespaceNotFoundError, JobRejectedError: as for
@@ -169,6 +182,7 @@ class TrainJobOperator(TrainingJobOperator):
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
+        _refuse_v1_parts(kwargs)
         super().__init__(
             job_template_file=job_template_file,
             job_name=job_name,

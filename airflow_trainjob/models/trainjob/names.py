@@ -11,8 +11,8 @@ JobSet's webhook refuses a JobSet whose longest pod name is no DNS-1035 label of
 (Trainer's runtimes run each step as one Job: job index 0.) The steps are the runtime's, which the provider does not
 read before it creates the TrainJob; upstream's runtimes have ``node`` (the trainer, ``numNodes`` pods),
 ``dataset-initializer`` and ``model-initializer`` (one pod each) and, for MPI, ``launcher`` (one pod). The longest,
-``dataset-initializer``, bounds a generated name at 33 characters (the ``node`` step only with 10**11 nodes or
-more); a ``job_name`` given is checked against the steps the TrainJob itself names (``node``, and the initializers it
+``dataset-initializer``, bounds a generated name at 33 characters (the ``node`` step's never does: ``numNodes`` is
+an int32, its pods' indexes 10 digits at most); a ``job_name`` given is checked against the steps the TrainJob itself names (``node``, and the initializers it
 configures), and a note says when it is too long for a runtime with a dataset initializer.
 """
 
