@@ -179,6 +179,7 @@ def test_the_scalars_are_sent_as_given_and_unset_ones_left_out():
         ),
         ({"runtime": {"kind": "TrainingRuntime"}}, "runtime.name: required"),
         ({"runtime": "  "}, "runtime: must name a runtime, got ''"),
+        ({"runtime": 5}, "runtime: must be a runtime's name or a runtimeRef (a mapping), got int"),
         (
             {"initializer": {"dataset": {"storageUri": "digits"}}},
             "initializer.dataset.storageUri: must be empty or a URI (scheme://...",

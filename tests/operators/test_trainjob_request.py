@@ -4,6 +4,7 @@ and templating. No cluster: the request is built before any API call (the hook o
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from typing import Any
@@ -218,6 +219,8 @@ def test_the_face_reads_the_trainjobs_parameters_and_the_run_settings():
     assert {"runtime", "trainer", "initializer", "runtime_patches", "suspend", "managed_by"} <= read
     assert {"active_deadline_seconds", "job", "job_template_file", "queue_name", "on_finish", "durable"} <= read
     assert {"kind", "replica_specs", "run_policy", "kind_fields", "poke_interval"}.isdisjoint(read)
+    # Every parameter the table reads is one the operator takes.
+    assert read <= set(inspect.signature(TrainJobOperator.__init__).parameters) | {"durable"}
 
 
 def test_the_v1_parts_are_no_parameters_of_a_trainjob():

@@ -126,6 +126,9 @@ def _runtime_ref(runtime: Any, problems: list[str]) -> dict[str, Any] | None:
             problems.append("runtime: must name a runtime, got ''")
             return None
         return _with_defaults({"name": runtime.strip()})
+    if not isinstance(runtime, (str, Mapping, BaseModel)):
+        problems.append(f"runtime: must be a runtime's name or a runtimeRef (a mapping), got {type(runtime).__name__}")
+        return None
     ref = read_part(TrainerV1alpha1RuntimeRef, runtime, "runtime", problems)
     return None if ref is None else _with_defaults(ref)
 
