@@ -10,14 +10,14 @@ __version__ = "0.1.0"
 #: The one integration this provider adds (the name its operators, sensors, hooks and triggers refer to).
 INTEGRATION = "Kubeflow Training Operator"
 
-#: Section of the provider info -> the module it lists under :data:`INTEGRATION`. hooks.retries holds the hook's
+#: Section of the provider info -> the modules it lists under :data:`INTEGRATION`. hooks.retries holds the hook's
 #: retry rule, triggers.job_stream the trigger's shared stream: no hook or trigger class in either, so neither is
 #: listed.
 _MODULES = {
-    "operators": "airflow_trainjob.operators.training_job",
-    "sensors": "airflow_trainjob.sensors.training_job",
-    "hooks": "airflow_trainjob.hooks.training_job",
-    "triggers": "airflow_trainjob.triggers.training_job",
+    "operators": ["airflow_trainjob.operators.training_job", "airflow_trainjob.operators.trainjob"],
+    "sensors": ["airflow_trainjob.sensors.training_job"],
+    "hooks": ["airflow_trainjob.hooks.training_job"],
+    "triggers": ["airflow_trainjob.triggers.training_job"],
 }
 
 #: The ``[trainjob]`` options: name -> (description, type, example, default). All added in 0.1.0.
@@ -65,7 +65,7 @@ PROVIDER_INFO: dict[str, Any] = {
         }
     ],
     **{
-        section: [{"integration-name": INTEGRATION, "python-modules": [module]}] for section, module in _MODULES.items()
+        section: [{"integration-name": INTEGRATION, "python-modules": modules}] for section, modules in _MODULES.items()
     },
     "extra-links": ["airflow_trainjob.links.training_job.TrainingJobLink"],
     "config": {

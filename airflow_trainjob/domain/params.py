@@ -2,7 +2,7 @@
 
 :data:`PARAMS` holds one row per parameter check: the parameter, the function that words its problem
 (``"<field>: <what is wrong>, got ..."``, naming what is allowed), and the tasks (:data:`OPERATOR`,
-:data:`SENSOR`) that take it; :data:`CROSS_RULES` the rules over several parameters. :func:`problems` reads both,
+:data:`TRAINJOB`, :data:`SENSOR`) that take it; :data:`CROSS_RULES` the rules over several parameters. :func:`problems` reads both,
 in the order the task reports them, and the task refuses them all at once with :func:`refuse`, before any API call.
 Names, namespaces and labels are worded by :mod:`airflow_trainjob.domain.names`.
 
@@ -27,8 +27,19 @@ from airflow_trainjob.domain.own_keys import own_keys_in
 from airflow_trainjob.domain.ownership import RESERVED_ANNOTATIONS, RESERVED_LABELS
 from airflow_trainjob.exceptions import InvalidJobSpecError
 
-#: The tasks whose parameters the table checks (a row's ``faces``).
-OPERATOR, SENSOR = "operator", "sensor"
+#: The tasks whose parameters the table checks (a row's ``faces``): ``TrainingJobOperator`` (``kubeflow.org/v1``
+#: jobs), ``TrainJobOperator`` (Trainer v2's TrainJob), ``TrainingJobSensor``.
+OPERATOR, TRAINJOB, SENSOR = "operator", "trainjob", "sensor"
+#: The parts of a TrainJob given in parts (``spec`` fields, by parameter): not with a whole job.
+TRAINJOB_PARTS = (
+    "runtime",
+    "trainer",
+    "initializer",
+    "runtime_patches",
+    "suspend",
+    "managed_by",
+    "active_deadline_seconds",
+)
 #: What happens to the job object when the task ends (its pods follow ``runPolicy.cleanPodPolicy``).
 ON_FINISH_OPTIONS = ("keep_job", "delete_job", "delete_succeeded_job")
 
@@ -220,6 +231,26 @@ def _whole_or_parts(values: Mapping[str, Any]) -> list[str]:
     return found
 
 
+def _trainjob_whole_or_parts(values: Mapping[str, Any]) -> list[str]:
+    """A TrainJob given in parts (``runtime`` and the rest) or whole, not both (``job`` as for :func:`_whole_or_parts`)."""
+    found = []
+    whole = [f for f in ("job", "job_template_file") if values.get(f) is not None]
+    parts = [f for f in TRAINJOB_PARTS if values.get(f) is not None]
+    if len(whole) > 1:
+        found.append("job, job_template_file: give one whole TrainJob, not both")
+    if whole and parts:
+        found.append(
+            f"{', '.join(parts)}: not allowed with {whole[0]}, which holds the whole TrainJob (its spec.runtimeRef, "
+            "trainer, initializer, runtimePatches, suspend, managedBy, activeDeadlineSeconds); give one or the other"
+        )
+    if not whole and values.get("runtime") is None:
+        found.append(
+            "runtime: required: the name of the ClusterTrainingRuntime to run on, or a runtimeRef (or a whole "
+            "TrainJob in job or job_template_file)"
+        )
+    return found
+
+
 def _queue_named_once(values: Mapping[str, Any]) -> list[str]:
     labels, queue = values.get("labels"), values.get("queue_name")
     if not (isinstance(labels, Mapping) and queue and LABEL_KUEUE_QUEUE_NAME in labels):
@@ -241,7 +272,7 @@ class Param:
 
     :param name: the parameter: the task's keyword argument, and its attribute as rendered.
     :param check: ``(name, value) -> problem or None``; the problem leads with the name and says what is allowed.
-    :param faces: the tasks that check it so (:data:`OPERATOR`, :data:`SENSOR`).
+    :param faces: the tasks that check it so (:data:`OPERATOR`, :data:`TRAINJOB`, :data:`SENSOR`).
     """
 
     name: str
@@ -262,7 +293,7 @@ class CrossRule:
 
     :param reads: the parameters it reads.
     :param check: parameter name -> value, to its problems (each leads with the field it names).
-    :param faces: the tasks that check it (:data:`OPERATOR`, :data:`SENSOR`).
+    :param faces: the tasks that check it (:data:`OPERATOR`, :data:`TRAINJOB`, :data:`SENSOR`).
     :param after: the :data:`PARAMS` row (by name) after whose problem the rule's are reported.
     """
 
@@ -272,7 +303,10 @@ class CrossRule:
     after: str
 
 
-_OPERATOR, _SENSOR, _BOTH = frozenset({OPERATOR}), frozenset({SENSOR}), frozenset({OPERATOR, SENSOR})
+_OPERATOR, _SENSOR, _TRAINJOB = frozenset({OPERATOR}), frozenset({SENSOR}), frozenset({TRAINJOB})
+#: The operators' rows: TrainJobOperator's run settings, labels and queue mean what TrainingJobOperator's do.
+_OPERATORS = frozenset({OPERATOR, TRAINJOB})
+_ALL = frozenset({OPERATOR, TRAINJOB, SENSOR})
 
 #: Every parameter check, in the order a task reports its problems (rows of the other task skipped). A parameter
 #: both tasks check alike is one row; ``namespace`` and ``timeout`` are checked differently, and ``log_tail_lines``
@@ -283,43 +317,44 @@ PARAMS: tuple[Param, ...] = (
     Param("job_name", _job_name, _SENSOR),  # the operator's is checked with its manifest
     Param("namespace", _namespace_name, _SENSOR),
     Param("log_tail_lines", count_problem, _SENSOR),
-    Param("namespace", _namespace_type, _OPERATOR),
-    Param("kubernetes_conn_id", conn_id_problem, _BOTH),
-    Param("get_logs", flag_problem, _OPERATOR),
-    Param("reattach_on_restart", flag_problem, _OPERATOR),
-    Param("deferrable", flag_problem, _BOTH),
-    Param("durable", flag_problem, _OPERATOR),
-    Param("on_finish", _on_finish, _OPERATOR),
-    Param("poll_interval", seconds_problem, _OPERATOR),
+    Param("namespace", _namespace_type, _OPERATORS),
+    Param("kubernetes_conn_id", conn_id_problem, _ALL),
+    Param("get_logs", flag_problem, _OPERATORS),
+    Param("reattach_on_restart", flag_problem, _OPERATORS),
+    Param("deferrable", flag_problem, _ALL),
+    Param("durable", flag_problem, _OPERATORS),
+    Param("on_finish", _on_finish, _OPERATORS),
+    Param("poll_interval", seconds_problem, _OPERATORS),
     Param("poke_interval", _required_seconds, _SENSOR),
-    Param("timeout", seconds_problem, _OPERATOR),
+    Param("timeout", seconds_problem, _OPERATORS),
     Param("timeout", _required_seconds, _SENSOR),
-    Param("startup_timeout", seconds_problem, _OPERATOR),
-    Param("queue_timeout", seconds_problem, _OPERATOR),
-    Param("log_tail_lines", count_problem, _OPERATOR),
-    Param("labels", _labels, _OPERATOR),
-    Param("annotations", _annotations, _OPERATOR),
-    Param("job_template_file", _job_template_file, _OPERATOR),
-    Param("queue_name", _queue_name, _OPERATOR),
+    Param("startup_timeout", seconds_problem, _OPERATORS),
+    Param("queue_timeout", seconds_problem, _OPERATORS),
+    Param("log_tail_lines", count_problem, _OPERATORS),
+    Param("labels", _labels, _OPERATORS),
+    Param("annotations", _annotations, _OPERATORS),
+    Param("job_template_file", _job_template_file, _OPERATORS),
+    Param("queue_name", _queue_name, _OPERATORS),
 )
 
 #: The rules over several parameters, each reported after the :data:`PARAMS` row it names.
 CROSS_RULES: tuple[CrossRule, ...] = (
-    CrossRule(("reattach_on_restart", "durable"), _reattach_or_durable, _OPERATOR, after="durable"),
+    CrossRule(("reattach_on_restart", "durable"), _reattach_or_durable, _OPERATORS, after="durable"),
     CrossRule(
         ("job", "job_template_file", "replica_specs", "run_policy", "kind_fields", "kind"),
         _whole_or_parts,
         _OPERATOR,
         after="annotations",
     ),
-    CrossRule(("labels", "queue_name"), _queue_named_once, _OPERATOR, after="queue_name"),
+    CrossRule(("job", "job_template_file", *TRAINJOB_PARTS), _trainjob_whole_or_parts, _TRAINJOB, after="annotations"),
+    CrossRule(("labels", "queue_name"), _queue_named_once, _OPERATORS, after="queue_name"),
 )
 
 
 def read_by(face: str) -> tuple[str, ...]:
     """The parameters ``face``'s checks read, each once.
 
-    :param face: :data:`OPERATOR` or :data:`SENSOR`.
+    :param face: :data:`OPERATOR`, :data:`TRAINJOB` or :data:`SENSOR`.
     """
     names = [p.name for p in PARAMS if face in p.faces]
     names += [name for rule in CROSS_RULES if face in rule.faces for name in rule.reads]
@@ -330,7 +365,7 @@ def values_of(task: object, face: str) -> dict[str, Any]:
     """The values ``face``'s checks read, from the task's attributes (one it lacks is left out).
 
     :param task: the operator or the sensor, rendered.
-    :param face: :data:`OPERATOR` or :data:`SENSOR`.
+    :param face: :data:`OPERATOR`, :data:`TRAINJOB` or :data:`SENSOR`.
     """
     return {name: getattr(task, name) for name in read_by(face) if hasattr(task, name)}
 
@@ -340,7 +375,7 @@ def problems(values: Mapping[str, Any], face: str) -> list[str]:
     row); empty when they are valid.
 
     :param values: parameter name -> value, as rendered (:func:`values_of`).
-    :param face: :data:`OPERATOR` or :data:`SENSOR`.
+    :param face: :data:`OPERATOR`, :data:`TRAINJOB` or :data:`SENSOR`.
     """
     found: list[str] = []
     for param in PARAMS:

@@ -20,7 +20,7 @@ from airflow_trainjob.models.errors import raise_if
 from airflow_trainjob.models.job import MISSING, SpecPaths, TrainingJobSpec, parse_parts, to_plain
 from airflow_trainjob.models.kinds import kind_field_names
 
-__all__ = ["WholeJob", "parse_whole_job"]
+__all__ = ["WholeJob", "parse_whole_job", "read_metadata"]
 
 _TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")
 _METADATA_KEPT = ("name", "namespace", "labels", "annotations")
@@ -94,7 +94,7 @@ def parse_whole_job(job: Any, *, path: str = "job") -> WholeJob:
     ignored: list[str] = []
     problems += _top_level_problems(job, path, ignored)
     job_kind = _job_kind(job.get("kind", sdk_kind), path, problems)
-    name, namespace, labels, annotations = _metadata(job.get("metadata"), f"{path}.metadata", problems, ignored)
+    name, namespace, labels, annotations = read_metadata(job.get("metadata"), f"{path}.metadata", problems, ignored)
     spec = _spec_of(job.get("spec"), job_kind, f"{path}.spec", problems)
     raise_if(problems)
     assert spec is not None  # no problems means every part parsed
@@ -176,9 +176,18 @@ def _load_document(job: Any, path: str, problems: list[str]) -> Any:
     return documents[0]
 
 
-def _metadata(
+def read_metadata(
     metadata: Any, path: str, problems: list[str], ignored: list[str]
 ) -> tuple[str | None, str | None, dict[str, str], dict[str, str]]:
+    """A whole job's ``metadata`` as :func:`parse_whole_job` reads it (any API family's job).
+
+    :param metadata: ``metadata`` as given (None: none).
+    :param path: its name in messages (``job.metadata``).
+    :param problems: where each problem is added (``generateName``, an unknown field, a value that is no string).
+    :param ignored: where each dropped field's path is added (server-written metadata, kubectl's record, the
+        provider's own labels and annotations).
+    :returns: ``(name, namespace, labels, annotations)``.
+    """
     if metadata is None:
         return None, None, {}, {}
     if not isinstance(metadata, dict):

@@ -147,6 +147,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     }
     ui_color = "#e4f0e8"
     operator_extra_links = (TrainingJobLink(),)
+    #: The template fields that hold (parts of) the job: stored as YAML text once rendered (see _fields_as_text).
+    _job_fields: Sequence[str] = ("replica_specs", "run_policy", "kind_fields", "job")
 
     def __init__(
         self,
@@ -258,7 +260,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         """The rendered job fields as YAML text, which they are parsed from the same way. Airflow masks the secrets
         it knows of in what it stores of each rendered field, but in a dict only a few levels down: a container's
         ``env`` value sits deeper, and would be shown in clear."""
-        for field in ("replica_specs", "run_policy", "kind_fields", "job"):
+        for field in self._job_fields:
             value = getattr(self, field)
             if isinstance(value, (Mapping, list)):
                 try:
