@@ -10,7 +10,7 @@ reads happen before any cleanup deletes the pods. Shared by the operator and the
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -42,7 +42,13 @@ def announced_end(hook: Any, job: dict[str, Any]) -> dict[str, Any] | None:
     return None if status is None else {**job, "status": conditions.with_announced_end(job.get("status"), status)}
 
 
-def read_tails(hook: Any, namespace: str, ends: Sequence[ContainerEnd], tail_lines: int) -> dict[str, str]:
+def read_tails(
+    hook: Any,
+    namespace: str,
+    ends: Sequence[ContainerEnd],
+    tail_lines: int,
+    known: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     """The last lines of the logs of the failed runs among ``ends``, the first :data:`TAILS_QUOTED` containers to
     fail, each read from that container (an init container's own log) and that run (``previous`` for a run that
     was restarted since); a log that cannot be read (the pod is gone) is left out, with a warning.
@@ -51,6 +57,9 @@ def read_tails(hook: Any, namespace: str, ends: Sequence[ContainerEnd], tail_lin
     :param namespace: the pods' namespace.
     :param ends: container runs, oldest first (:func:`failures.container_ends`).
     :param tail_lines: lines read of each (count; 0 reads none).
+    :param known: tails read earlier, by the same key (the wait reads a failed run's tail when it first sees it: a
+        pod the controller deletes with the job's failure, e.g. a Job's restarting pod, takes its log with it); they
+        are taken as they are, not read again.
     :returns: :attr:`~airflow_trainjob.domain.failures.ContainerEnd.source` (``Master-0``, ``Master-0 (initContainer
         fetch-data)``) -> its last lines, in the order of ``ends``.
     """
@@ -59,6 +68,9 @@ def read_tails(hook: Any, namespace: str, ends: Sequence[ContainerEnd], tail_lin
         if len(tails) >= TAILS_QUOTED or not tail_lines:
             break
         if end.source in tails or not end.container:
+            continue
+        if known and end.source in known:
+            tails[end.source] = known[end.source]
             continue
         try:
             tails[end.source] = hook.read_pod_log(
@@ -71,7 +83,11 @@ def read_tails(hook: Any, namespace: str, ends: Sequence[ContainerEnd], tail_lin
 
 
 def failure_exception(
-    hook: Any, job: dict[str, Any], log_tail_lines: int = 50, seen_pods: Iterable[dict[str, Any]] = ()
+    hook: Any,
+    job: dict[str, Any],
+    log_tail_lines: int = 50,
+    seen_pods: Iterable[dict[str, Any]] = (),
+    known_tails: Mapping[str, str] | None = None,
 ) -> Exception:
     """The exception for failed ``job``: ``AirflowFailException`` when the failure that failed it is permanent
     (exit code 1-127, see :mod:`airflow_trainjob.domain.failures`), else :class:`TrainingJobError` (Airflow may retry).
@@ -84,11 +100,12 @@ def failure_exception(
     :param job: the failed job, an API JSON dict (its ``status`` and pod templates).
     :param log_tail_lines: lines quoted from each failed replica's log (count; 0 quotes none).
     :param seen_pods: the job's pods as last seen while waiting (API JSON dicts).
+    :param known_tails: the failed runs' tails the wait read when it saw them fail (:func:`read_tails`' ``known``).
     """
     name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
     family = family_of(job["kind"])
     pods = with_pods_seen(hook.list_job_pods(name, namespace, kind=family.kind), seen_pods)
-    tails = read_tails(hook, namespace, family.container_ends(pods), log_tail_lines)
+    tails = read_tails(hook, namespace, family.container_ends(pods), log_tail_lines, known_tails)
     return exception_for(judge_failure(job, pods, _events_if_any(hook, job, pods), tails, family))
 
 

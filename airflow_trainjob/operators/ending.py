@@ -53,7 +53,13 @@ PODS_GONE_POLL_SECONDS = (0.2, 1.0)
 
 
 def verdict(
-    hook: Any, log: Any, ref: str, final: dict[str, Any], pods: Iterable[dict[str, Any]], tail_lines: int
+    hook: Any,
+    log: Any,
+    ref: str,
+    final: dict[str, Any],
+    pods: Iterable[dict[str, Any]],
+    tail_lines: int,
+    known_tails: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The try's verdict on its job at its end: the summary of a job that succeeded (logged), else the failure.
 
@@ -63,12 +69,13 @@ def verdict(
     :param final: the job at its end.
     :param pods: its pods as last seen.
     :param tail_lines: the lines of each failed replica's log the failure quotes (``log_tail_lines``).
+    :param known_tails: failed runs' tails the wait read when it saw them fail (their pods may be gone now).
     :returns: :func:`~airflow_trainjob.domain.summary.job_summary` of the job (the XCom ``return_value``).
     :raises AirflowFailException, TrainingJobError: the job did not succeed
         (:func:`~airflow_trainjob.hooks.evidence.failure_exception`).
     """
     if not family_of(final["kind"]).is_succeeded(final.get("status")):
-        raise failure_exception(hook, final, tail_lines, pods)
+        raise failure_exception(hook, final, tail_lines, pods, known_tails)
     log.info("%s succeeded", ref)
     return job_summary(final)
 

@@ -230,7 +230,9 @@ class TrainingJobRun:
         try:
             final, pods = judge()
             outcome = "failed" if not family_of(final["kind"]).is_succeeded(final.get("status")) else outcome
-            summary = self.summary = ending.verdict(self.hook, self.log, ref, final, pods, self.settings.log_tail_lines)
+            summary = self.summary = ending.verdict(
+                self.hook, self.log, ref, final, pods, self.settings.log_tail_lines, self._sync.early_tails
+            )
         except BaseException as e:
             if on_error is not None:
                 on_error()

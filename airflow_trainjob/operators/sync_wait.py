@@ -33,7 +33,7 @@ from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobStoppedError, TrainingJobTimeoutError
 from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import one_line
-from airflow_trainjob.hooks.evidence import announced_end, read_tails
+from airflow_trainjob.hooks.evidence import TAILS_QUOTED, announced_end, read_tails
 
 #: Seconds between two LISTs of a waiting job's pods while watching them fails (refused, e.g. a Role without ``watch``
 #: on pods, or failing again and again); while the watch works, every change of a pod is seen as it happens.
@@ -89,6 +89,10 @@ class SynchronousWait:
         self._last_restarts: dict[str, int] = {}  # pod name -> restartCount last seen (the pod feed's thread)
         #: Pod name -> the pod as last seen (by the wait, or in the trigger's event), for the verdict and the record.
         self.seen_pods: dict[str, dict[str, Any]] = {}
+        #: Failed run (:attr:`ContainerEnd.source`) -> the last lines of its log, read when the wait first saw it
+        #: fail: a pod its controller deletes with the job's failure (a Job's pod restarting in place) takes its log
+        #: with it, before the verdict could read it.
+        self.early_tails: dict[str, str] = {}
 
     def saw(self, pods: list[dict[str, Any]]) -> None:
         """Keep pods as last seen.
@@ -212,9 +216,21 @@ class SynchronousWait:
         of restarts, and tell the lead replica's log follower."""
         self.seen_pods = {**self.seen_pods, **{p["metadata"]["name"]: p for p in pods}}  # one rebinding: no lock
         self._last_restarts = self._warn_on_restarts(pods, self._last_restarts)
+        self._read_early_tails(pods)
         follower = self._follower
         if follower is not None:
             follower.pods_changed()
+
+    def _read_early_tails(self, pods: list[dict[str, Any]]) -> None:
+        """Read the tail of each failed run first seen now, up to :data:`TAILS_QUOTED` runs in all (best effort: a
+        log that cannot be read is left to the verdict)."""
+        lines, kept = self.settings.log_tail_lines, self.early_tails
+        if not lines or not pods or len(kept) >= TAILS_QUOTED:
+            return
+        new = [e for e in self._family().container_ends(pods) if e.failed and e.source not in kept]
+        if new:
+            namespace = pods[0]["metadata"]["namespace"]
+            self.early_tails = {**kept, **read_tails(self.hook, namespace, new, lines)}  # one rebinding: no lock
 
     def _warn_on_restarts(self, pods: list[dict[str, Any]], before: dict[str, int]) -> dict[str, int]:
         family = self._family()

@@ -1,0 +1,192 @@
+"""TrainJobOperator, end to end against the local cluster (real apiserver, Kubeflow Trainer v2 and JobSet stand-ins,
+process kubelet): the lifecycle guarantees of the v1 kinds, on a TrainJob, in both modes."""
+
+from __future__ import annotations
+
+import pytest
+from airflow.providers.common.compat.sdk import AirflowFailException
+
+from airflow_trainjob.constants import LABEL_JOBSET_NAME, LABEL_POD_TOKEN, TRAINER_GROUP, TRAINER_VERSION
+from airflow_trainjob.exceptions import (
+    JobDeletedError,
+    JobNotOwnedError,
+    TrainingJobError,
+    TrainingJobStoppedError,
+    TrainingJobTimeoutError,
+)
+from airflow_trainjob.operators.trainjob import TrainJobOperator
+from airflow_trainjob_local.testing.waiting import wait_for
+from tests.support.deferred import MODES, defer, first_event
+from tests.support.jobs import TaskInstanceStandIn, TaskStateStoreStandIn, run_in_thread
+
+pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
+
+PLURAL = "trainjobs"
+#: Each node prints its rank (torchrun's environment, as torch-distributed sets it) and succeeds.
+OK = "import os; print('hello from node', os.environ['PET_NODE_RANK'], 'of', os.environ['PET_NNODES'], flush=True)"
+#: Node 1 fails permanently after one line; node 0 waits to be stopped.
+NODE_1_FAILS = (
+    "import os, sys, time\n"
+    "if os.environ['PET_NODE_RANK'] == '1':\n"
+    "    print('bad input', flush=True); sys.exit(1)\n"
+    "time.sleep(60)"
+)
+SLEEP = "import time; time.sleep(120)"
+SIGKILL_SELF = "import os, signal; print('about to die', flush=True); os.kill(os.getpid(), signal.SIGKILL)"
+
+
+def make(code: str, nodes: int = 2, **kwargs) -> TrainJobOperator:
+    kwargs.setdefault("poll_interval", 0.5)
+    return TrainJobOperator(
+        task_id="train",
+        runtime="torch-distributed",
+        trainer={"numNodes": nodes, "command": ["python", "-c", code]},
+        **kwargs,
+    )
+
+
+def run(operator: TrainJobOperator, ti, mode: str, timeout: float = 180) -> dict:
+    """The task's try in ``mode``: ``execute``; or ``execute`` to its deferral, the trigger until it fires, and
+    ``execute_complete`` with its event."""
+    if mode == "sync":
+        return operator.execute({"ti": ti})
+    return operator.execute_complete({"ti": ti}, first_event(defer(operator, ti), timeout=timeout))
+
+
+def trainjobs(custom_objects, namespace: str) -> list[dict]:
+    return custom_objects.list_namespaced_custom_object(TRAINER_GROUP, TRAINER_VERSION, namespace, PLURAL)["items"]
+
+
+def pods_of(core_v1, namespace: str, name: str) -> list:
+    return core_v1.list_namespaced_pod(namespace, label_selector=f"{LABEL_JOBSET_NAME}={name}").items
+
+
+def running(custom_objects, namespace: str) -> bool:
+    """A TrainJob of the namespace has a ready node Job (what the family reads as Running)."""
+    items = trainjobs(custom_objects, namespace)
+    return bool(items) and any(j.get("ready") for j in (items[0].get("status") or {}).get("jobsStatus") or [])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_success_returns_summary_streams_node_0_and_deletes_the_trainjob(
+    ti, namespace, custom_objects, core_v1, capfd, mode
+):
+    summary = run(make(OK, deferrable=mode == "deferred"), ti, mode)
+    task_log = capfd.readouterr().out
+    name = ti.xcom["job_name"]
+    assert summary["kind"] == "TrainJob" and summary["name"] == name and summary["namespace"] == namespace
+    assert [c["type"] for c in summary["conditions"] if c["status"] == "True"] == ["Complete"]
+    assert "[node-0] hello from node 0 of 2" in task_log  # the lead (node 0's container `node`), in both modes
+    assert "Complete (AllJobsCompleted" in task_log
+    assert trainjobs(custom_objects, namespace) == []  # delete_succeeded_job
+    wait_for(lambda: pods_of(core_v1, namespace, name) == [], what="its pods gone with it (JobSet, Jobs, pods)")
+
+
+@pytest.mark.parametrize("mode", ["sync"])
+def test_a_node_that_fails_with_exit_1_fails_the_task_for_good_and_says_which(ti, namespace, custom_objects, mode):
+    """The failed node restarts in place (the JobSet's default ``restartPolicy: OnFailure``) until its Job's
+    ``backoffLimit``; the Job's failure deletes it, log and all: its tail is the one the wait read when it first
+    saw it fail."""
+    with pytest.raises(AirflowFailException) as raised:
+        run(make(NODE_1_FAILS, deferrable=mode == "deferred"), ti, mode)
+    message = str(raised.value)
+    assert message.startswith(f"TrainJob {namespace}/{ti.xcom['job_name']} failed: FailedJobs")
+    assert "First failure (permanent: not retried): node-1 (pod " in message and "exit code 1" in message
+    assert "| bad input" in message  # node 1's log tail, read before the cleanup
+    (kept,) = trainjobs(custom_objects, namespace)  # delete_succeeded_job keeps a failed TrainJob
+    assert kept["metadata"]["name"] == ti.xcom["job_name"]
+
+
+def test_a_node_killed_137_is_retryable(ti, namespace):
+    with pytest.raises(TrainingJobError) as raised:
+        make(SIGKILL_SELF, nodes=1).execute({"ti": ti})
+    assert not isinstance(raised.value, AirflowFailException)
+    assert "exit code 137" in str(raised.value) and "retryable" in str(raised.value)
+
+
+def test_active_deadline_seconds_fails_the_trainjob_retryably(ti, namespace):
+    with pytest.raises(TrainingJobError) as raised:
+        make(SLEEP, nodes=1, active_deadline_seconds=3).execute({"ti": ti})
+    assert not isinstance(raised.value, AirflowFailException)  # a deadline: a retry may pass it
+    assert "DeadlineExceeded" in str(raised.value)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_suspended_trainjob_waits_in_its_queue_until_queue_timeout(ti, namespace, custom_objects, capfd, mode):
+    operator = make(OK, suspend=True, queue_timeout=4, deferrable=mode == "deferred")
+    with pytest.raises(TrainingJobTimeoutError) as raised:
+        run(operator, ti, mode, timeout=60)
+    assert "queue_timeout of 4 s passed while the job waited suspended: its spec.suspend is true" in str(raised.value)
+    assert "is waiting in its queue (spec.suspend is true) (suspended: not admitted yet)" in capfd.readouterr().out
+    wait_for(lambda: trainjobs(custom_objects, namespace) == [], what="the queued TrainJob deleted")
+
+
+def test_a_trainjob_of_someone_else_is_refused_and_untouched(ti, namespace, custom_objects):
+    foreign = {
+        "apiVersion": f"{TRAINER_GROUP}/{TRAINER_VERSION}",
+        "kind": "TrainJob",
+        "metadata": {"name": "shared-name", "labels": {"team": "other"}},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "suspend": True},
+    }
+    created = custom_objects.create_namespaced_custom_object(TRAINER_GROUP, TRAINER_VERSION, namespace, PLURAL, foreign)
+    with pytest.raises(JobNotOwnedError) as raised:
+        make(OK, job_name="shared-name").execute({"ti": ti})
+    assert "not labelled as this task instance's" in str(raised.value)
+    (still,) = trainjobs(custom_objects, namespace)
+    assert still["metadata"]["uid"] == created["metadata"]["uid"] and still["metadata"]["labels"] == {"team": "other"}
+
+
+def test_on_kill_deletes_the_running_trainjob_and_its_pods(ti, namespace, custom_objects, core_v1):
+    operator = make(SLEEP)
+    thread, outcome = run_in_thread(operator, {"ti": ti})
+    wait_for(lambda: running(custom_objects, namespace), what="the TrainJob running")
+    operator.on_kill()
+    wait_for(lambda: trainjobs(custom_objects, namespace) == [], what="the TrainJob deleted by on_kill")
+    thread.join(30)
+    error = outcome.get("error")
+    assert isinstance(error, TrainingJobStoppedError) and "stopped by Airflow" in str(error)
+    wait_for(lambda: pods_of(core_v1, namespace, ti.xcom["job_name"]) == [], what="its pods gone")
+
+
+def test_a_trainjob_deleted_outside_the_task(ti, namespace, custom_objects):
+    thread, outcome = run_in_thread(make(SLEEP, nodes=1), {"ti": ti})
+    wait_for(lambda: running(custom_objects, namespace), what="the TrainJob running")
+    name = trainjobs(custom_objects, namespace)[0]["metadata"]["name"]
+    custom_objects.delete_namespaced_custom_object(TRAINER_GROUP, TRAINER_VERSION, namespace, PLURAL, name)
+    thread.join(30)
+    assert isinstance(outcome.get("error"), JobDeletedError)
+    assert "deleted outside this task" in str(outcome["error"])
+
+
+def test_a_retry_reconnects_to_the_trainjob_its_lost_worker_left(namespace, custom_objects, core_v1, capfd):
+    """Try 1 stores its TrainJob's identity, then its worker is gone; try 2 reconnects: one TrainJob, trained once,
+    and its pods are told from a same-named predecessor's by the pod token."""
+    store = TaskStateStoreStandIn()
+    first = TaskInstanceStandIn(try_number=1)
+    code = "import time; time.sleep(4); print('done', flush=True)"
+    external_id = make(code, get_logs=False).submit_job({"ti": first, "task_state_store": store})
+    store.set(TrainJobOperator.external_id_key, external_id)
+    wait_for(lambda: running(custom_objects, namespace), what="try 1's TrainJob running")
+    (job,) = trainjobs(custom_objects, namespace)
+    token = job["metadata"]["annotations"][LABEL_POD_TOKEN]
+    assert {p.metadata.labels.get(LABEL_POD_TOKEN) for p in pods_of(core_v1, namespace, job["metadata"]["name"])} == {
+        token
+    }
+
+    second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
+    summary = make(code).execute({"ti": second, "task_state_store": store})
+    assert "Reconnecting to existing job" in capfd.readouterr().out
+    assert summary["name"] == external_id["name"] and summary["conditions"][-1]["type"] == "Complete"
+    assert trainjobs(custom_objects, namespace) == []
+
+
+def test_a_stored_trainjob_that_completed_is_not_run_again(namespace, custom_objects):
+    store = TaskStateStoreStandIn()
+    first = TaskInstanceStandIn(try_number=1)
+    make(OK, on_finish="keep_job").execute({"ti": first, "task_state_store": store})
+    (job,) = trainjobs(custom_objects, namespace)
+    second = TaskInstanceStandIn(run_id=first.run_id, try_number=2)
+    summary = make(OK, on_finish="keep_job").execute({"ti": second, "task_state_store": store})
+    (still,) = trainjobs(custom_objects, namespace)
+    assert still["metadata"]["uid"] == job["metadata"]["uid"]  # not trained again
+    assert summary["conditions"][-1]["type"] == "Complete"
