@@ -133,6 +133,14 @@ class JobFamily(Protocol):
         """
         ...
 
+    def run_times(self, job: Mapping[str, Any]) -> tuple[str | None, str | None]:
+        """``(start, completion)`` of the job's run as the API dates them (RFC 3339; None when not known): the
+        summary's ``startTime``, ``completionTime`` and ``duration``.
+
+        :param job: the job, an API JSON dict (its ``status``; its ``metadata.creationTimestamp``).
+        """
+        ...
+
     def permanent_by_reason(self, status: Any) -> bool | None:
         """Whether a failed job's failure is permanent (not retried) by its reason alone, whatever its containers'
         exits: True for a reason retrying cannot change (a runtime the cluster does not serve), False for one a retry

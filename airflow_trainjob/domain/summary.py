@@ -4,22 +4,46 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
+
+#: The status fields of Kubeflow Trainer v2's TrainJob a summary carries when the job has them (its steps' child
+#: Jobs, and the trainer's own progress and metrics with the ``TrainJobStatus`` feature gate).
+TRAINJOB_STATUS_KEYS = ("jobsStatus", "trainerStatus")
 
 
-def job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
+class RunTimes(Protocol):
+    """What :func:`job_summary` reads of the job's family (:class:`~airflow_trainjob.domain.family.JobFamily`)."""
+
+    def run_times(self, job: Mapping[str, Any]) -> tuple[str | None, str | None]:
+        """``(start, completion)`` of the job's run, RFC 3339 (None when not known).
+
+        :param job: the job, an API JSON dict.
+        """
+        ...
+
+
+def _seconds_between(start: str | None, end: str | None) -> float | None:
+    if not (start and end):
+        return None
+    started = datetime.fromisoformat(start.replace("Z", "+00:00"))
+    return (datetime.fromisoformat(end.replace("Z", "+00:00")) - started).total_seconds()
+
+
+def job_summary(job: Mapping[str, Any], family: RunTimes | None = None) -> dict[str, Any]:
     """The task's XCom ``return_value``: kind, name, namespace, conditions, replicaStatuses, startTime,
-    completionTime, duration (seconds, None until both times are known). JSON-safe.
+    completionTime, duration (seconds, None until both times are known); for a TrainJob also its ``jobsStatus`` and
+    ``trainerStatus`` when it has them. JSON-safe.
 
     :param job: the job as last read, an API JSON dict (``status.startTime``, ``status.completionTime``...).
+    :param family: the job's API family, which says when its run started and completed
+        (:meth:`~airflow_trainjob.domain.family.JobFamily.run_times`); None: ``status.startTime`` and
+        ``status.completionTime``.
     """
     status = job.get("status") or {}
-    start, end = status.get("startTime"), status.get("completionTime")
-    duration = None
-    if start and end:
-        duration = (
-            datetime.fromisoformat(end.replace("Z", "+00:00")) - datetime.fromisoformat(start.replace("Z", "+00:00"))
-        ).total_seconds()
+    if family is not None:
+        start, end = family.run_times(job)
+    else:
+        start, end = status.get("startTime"), status.get("completionTime")
     return {
         "kind": job["kind"],
         "name": job["metadata"]["name"],
@@ -28,5 +52,6 @@ def job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
         "replicaStatuses": status.get("replicaStatuses") or {},
         "startTime": start,
         "completionTime": end,
-        "duration": duration,
+        "duration": _seconds_between(start, end),
+        **{k: status[k] for k in TRAINJOB_STATUS_KEYS if status.get(k)},
     }

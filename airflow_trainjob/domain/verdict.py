@@ -17,6 +17,13 @@ from airflow_trainjob.domain import conditions
 from airflow_trainjob.domain.failures import ContainerEnd, failure_message, is_permanent
 from airflow_trainjob.domain.family import JobFamily
 
+#: The line of a failure no container's exit explains: its pods went with it (a Job deletes its active pods when it
+#: fails; ``cleanPodPolicy``) before anything read them, and no event recorded an exit code.
+NO_EXIT_KNOWN = (
+    "No failed container run is left to judge by (the job's pods went with its failure, and no event recorded an "
+    "exit code): retryable"
+)
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -99,4 +106,7 @@ def judge_failure(
     message = failure_message(job_ref(job), status, ends, [event_line(e) for e in events], tails, policies)
     by_reason = family.permanent_by_reason(status)
     permanent = is_permanent(ends, policies, conditions.failed_at(status)) if by_reason is None else by_reason
+    if by_reason is None and not any(e.failed for e in ends):
+        first, _, rest = message.partition("\n")
+        message = "\n".join(filter(None, [first, NO_EXIT_KNOWN, rest]))
     return Verdict(permanent, message, tuple(ends))

@@ -115,6 +115,14 @@ class KubeflowV1Kind:
         """
         return pods.owned_by(pod, (job.get("metadata") or {}).get("uid"))
 
+    def run_times(self, job: Mapping[str, Any]) -> tuple[str | None, str | None]:
+        """``status.startTime`` (reset at each admission) and ``status.completionTime``, as the operator writes them.
+
+        :param job: the job, an API JSON dict.
+        """
+        status = job.get("status") or {}
+        return status.get("startTime"), status.get("completionTime")
+
     def permanent_by_reason(self, status: Any) -> bool | None:
         """None: a v1 job's failure is judged by its replicas' exits.
 

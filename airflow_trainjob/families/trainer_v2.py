@@ -280,6 +280,26 @@ class TrainJobFamily:
         """
         return {}
 
+    def run_times(self, job: Mapping[str, Any]) -> tuple[str | None, str | None]:
+        """A TrainJob's status has no start or completion time: the start is its last admission (``Suspended``
+        turned False), else its creation; the completion, the transition of its deciding ``Complete``/``Failed``.
+
+        :param job: the TrainJob, an API JSON dict (``metadata.creationTimestamp``, ``status.conditions``).
+        """
+        conditions = _mapping(job.get("status")).get("conditions")
+        resumed = [
+            c
+            for c in (conditions if isinstance(conditions, list) else [])
+            if isinstance(c, Mapping)
+            and c.get("type") == TrainJobConditionType.SUSPENDED
+            and c.get("status") == ConditionStatus.FALSE
+        ]
+        start = (resumed[-1].get("lastTransitionTime") if resumed else None) or _mapping(job.get("metadata")).get(
+            "creationTimestamp"
+        )
+        deciding = status_of.deciding_condition(job.get("status")) if self.is_terminal(job.get("status")) else None
+        return start, (deciding or {}).get("lastTransitionTime")
+
     def permanent_by_reason(self, status: Any) -> bool | None:
         """``TrainingRuntimeNotSupported``: permanent (the ``runtimeRef`` names a kind the trainer does not serve: a
         retry sends the same); ``DeadlineExceeded``: retryable, as the task's own ``timeout`` is (a slower cluster, a

@@ -77,7 +77,7 @@ def verdict(
     if not family_of(final["kind"]).is_succeeded(final.get("status")):
         raise failure_exception(hook, final, tail_lines, pods, known_tails)
     log.info("%s succeeded", ref)
-    return job_summary(final)
+    return job_summary(final, family_of(final["kind"]))
 
 
 def record_start(

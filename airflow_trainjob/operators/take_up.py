@@ -69,7 +69,7 @@ def with_summary(decision: Reuse, job: Mapping[str, Any] | None) -> Reuse:
         return decision
     if job is None:
         raise TrainingJobError("no job and no recorded summary to return")  # the callers rule it out
-    return replace(decision, summary=job_summary(job))
+    return replace(decision, summary=job_summary(job, family_of(job["kind"])))
 
 
 class TakeUp:

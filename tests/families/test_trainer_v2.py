@@ -353,3 +353,67 @@ def test_the_triggers_judging_reads_a_trainjob(registered):
     assert isinstance(done, Finished) and not done.failed
     failed = trigger._judge_seen(train_job(v2.FAILED_JOBS))
     assert isinstance(failed, Finished) and failed.failed and failed.summary.startswith("Failed (FailedJobs: ")
+
+
+# --- what the port gained when the family was registered ------------------------------------------------------------
+
+
+def test_its_words_for_success_targets_and_suspension():
+    assert FAMILY.success_condition == "Complete" and FAMILY.target_conditions == ("Complete", "Suspended")
+    assert FAMILY.suspend_field == "spec.suspend"
+    assert FAMILY.is_spec_suspended(train_job(suspend=True)) and not FAMILY.is_spec_suspended(train_job())
+    assert "kubeflow-trainer-controller-manager" in FAMILY.no_controller_hint("ml")
+
+
+@pytest.mark.parametrize(
+    ("status", "started"),
+    [
+        (v2.SUSPENDED, False),
+        (v2.RESUMED_CREATED, False),  # a node Job active, none ready: pending
+        (v2.RESUMED_RUNNING, True),
+        (v2.COMPLETE, True),
+        (v2.FAILED_JOBS, True),
+        (None, False),
+    ],
+)
+def test_it_started_once_a_node_job_is_ready_or_it_finished(status, started):
+    assert FAMILY.has_started(status) is started
+    assert FAMILY.started_since_admission(status, 0.0) is started
+
+
+def test_a_deadline_is_retryable_and_an_unserved_runtime_is_not_by_their_reasons_alone():
+    assert FAMILY.permanent_by_reason(v2.DEADLINE_EXCEEDED) is False
+    assert FAMILY.permanent_by_reason(v2.RUNTIME_NOT_SUPPORTED) is True
+    assert FAMILY.permanent_by_reason(v2.FAILED_JOBS) is None  # the failed node's exit decides
+    assert FAMILY.restart_policies(train_job()) == {}
+
+
+def test_its_pods_are_told_apart_by_the_pod_token_else_by_name_and_creation():
+    mine = train_job()
+    mine["metadata"]["annotations"] = {"airflow-trainjob/pod-token": "abc123"}
+    tokened = pod("node", 0)
+    tokened["metadata"]["labels"]["airflow-trainjob/pod-token"] = "abc123"
+    predecessors = pod("node", 0)
+    predecessors["metadata"]["labels"]["airflow-trainjob/pod-token"] = "old999"
+    assert FAMILY.owns_pod(mine, tokened) and not FAMILY.owns_pod(mine, predecessors)
+    assert FAMILY.job_name_of(tokened) == NAME and FAMILY.job_name_of({"metadata": {}}) is None
+    made_elsewhere = train_job()  # no token: its JobSet's name, and no pod older than the TrainJob
+    older = pod("node", 1)
+    older["metadata"]["creationTimestamp"] = "2000-01-01T00:00:00Z"
+    assert FAMILY.owns_pod(made_elsewhere, pod("node", 0)) and not FAMILY.owns_pod(made_elsewhere, older)
+    assert not FAMILY.owns_pod(made_elsewhere, {"metadata": {"labels": {"jobset.sigs.k8s.io/jobset-name": "other"}}})
+
+
+def test_the_summary_dates_the_run_from_its_admission_to_its_end_and_carries_its_steps_and_progress():
+    from airflow_trainjob.domain.summary import job_summary
+
+    progress = {"progressPercentage": 100, "metrics": [{"name": "loss", "value": "0.12"}]}
+    done = train_job({**copy.deepcopy(v2.COMPLETE), "trainerStatus": progress})
+    done["status"]["conditions"].insert(0, v2.condition("Suspended", "False", "Resumed", "TrainJob is resumed"))
+    summary = job_summary(done, FAMILY)
+    assert (summary["startTime"], summary["completionTime"]) == (v2.T1, v2.T2)
+    assert summary["duration"] is not None and summary["duration"] > 0
+    assert summary["jobsStatus"] == v2.COMPLETE["jobsStatus"] and summary["trainerStatus"] == progress
+    never_suspended = job_summary(train_job(v2.COMPLETE), FAMILY)
+    assert never_suspended["startTime"] == v2.T0  # its creation
+    assert job_summary(train_job(v2.RESUMED_RUNNING), FAMILY)["completionTime"] is None

@@ -65,6 +65,9 @@ class ToyFamily:
     def permanent_by_reason(self, status: Any) -> bool | None:
         return None
 
+    def run_times(self, job: Mapping[str, Any]) -> tuple[str | None, str | None]:
+        return None, None
+
     def no_controller_hint(self, namespace: str) -> str:
         return f"the toy controller may not be running in {namespace}"
 
