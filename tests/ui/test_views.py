@@ -606,6 +606,38 @@ def test_a_source_whose_kinds_cannot_be_read_names_the_connections_namespace():
     assert "Cannot connect to host 127.0.0.1:33443" in entry["error"]
 
 
+def test_a_cluster_without_trainer_v2_lists_its_v1_jobs_and_says_so_once_quietly():
+    """TrainJob's CRD is not served: the source has no error (no banner), TrainJob is among its skipped kinds, and no
+    stream of TrainJobs is started (nothing waits for one); the v1 kinds' jobs are listed as before."""
+    from airflow_trainjob.ui import routes
+
+    made = job(RUNNING)
+    streamed: list[str] = []
+
+    class Stream:
+        error, synced = None, True
+
+        def __init__(self, kind: str):
+            self.jobs = {"train-1": made} if kind == "PyTorchJob" else {}
+
+    class Cache:
+        async def served_kinds(self, conn_id):
+            v1 = dict.fromkeys(("PyTorchJob", "TFJob"))
+            return {**v1, "TrainJob": "the cluster does not serve trainjobs.trainer.kubeflow.org/v1alpha1"}
+
+        async def stream(self, conn_id, namespace, kind):
+            streamed.append(kind)
+            return Stream(kind)
+
+    entry, found = asyncio.run(routes._read_source(Cache(), settings.UiSource("kubernetes_default", "ml")))
+    assert entry["error"] is None
+    assert entry["skipped_kinds"] == [
+        {"kind": "TrainJob", "reason": "the cluster does not serve trainjobs.trainer.kubeflow.org/v1alpha1"}
+    ]
+    assert sorted(streamed) == ["PyTorchJob", "TFJob"]
+    assert [identity for _, identity in found.values()] == [IDENTITY]
+
+
 def test_log_lines_lose_their_terminal_codes():
     from airflow_trainjob.ui import routes
 
