@@ -5,10 +5,11 @@ cluster or recorded by the task (``final`` of :mod:`airflow_trainjob.domain.reco
 ``last_seen`` while it ran, or the end its trigger recorded when Airflow killed it), and Airflow's state of each try;
 the same functions serve all of them. Which sight of a job a try shows, and whether the try is still under way, is
 decided by :mod:`airflow_trainjob.ui.try_view`, which assembles a try's answer from these; which replicas failed, by
-the task's own judgement (:func:`failure_marks`). What a job's conditions mean is decided by
-:mod:`airflow_trainjob.domain.conditions` (the phase and its deciding condition) and :mod:`airflow_trainjob.domain.deadlines`
-(whether it waits in a queue); which replica a pod is, how its containers ended and which pod leads, by
-:mod:`airflow_trainjob.domain.pods`; what an exit means, by :mod:`airflow_trainjob.domain.failures`. All times are the API's RFC 3339 strings (UTC), durations seconds (float).
+the task's own judgement (:func:`failure_marks`). What a job's status means is decided by its family
+(:class:`~airflow_trainjob.domain.family.JobFamily`: the phase and its deciding condition, its replica counts or a
+TrainJob's steps and progress, which pods are its own, which replica a pod is, how its containers ended and which pod
+leads) and :mod:`airflow_trainjob.domain.deadlines` (whether it waits in a queue); what an exit means, by
+:mod:`airflow_trainjob.domain.failures`. All times are the API's RFC 3339 strings (UTC), durations seconds (float).
 """
 
 from __future__ import annotations
