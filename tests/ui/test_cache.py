@@ -25,6 +25,7 @@ from airflow_trainjob.constants import (
     TRAINER_VERSION,
 )
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
+from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import one_line
 from airflow_trainjob.ui import routes, settings, views
 from airflow_trainjob.ui.cache import UI_READ_TIMEOUT_SECONDS, Coalescer, StreamRegistry, UiCache, ui_source
@@ -302,6 +303,13 @@ TRAINJOB = "ui-tj"
 NODE_CODE = "print('node up', flush=True); import time; time.sleep(12)"
 OWNER = TaskInstanceIdentity("trainjob_dag", "train", "manual__1", -1, 1)
 TOKEN = "tok-0123456789abcdef"
+#: ``status.trainerStatus`` as a trainer with its ``TrainJobStatus`` feature gate reports it.
+PROGRESS = {
+    "progressPercentage": 40,
+    "estimatedRemainingSeconds": 18,
+    "metrics": [{"name": "loss", "value": "0.31"}],
+    "lastUpdatedTime": "2026-12-07T10:00:00Z",
+}
 
 
 def provider_trainjob(namespace: str) -> dict[str, Any]:
@@ -378,6 +386,19 @@ async def page_and_tab(cache: UiCache, namespace: str, record: dict[str, Any]) -
     return row, entry, tab
 
 
+async def lead_log(cache: UiCache, record: dict[str, Any]) -> dict[str, Any]:
+    """What the log route answers by default for the TrainJob: its lead pod's log (the route's own steps)."""
+    t = routes._Try(record, OWNER)
+    await t.look(cache)
+    family = family_of("TrainJob")
+    live_pods = await routes._live_pods(cache, t)
+    lead = routes._lead_pod_name(t, family, live_pods, [])
+    pod = next(p for p in live_pods if p["metadata"]["name"] == lead)
+    answer: dict[str, Any] = {"pod": lead, "container": None, "lines": [], "running": False, "available": False}
+    assert t.stream is not None
+    return await routes._live_log(cache, t.stream, pod, family, answer, 50, t.errors)
+
+
 def test_a_trainjob_reads_through_the_cache_as_its_row_and_its_tab_without_a_predecessors_pod(
     counting_proxy, namespace, custom_objects, core_v1
 ):
@@ -392,26 +413,43 @@ def test_a_trainjob_reads_through_the_cache_as_its_row_and_its_tab_without_a_pre
         return [p for p in found if p.status.phase == "Running"]
 
     wait_for(running_nodes, lambda found: len(found) == 2, timeout=120, what="both nodes of the TrainJob to run")
+    # The local trainer has no TrainJobStatus feature: write trainerStatus as a trainer with it would (its status
+    # writes are merge patches, so it keeps this).
+    custom_objects.patch_namespaced_custom_object_status(
+        TRAINER_GROUP, TRAINER_VERSION, namespace, "trainjobs", TRAINJOB, {"status": {"trainerStatus": PROGRESS}}
+    )
 
-    async def main() -> tuple[tuple[dict, dict, dict], tuple[dict, dict, dict]]:
+    async def main() -> tuple[tuple[dict, dict, dict], tuple[dict, dict, dict], dict]:
         cache = UiCache(detail_ttl=0.5)
         try:
             running = await page_and_tab(cache, namespace, record)
+            log = await lead_log(cache, record)
+            deadline = time.monotonic() + 30
+            while running[0]["progress"] is None and time.monotonic() < deadline:  # the watch brings the patch
+                await asyncio.sleep(0.2)
+                running = await page_and_tab(cache, namespace, record)
             deadline = time.monotonic() + 120
             while True:  # until the stream has seen it complete
                 await asyncio.sleep(1.0)
                 done = await page_and_tab(cache, namespace, record)
                 if done[0]["phase"] in ("Complete", "Failed") or time.monotonic() > deadline:
-                    return running, done
+                    return running, done, log
         finally:
             await cache.close()
 
-    (row, entry, tab), (done_row, _, done_tab) = asyncio.run(main())
+    (row, entry, tab), (done_row, _, done_tab), log = asyncio.run(main())
     assert entry["error"] is None and entry["skipped_kinds"] == [], entry
     assert (row["kind"], row["name"], row["runtime"], row["nodes"]) == ("TrainJob", TRAINJOB, "torch-distributed", 2)
     assert (row["dag_id"], row["task_id"], row["try_number"]) == ("trainjob_dag", "train", 1)
     assert row["phase"] in ("Created", "Running"), row
     assert [s["name"] for s in row["steps"]] == ["node"] and row["steps"][0]["nodes"] == 2
+    shown_progress = {
+        "percentage": 40,
+        "estimated_remaining_seconds": 18,
+        "metrics": [{"name": "loss", "value": "0.31"}],
+        "last_updated_time": "2026-12-07T10:00:00Z",
+    }
+    assert row["progress"] == shown_progress and tab["progress"] == shown_progress
     # the tab: the two nodes' pods, never the predecessor's, node 0 leading; the steps in place of replica counts
     assert tab["error"] is None and tab["exists"] and tab["source"] == "live", tab["error"]
     assert sorted((r["replica_type"], r["index"], r["lead"]) for r in tab["replicas"]) == [
@@ -421,6 +459,10 @@ def test_a_trainjob_reads_through_the_cache_as_its_row_and_its_tab_without_a_pre
     assert f"{TRAINJOB}-node-0-0-old" not in {r["pod"] for r in tab["replicas"]}
     assert tab["replica_counts"] == {} and [s["name"] for s in tab["steps"]] == ["node"]
     assert tab["refresh_seconds"] == 5
+    # the log route's default: node 0's container node, of this TrainJob's pod
+    lead = next(r["pod"] for r in tab["replicas"] if r["lead"])
+    assert (log["pod"], log["container"], log["available"]) == (lead, "node", True), log
+    assert "node up" in log["lines"]
     # complete: the row and the tab say so, in the family's word, and stop refreshing
     assert (done_row["phase"], done_row["reason"]) == ("Complete", "AllJobsCompleted"), done_row
     assert done_row["steps"][0]["succeeded"] == 1 and done_row["steps"][0]["text"] == "1 succeeded"
