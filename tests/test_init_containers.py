@@ -359,7 +359,7 @@ def test_the_tabs_replica_rows_show_the_init_containers_exit_and_log():
     )
     (row,) = views.replicas([recorded], PYTORCH_FAMILY, job_gone=True)
     assert (row["container"], row["restarts"], row["exit_code"], row["exit_class"]) == ("fetch-data", 3, 2, "Permanent")
-    marks = views.restart_marks([init_crash_looping()], [], "job", PYTORCH_FAMILY)
+    marks = views.restart_marks([init_crash_looping()], [], {"metadata": {"name": "job"}}, PYTORCH_FAMILY)
     assert [(m["replica"], m["exit_code"]) for m in marks] == [("Master-0", 2)]
     # A running replica whose init container completed shows no exit of it.
     (row,) = views.replicas(

@@ -270,17 +270,28 @@ def replica_count_parts(status: Any, desired: Mapping[str, int] | None = None) -
     :param status: the job's ``status``: an API JSON dict, a :class:`~airflow_trainjob.models.JobStatus`, or None.
     :param desired: replica type -> ``replicas`` from the spec; shows ``active/desired`` when given.
     """
-    terminal = is_terminal(status)
     statuses = _as_dict(status).get("replicaStatuses")
-    statuses = statuses if isinstance(statuses, Mapping) else {}
-    types = list(desired or {}) + [t for t in statuses if t not in (desired or {})]
+    return count_parts(statuses if isinstance(statuses, Mapping) else {}, desired, terminal=is_terminal(status))
+
+
+def count_parts(
+    counts: Mapping[str, Any], desired: Mapping[str, int] | None = None, *, terminal: bool
+) -> list[tuple[str, str]]:
+    """The words of :func:`replica_count_parts` for pod counts however they were read (a family's
+    :meth:`~airflow_trainjob.domain.family.JobFamily.replica_statuses`, raised by the pods a page shows finished).
+
+    :param counts: replica type -> ``active``, ``succeeded``, ``failed`` (counts; a missing one is 0).
+    :param desired: replica type -> ``replicas`` from the spec; shows ``active/desired`` when given.
+    :param terminal: the job has finished: only what finished is said.
+    """
+    types = list(desired or {}) + [t for t in counts if t not in (desired or {})]
     parts = []
     for replica_type in types:
-        counts = statuses.get(replica_type)
-        counts = counts if isinstance(counts, Mapping) else {}
-        active = counts.get("active") or 0
+        found = counts.get(replica_type)
+        found = found if isinstance(found, Mapping) else {}
+        active = found.get("active") or 0
         wanted = f"/{desired[replica_type]}" if desired and replica_type in desired else ""
-        finished = [f"{counts[k]} {k}" for k in ("succeeded", "failed") if counts.get(k)]
+        finished = [f"{found[k]} {k}" for k in ("succeeded", "failed") if found.get(k)]
         if terminal:
             parts.append((replica_type, ", ".join(finished) or "none finished"))
             continue

@@ -309,3 +309,48 @@ class JobFamily(Protocol):
         :param pods: the job's pods, API JSON dicts.
         """
         ...
+
+    def deciding_condition(self, status: Any) -> Mapping[str, Any] | None:
+        """The true condition that decides :meth:`phase`, with its ``reason``, ``message`` and
+        ``lastTransitionTime``; None when none does (no condition yet, or a phase the family infers).
+
+        :param status: the job's ``status`` (a dict, or None).
+        """
+        ...
+
+    def replica_statuses(self, status: Any) -> dict[str, dict[str, int]]:
+        """Replica type -> the counts of its pods the controller reports (``active``, ``succeeded``, ``failed``; v1's
+        ``status.replicaStatuses``), in the controller's order; {} for a family whose controller counts no pods (a
+        TrainJob counts child Jobs per step: :meth:`steps`).
+
+        :param status: the job's ``status`` (a dict, or None).
+        """
+        ...
+
+    def steps(self, status: Any, desired: Mapping[str, int] | None = None) -> list[dict[str, Any]] | None:
+        """The job's steps as its controller counts them, for a family that runs a job as steps of child Jobs (a
+        TrainJob's ``status.jobsStatus``: each replicated job's ``name``, ``nodes`` asked for, its child Jobs'
+        ``active``, ``ready``, ``succeeded``, ``failed``, ``suspended`` counts and their ``text``); None for a family
+        that counts pods per replica type instead (:meth:`replica_statuses`).
+
+        :param status: the job's ``status`` (a dict, or None).
+        :param desired: replica type -> replicas asked for (:meth:`desired_replicas`), shown beside its step.
+        """
+        ...
+
+    def trainer_progress(self, status: Any) -> dict[str, Any] | None:
+        """The training's own progress, when the controller reports it (a TrainJob's ``status.trainerStatus``):
+        ``percentage``, ``estimated_remaining_seconds``, ``metrics`` (``[{name, value}]``), ``last_updated_time``;
+        None when it reports none (a v1 job never does).
+
+        :param status: the job's ``status`` (a dict, or None).
+        """
+        ...
+
+    def runtime_name(self, job: Mapping[str, Any]) -> str | None:
+        """The name of the runtime the job runs on (a TrainJob's ``spec.runtimeRef.name``); None for a family without
+        runtimes, or a job whose spec names none.
+
+        :param job: the job, an API JSON dict (its ``spec``).
+        """
+        ...

@@ -62,12 +62,48 @@ class KubeflowV1Kind:
     phase = staticmethod(conditions.phase)
     summary = staticmethod(conditions.summary)
     controller_has_acted = staticmethod(conditions.controller_has_acted)
+    deciding_condition = staticmethod(conditions.deciding_condition)
     # The pods and the held cleanup: the same for the six kinds too.
     pod_selector = staticmethod(pod_selector)
     user_run_policy = staticmethod(cleanup_hold.user_run_policy)
     has_started = staticmethod(conditions.has_started)
     started_since_admission = staticmethod(conditions.started_since_admission)
     restart_policies = staticmethod(failures.restart_policies)
+
+    def replica_statuses(self, status: Any) -> dict[str, dict[str, int]]:
+        """``status.replicaStatuses``: replica type -> its ``active``, ``succeeded`` and ``failed`` pod counts (ints; a
+        missing one is 0), in the controller's order.
+
+        :param status: the job's ``status`` (API JSON dict, or None).
+        """
+        found = (status or {}).get("replicaStatuses") if isinstance(status, Mapping) else None
+        return {
+            str(t): {k: int(c.get(k) or 0) for k in ("active", "succeeded", "failed")}
+            for t, c in (found.items() if isinstance(found, Mapping) else ())
+            if isinstance(c, Mapping)
+        }
+
+    def steps(self, status: Any, desired: Mapping[str, int] | None = None) -> list[dict[str, Any]] | None:
+        """None: a v1 job runs as replicas, counted per type (:meth:`replica_statuses`), not as steps.
+
+        :param status: the job's ``status``.
+        :param desired: replica type -> replicas asked for.
+        """
+        return None
+
+    def trainer_progress(self, status: Any) -> dict[str, Any] | None:
+        """None: a v1 controller reports no training progress.
+
+        :param status: the job's ``status``.
+        """
+        return None
+
+    def runtime_name(self, job: Mapping[str, Any]) -> str | None:
+        """None: a v1 job names no runtime (its replica specs are its whole shape).
+
+        :param job: the job, an API JSON dict.
+        """
+        return None
 
     @property
     def success_condition(self) -> str:

@@ -190,6 +190,9 @@ class TrainJobFamily:
     summary = staticmethod(status_of.summary)
     controller_has_acted = staticmethod(status_of.controller_has_acted)
     replica_of = staticmethod(replica_of)
+    deciding_condition = staticmethod(status_of.deciding_condition)
+    steps = staticmethod(status_of.steps)
+    trainer_progress = staticmethod(status_of.trainer_progress)
 
     @property
     def success_condition(self) -> str:
@@ -272,6 +275,21 @@ class TrainJobFamily:
             return False
         created, pod_created = meta.get("creationTimestamp"), (pod.get("metadata") or {}).get("creationTimestamp")
         return not (isinstance(created, str) and isinstance(pod_created, str)) or pod_created >= created
+
+    def replica_statuses(self, status: Any) -> dict[str, dict[str, int]]:
+        """{}: a TrainJob's status counts no pods (``jobsStatus`` counts each step's child Jobs: :func:`.steps`).
+
+        :param status: the TrainJob's ``status`` (API JSON dict, or None).
+        """
+        return {}
+
+    def runtime_name(self, job: Mapping[str, Any]) -> str | None:
+        """``spec.runtimeRef.name``, e.g. ``torch-distributed``; None when the spec names none.
+
+        :param job: the TrainJob, an API JSON dict.
+        """
+        name = _mapping(_mapping(job.get("spec")).get("runtimeRef")).get("name")
+        return name if isinstance(name, str) and name else None
 
     def restart_policies(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
         """{}: a TrainJob's spec gives no restart policy (its runtime's Job templates do; the exit code decides).

@@ -167,6 +167,29 @@ def has_condition(status: Any, condition_type: str) -> bool:
     return condition_type in _true_by_type(status)
 
 
+def _said(counts: Mapping[str, int] | None, terminal: bool) -> str:
+    """One replicated job's counts as the summary words them (:func:`jobs_count_parts`)."""
+    shown = _FINISHED_COUNTS if terminal else JOBS_STATUS_COUNTS
+    said = ", ".join(f"{counts[k]} {k}" for k in shown if counts[k]) if counts else ""
+    if said:
+        return said
+    return "no job yet" if counts is None else ("none finished" if terminal else "waiting")
+
+
+def jobs_count_parts(status: Any, desired: Mapping[str, int] | None = None) -> list[tuple[str, str]]:
+    """:func:`jobs_counts` per replicated job, in the controller's order, then those only ``desired`` names:
+    ``[("dataset-initializer", "1 succeeded"), ("node", "1 active, 1 ready")]``; once the TrainJob is terminal only
+    what finished (``1 failed``, ``none finished``); ``no job yet`` for a replicated job the JobSet does not report.
+
+    :param status: the TrainJob's ``status`` (API JSON dict, model, or None).
+    :param desired: replicated job -> nodes asked for (``{"node": spec.trainer.numNodes}``).
+    """
+    terminal = is_terminal(status)
+    jobs = {j["name"]: j for j in jobs_status(status)}
+    names = list(jobs) + [n for n in (desired or {}) if n not in jobs]
+    return [(name, _said(jobs.get(name), terminal)) for name in names]
+
+
 def jobs_counts(status: Any, desired: Mapping[str, int] | None = None) -> str:
     """Each replicated job's child Jobs, e.g. ``dataset-initializer: 1 succeeded; node (2 nodes): 1 active,
     1 ready``; once the TrainJob is terminal only what finished (``node: 1 failed``, or ``none finished``). A
@@ -175,19 +198,62 @@ def jobs_counts(status: Any, desired: Mapping[str, int] | None = None) -> str:
     :param status: the TrainJob's ``status`` (API JSON dict, model, or None).
     :param desired: replicated job -> nodes asked for (``{"node": spec.trainer.numNodes}``), shown beside it.
     """
-    terminal = is_terminal(status)
-    jobs = {j["name"]: j for j in jobs_status(status)}
-    names = list(jobs) + [n for n in (desired or {}) if n not in jobs]
     parts = []
-    for name in names:
-        counts = jobs.get(name)
-        shown = _FINISHED_COUNTS if terminal else JOBS_STATUS_COUNTS
-        said = ", ".join(f"{counts[k]} {k}" for k in shown if counts[k]) if counts else ""
-        if not said:
-            said = "no job yet" if counts is None else ("none finished" if terminal else "waiting")
+    for name, said in jobs_count_parts(status, desired):
         nodes = f" ({desired[name]} node{'s' if desired[name] != 1 else ''})" if desired and name in desired else ""
         parts.append(f"{name}{nodes}: {said}")
     return "; ".join(parts)
+
+
+def steps(status: Any, desired: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
+    """The TrainJob's steps (its replicated jobs) as a page shows them: ``name``, ``nodes`` (asked for, from
+    ``desired``; None for a step the spec does not size), the counts of its child Jobs (``active``, ``ready``,
+    ``succeeded``, ``failed``, ``suspended``; once the TrainJob is terminal ``active`` and ``ready`` are None: the
+    JobSet's last counts are no Jobs running now) and ``text`` (:func:`jobs_count_parts`).
+
+    :param status: the TrainJob's ``status`` (API JSON dict, model, or None).
+    :param desired: replicated job -> nodes asked for (``{"node": spec.trainer.numNodes}``).
+    """
+    terminal = is_terminal(status)
+    jobs = {j["name"]: j for j in jobs_status(status)}
+    found = []
+    for name, said in jobs_count_parts(status, desired):
+        counts: dict[str, Any] = {k: jobs[name][k] if name in jobs else 0 for k in JOBS_STATUS_COUNTS}
+        if terminal:
+            counts.update(active=None, ready=None)
+        found.append({"name": name, "nodes": (desired or {}).get(name), **counts, "text": said})
+    return found
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def trainer_progress(status: Any) -> dict[str, Any] | None:
+    """``status.trainerStatus`` (the trainer's ``TrainJobStatus`` feature gate) as a page shows it:
+    ``percentage`` (``progressPercentage``, 0-100), ``estimated_remaining_seconds``, ``metrics`` (``[{name,
+    value}]``, the values as the runtime reported them: strings) and ``last_updated_time`` (RFC 3339); each None (or
+    ``[]``) when not reported. None when the TrainJob reports no ``trainerStatus``. Read leniently: a field of the
+    wrong type is not reported (a newer controller may write more).
+
+    :param status: the TrainJob's ``status`` (API JSON dict, model, or None).
+    """
+    trainer = as_dict(status).get("trainerStatus")
+    if not isinstance(trainer, Mapping):
+        return None
+    metrics = trainer.get("metrics")
+    return {
+        "percentage": _whole(trainer.get("progressPercentage")),
+        "estimated_remaining_seconds": _whole(trainer.get("estimatedRemainingSeconds")),
+        "metrics": [
+            {"name": str(m.get("name")), "value": None if m.get("value") is None else str(m.get("value"))}
+            for m in (metrics if isinstance(metrics, list) else [])
+            if isinstance(m, Mapping) and m.get("name")
+        ],
+        "last_updated_time": trainer.get("lastUpdatedTime")
+        if isinstance(trainer.get("lastUpdatedTime"), str)
+        else None,
+    }
 
 
 def progress(status: Any) -> str:

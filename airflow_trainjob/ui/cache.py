@@ -27,14 +27,13 @@ import functools
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from kubernetes_asyncio import client as async_client
 
-from airflow_trainjob.domain import pods
 from airflow_trainjob.families import family_of, known_kinds
 from airflow_trainjob.hooks.api_errors import kind_not_served_message
 from airflow_trainjob.hooks.retries import API_EXCEPTIONS, no_retries
@@ -279,6 +278,15 @@ class StreamRegistry:
             await cancel_safe.stop(self._reaper)
 
 
+def _known_job(stream: JobStream, name: str, uid: str) -> Mapping[str, Any]:
+    """The stream's job ``name`` when it is the object ``uid`` (else, deleted since, its last state), or the name and
+    uid alone: what :meth:`~airflow_trainjob.domain.family.JobFamily.owns_pod` reads to tell its pods."""
+    for seen in (stream.jobs.get(name), stream.final_state(name, uid)):
+        if seen is not None and (seen.get("metadata") or {}).get("uid") == uid:
+            return seen
+    return {"metadata": {"name": name, "uid": uid}}
+
+
 def ui_source(conn_id: str | None, namespace: str, kind: str) -> StreamSource:
     """The stream key of the jobs of ``kind`` in ``namespace`` through connection ``conn_id`` (the connection
     decides context, kubeconfig and in-cluster use, as for a task that names only the connection).
@@ -333,22 +341,33 @@ class UiCache:
         """
         return await self.streams.stream(ui_source(conn_id, namespace, kind))
 
-    async def job_pods(self, stream: JobStream, name: str, uid: str | None) -> list[dict[str, Any]]:
-        """The pods of job ``name`` (those owned by the job object ``uid``, when known), as API JSON dicts.
+    async def job_pods(
+        self, stream: JobStream, name: str, uid: str | None, job: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """The pods of job ``name`` that are the job object's own (its family's
+        :meth:`~airflow_trainjob.domain.family.JobFamily.owns_pod`: a v1 job's by owner reference to ``uid``, a
+        TrainJob's by its pod token, else by its JobSet's name and creation time), as API JSON dicts. A same-named
+        predecessor's pods are left out; without a uid, every pod of the name is the job's.
 
-        :param stream: the job's stream (its hook makes the read).
+        :param stream: the job's stream (its hook makes the read; its jobs hold the job when ``job`` is None).
         :param name: the job's ``metadata.name``.
-        :param uid: the job's ``metadata.uid``; a same-named predecessor's pods are left out.
+        :param uid: the job's ``metadata.uid`` (None: not known).
+        :param job: the job (API JSON dict or the stream's observation: its uid, creation time, the provider's
+            annotations); None: the stream's job of that name and uid, else the name and uid alone.
         :raises Exception: the hook's one-line exceptions, or :class:`TimeoutError`.
         """
         source = stream.source
+        family = family_of(source.kind)
 
         async def load() -> list[dict[str, Any]]:
             found = await quick_read(
                 f"list the pods of {source.kind} {source.namespace}/{name}",
                 lambda: stream.hook.list_job_pods_async(name, source.namespace, kind=source.kind),
             )
-            return [p for p in found if not uid or pods.owned_by(p, uid)]
+            if not uid:
+                return found
+            owner = job if job is not None else _known_job(stream, name, uid)
+            return [p for p in found if family.owns_pod(owner, p)]
 
         return await self.details.get(("pods", source, name, uid), load)
 

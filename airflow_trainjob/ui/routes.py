@@ -184,8 +184,8 @@ async def _live_pods(cache: UiCache, t: _Try) -> list[dict[str, Any]]:
     """The live job's pods ([] when the job is not live, or they could not be read: then in ``t.errors``)."""
     if t.job is None or t.stream is None:
         return []
-    stream, uid = t.stream, (t.job.get("metadata") or {}).get("uid")
-    return await _read(lambda: cache.job_pods(stream, t.name, uid), t.errors) or []
+    stream, job, uid = t.stream, t.job, (t.job.get("metadata") or {}).get("uid")
+    return await _read(lambda: cache.job_pods(stream, t.name, uid, job), t.errors) or []
 
 
 def _lead_pod_name(t: _Try, kind: JobFamily, live_pods: list[dict[str, Any]], recorded_pods: list[Any]) -> str | None:
@@ -340,7 +340,7 @@ async def _try_view(
     if t.job is not None and t.stream is not None:
         stream, job = t.stream, t.job
         uid = (job.get("metadata") or {}).get("uid")
-        found_pods = await _read(lambda: cache.job_pods(stream, t.name, uid), t.errors)
+        found_pods = await _read(lambda: cache.job_pods(stream, t.name, uid, job), t.errors)
         names = [pods.pod_name(p) for p in found_pods or []]
         found_events = await _read(lambda: cache.job_events(stream, t.name, uid, names), t.errors)
         t.unreadable = t.unreadable or found_pods is None or found_events is None

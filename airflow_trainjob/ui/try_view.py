@@ -14,24 +14,25 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow_trainjob.domain import conditions, pods
+from airflow_trainjob.domain import pods
 from airflow_trainjob.families import JobFamily
 from airflow_trainjob.ui.views import (
     REFRESH_SECONDS,
     Json,
-    _counted_with,
     _kind_of,
     _meta,
-    _status,
     about_job,
+    deciding_condition,
     events,
     is_finished,
     iso,
     job_phase,
+    job_summary,
     parse_time,
     replica_counts,
     replicas,
     restart_marks,
+    shape_fields,
     stamp,
     timeline,
     times,
@@ -51,8 +52,11 @@ END_RECORD_WAIT_SECONDS = 60
 SEEN_BY_CLUSTER, SEEN_BY_TASK, SEEN_BY_TRIGGER, SEEN_BY_PAGE = "cluster", "task", "trigger", "page"
 #: The header's badge of an ended try whose job did not finish (the job's phase would read as if it still ran), by
 #: the try's recorded outcome (:class:`~airflow_trainjob.domain.records.FinalState`); :data:`ENDED` when none is recorded.
+#: A ``succeeded`` outcome reads as the job's family's word for success (:data:`SUCCEEDED`: ``Succeeded`` here; a
+#: TrainJob's ``Complete``).
+SUCCEEDED = "succeeded"
 OUTCOME_BADGES = {
-    "succeeded": "Succeeded",
+    SUCCEEDED: "Succeeded",
     "failed": "Failed",
     "timed_out": "Timed out",
     "stopped": "Stopped",
@@ -280,15 +284,21 @@ def _still_changing(
     return (shown.exists and not shown.finished) or (not shown.exists and may_appear) or bool(unreadable_since)
 
 
-def badge(phase: str, *, ended: bool, outcome: Any) -> str:
+def badge(phase: str, *, ended: bool, outcome: Any, kind: JobFamily | None = None) -> str:
     """The header's badge of a try: its job's phase, but for an ended try whose job did not finish (the phase would
-    read as if it still ran), the try's recorded outcome (:data:`OUTCOME_BADGES`), else :data:`ENDED`.
+    read as if it still ran), the try's recorded outcome (:data:`OUTCOME_BADGES`; a success in the words of the job's
+    family), else :data:`ENDED`.
 
     :param phase: the job's :func:`~airflow_trainjob.ui.views.job_phase`.
     :param ended: the try has ended.
     :param outcome: the try's record's ``final.outcome`` (:class:`~airflow_trainjob.domain.records.FinalState`), or None.
+    :param kind: the job's family (None: unknown; a success reads ``Succeeded``).
     """
-    return phase if not ended or is_finished(phase) else OUTCOME_BADGES.get(str(outcome), ENDED)
+    if not ended or is_finished(phase):
+        return phase
+    if str(outcome) == SUCCEEDED and kind is not None:
+        return kind.success_condition
+    return OUTCOME_BADGES.get(str(outcome), ENDED)
 
 
 def _record_fields(record: Mapping[str, Any], job: Mapping[str, Any] | None) -> Json:
@@ -350,35 +360,42 @@ def _sight_fields(shown: _Shown) -> Json:
 
 def _job_fields(shown: _Shown, *, known_until: datetime | None, pods_read: bool) -> Json:
     """The job as shown: its phase and badge, its deciding condition, times, timeline, replicas and events."""
-    job, status = shown.job, _status(shown.job)
-    condition = conditions.deciding_condition(status) or {}
+    job = shown.job
+    condition = deciding_condition(job)
     # A job that did not finish was in its last phase until what is known of it ends (_known_until).
     start, completion, duration = times(job, shown.phase, known_until)
     rows, removed = _replica_rows(shown)
-    shown_status = _counted_with(status, rows) if conditions.is_terminal(status) else status
-    desired = (shown.kind.desired_replicas(shown.specced) if shown.kind else {}) or None
+    # A recorded job has no spec: the replicas and nodes asked for are read from the manifest sent (specced).
+    counts = replica_counts(shown.specced, shown.kind, rows)
     outcome = (shown.record.get("final") or {}).get("outcome")
     return {
         "phase": shown.phase,
-        "badge": badge(shown.phase, ended=shown.ended, outcome=outcome),
+        "badge": badge(shown.phase, ended=shown.ended, outcome=outcome, kind=shown.kind),
         "reason": condition.get("reason") or None,
         "message": condition.get("message") or None,
-        "summary": conditions.summary(shown_status, desired) if job is not None else None,
+        "summary": job_summary(shown.specced, shown.kind, counts) if job is not None else None,
         "start_time": start,
         "completion_time": completion,
         "duration_seconds": duration,
         "timeline": timeline(job),
         # The timeline's last bar of a job that did not finish runs to this (RFC 3339), not to its own transition.
         "known_until": iso(known_until) if job is not None else None,
-        "restarts": restart_marks(
-            [*shown.sight.pods, *removed], shown.relevant, str(shown.record.get("name") or ""), shown.kind
-        ),
-        "replica_counts": replica_counts(shown.specced, shown.kind, rows),
+        "restarts": restart_marks([*shown.sight.pods, *removed], shown.relevant, _named(shown), shown.kind),
+        "replica_counts": counts,
+        **(shape_fields(shown.specced, shown.kind) if job is not None else shape_fields(None, None)),
         "replicas": rows,
         # A finished job that is still there without pods: cleanPodPolicy (or the controller) removed them.
         "pods_gone": shown.on_cluster and shown.exists and shown.finished and pods_read and not shown.sight.pods,
         "events": events(shown.relevant),
     }
+
+
+def _named(shown: _Shown) -> Mapping[str, Any]:
+    """The job shown, with its spec (the pod templates), named as the try's record names it (a job not seen has
+    only its name)."""
+    name = str(shown.record.get("name") or "")
+    job = shown.specced or {}
+    return {**job, "metadata": {**(job.get("metadata") or {}), "name": name}}
 
 
 def _replica_rows(shown: _Shown) -> tuple[list[Json], list[Any]]:

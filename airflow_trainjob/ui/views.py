@@ -5,10 +5,11 @@ cluster or recorded by the task (``final`` of :mod:`airflow_trainjob.domain.reco
 ``last_seen`` while it ran, or the end its trigger recorded when Airflow killed it), and Airflow's state of each try;
 the same functions serve all of them. Which sight of a job a try shows, and whether the try is still under way, is
 decided by :mod:`airflow_trainjob.ui.try_view`, which assembles a try's answer from these; which replicas failed, by
-the task's own judgement (:func:`failure_marks`). What a job's conditions mean is decided by
-:mod:`airflow_trainjob.domain.conditions` (the phase and its deciding condition) and :mod:`airflow_trainjob.domain.deadlines`
-(whether it waits in a queue); which replica a pod is, how its containers ended and which pod leads, by
-:mod:`airflow_trainjob.domain.pods`; what an exit means, by :mod:`airflow_trainjob.domain.failures`. All times are the API's RFC 3339 strings (UTC), durations seconds (float).
+the task's own judgement (:func:`failure_marks`). What a job's status means is decided by its family
+(:class:`~airflow_trainjob.domain.family.JobFamily`: the phase and its deciding condition, its replica counts or a
+TrainJob's steps and progress, which pods are its own, which replica a pod is, how its containers ended and which pod
+leads) and :mod:`airflow_trainjob.domain.deadlines` (whether it waits in a queue); what an exit means, by
+:mod:`airflow_trainjob.domain.failures`. All times are the API's RFC 3339 strings (UTC), durations seconds (float).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from airflow_trainjob.domain.failures import ExitClass
 from airflow_trainjob.domain.own_keys import read_own_key
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.domain.verdict import failure_ends
-from airflow_trainjob.families import JobFamily, family_or_none
+from airflow_trainjob.families import JobFamily, family_or_none, success_conditions
 
 #: Seconds between two polls of a page while its job can still change.
 REFRESH_SECONDS = 5
@@ -50,8 +51,9 @@ TAB_ROUTE = "training-job"
 
 #: Phases of the contract besides the condition types :func:`conditions.phase` reports.
 CREATED, QUEUED, SUSPENDED, UNKNOWN = "Created", "Queued", "Suspended", "Unknown"
-#: A job in these phases will not change phase again.
-FINISHED_PHASES = frozenset({JobConditionType.SUCCEEDED.value, JobConditionType.FAILED.value})
+#: A job in these phases will not change phase again: every family's success (``Succeeded``, a TrainJob's
+#: ``Complete``) and ``Failed`` (both families' word).
+FINISHED_PHASES = frozenset({*success_conditions(), JobConditionType.FAILED.value})
 
 Json = dict[str, Any]
 
@@ -152,11 +154,28 @@ def job_phase(job: Mapping[str, Any] | None) -> str:
 
 
 def is_finished(phase: str) -> bool:
-    """The phase will not change again (``Succeeded`` or ``Failed``).
+    """The phase will not change again (``Succeeded``, ``Complete`` or ``Failed``).
 
     :param phase: a phase of :func:`job_phase`.
     """
     return phase in FINISHED_PHASES
+
+
+def deciding_condition(job: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """The true condition that decides the job's phase, as its family reads it (:meth:`JobFamily.deciding_condition`);
+    {} when none does, or the kind is unknown.
+
+    :param job: the job as an API JSON dict, or None.
+    """
+    family = _kind_of((job or {}).get("kind"))
+    return (family.deciding_condition(_status(job)) if family else None) or {}
+
+
+def _failed_at(status: Mapping[str, Any], family: JobFamily) -> str | None:
+    """The ``lastTransitionTime`` of the deciding ``Failed`` condition of a failed job (None otherwise)."""
+    if not family.is_failed(status):
+        return None
+    return str((family.deciding_condition(status) or {}).get("lastTransitionTime") or "") or None
 
 
 def timeline(job: Mapping[str, Any] | None) -> list[Json]:
@@ -200,30 +219,33 @@ def with_sent_spec(job: Mapping[str, Any] | None, manifest_yaml: Any) -> Mapping
 def replica_counts(
     job: Mapping[str, Any] | None, kind: JobFamily | None, rows: Sequence[Mapping[str, Any]] = ()
 ) -> dict[str, Json]:
-    """Replica type -> ``desired`` (from the spec; None when unknown), ``active``, ``succeeded``, ``failed``
-    (``status.replicaStatuses``) and ``text``, the task log's wording of them (:func:`conditions.replica_count_parts`:
-    ``1/2 active (1 failed)``), for every type of the spec or the status. Once the job is terminal ``active`` is None
-    and ``text`` says only what finished (``1 failed``, ``none finished``): the training operator leaves its last
-    ``active`` count behind when a job stops, which is no count of pods running now. Nor does it count a replica that
-    finished after the job did (it stops counting then), so a terminal job counts at least the replicas the table
-    shows finished (``rows``, :func:`replicas`).
+    """Replica type -> ``desired`` (from the spec; None when unknown), ``active``, ``succeeded``, ``failed`` (the pod
+    counts the controller reports: :meth:`JobFamily.replica_statuses`, v1's ``status.replicaStatuses``) and ``text``,
+    the task log's wording of them (:func:`conditions.count_parts`: ``1/2 active (1 failed)``), for every type of the
+    spec or the status. Once the job is terminal ``active`` is None and ``text`` says only what finished (``1 failed``,
+    ``none finished``): the training operator leaves its last ``active`` count behind when a job stops, which is no
+    count of pods running now. Nor does it count a replica that finished after the job did (it stops counting then),
+    so a terminal job counts at least the replicas the table shows finished (``rows``, :func:`replicas`).
+
+    {} for a job whose family runs it as steps of child Jobs (a TrainJob: :func:`steps` replace these), or of no
+    known kind.
 
     :param job: the job as an API JSON dict, or None.
     :param kind: the job's kind (None: unknown).
     :param rows: the replicas table (:func:`replicas`) to count a terminal job's finished replicas from.
     """
-    desired = kind.desired_replicas(job) if kind else {}
     status = _status(job)
-    terminal = conditions.is_terminal(status)
+    if kind is None or kind.steps(status) is not None:
+        return {}
+    desired = kind.desired_replicas(job)
+    terminal = kind.is_terminal(status)
+    statuses = kind.replica_statuses(status)
     if terminal:
-        status = _counted_with(status, rows)
-    texts = dict(conditions.replica_count_parts(status, desired or None))
-    statuses = status.get("replicaStatuses")
-    statuses = statuses if isinstance(statuses, Mapping) else {}
+        statuses = _counted_with(statuses, rows)
+    texts = dict(conditions.count_parts(statuses, desired or None, terminal=terminal))
     counts: dict[str, Json] = {}
     for replica_type in [*desired, *(t for t in statuses if t not in desired)]:
-        got = statuses.get(replica_type)
-        got = got if isinstance(got, Mapping) else {}
+        got = statuses.get(replica_type) or {}
         counts[replica_type] = {
             "desired": desired.get(replica_type),
             **{k: int(got.get(k) or 0) for k in ("active", "succeeded", "failed")},
@@ -232,6 +254,52 @@ def replica_counts(
         if terminal:
             counts[replica_type]["active"] = None
     return counts
+
+
+def steps(job: Mapping[str, Any] | None, kind: JobFamily | None) -> list[Json] | None:
+    """The job's steps (:meth:`JobFamily.steps`: a TrainJob's ``jobsStatus``, each replicated job with the nodes its
+    spec asks for and its child Jobs' counts, ``active``/``ready`` None once it is terminal, and their ``text``); None
+    for a job whose family counts replicas instead (v1: :func:`replica_counts`), or of no known kind.
+
+    :param job: the job as an API JSON dict (with its spec for the nodes asked for), or None.
+    :param kind: the job's kind (None: unknown).
+    """
+    return kind.steps(_status(job), kind.desired_replicas(job) or None) if kind else None
+
+
+def job_summary(job: Mapping[str, Any] | None, kind: JobFamily | None, counts: Mapping[str, Json]) -> str | None:
+    """The one-line summary the task log gives: the phase, its deciding condition's reason and message, and the
+    replica counts of :func:`replica_counts` (a terminal job's raised by the pods the table shows finished); a job
+    whose family counts steps, its family's own (:meth:`JobFamily.summary`: its steps and progress). None without a
+    job.
+
+    :param job: the job as an API JSON dict (with its spec), or None.
+    :param kind: the job's kind (None: unknown).
+    :param counts: :func:`replica_counts` of the job.
+    """
+    if job is None or kind is None:
+        return None
+    status = _status(job)
+    if kind.steps(status) is not None:
+        return kind.summary(status, kind.desired_replicas(job) or None)
+    condition = kind.deciding_condition(status)
+    text = kind.phase(status)
+    if condition and (condition.get("reason") or condition.get("message")):
+        text += f" ({': '.join(str(condition[k]) for k in ('reason', 'message') if condition.get(k))})"
+    said = ", ".join(f"{replica_type} {c['text']}" for replica_type, c in counts.items())
+    return f"{text} — {said}" if said else text
+
+
+def progress(job: Mapping[str, Any] | None, kind: JobFamily | None) -> Json | None:
+    """The training's own progress when its controller reports it (:meth:`JobFamily.trainer_progress`: a TrainJob's
+    ``trainerStatus``): ``percentage``, ``estimated_remaining_seconds``, ``metrics`` (``[{name, value}]``),
+    ``last_updated_time`` (RFC 3339 UTC, ``Z``); None otherwise.
+
+    :param job: the job as an API JSON dict, or None.
+    :param kind: the job's kind (None: unknown).
+    """
+    found = kind.trainer_progress(_status(job)) if kind else None
+    return {**found, "last_updated_time": stamp(found.get("last_updated_time"))} if found else None
 
 
 def _finished_as(row: Mapping[str, Any]) -> str | None:
@@ -247,27 +315,25 @@ def _finished_as(row: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _counted_with(status: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
-    """``status`` with each replica type's ``succeeded`` and ``failed`` at least the rows of that type that finished
-    so."""
+def _counted_with(
+    statuses: Mapping[str, Mapping[str, int]], rows: Sequence[Mapping[str, Any]]
+) -> dict[str, dict[str, int]]:
+    """The pod counts ``statuses`` (replica type -> counts), each type's ``succeeded`` and ``failed`` at least the rows
+    of that type that finished so."""
+    counted = {t: dict(c) for t, c in statuses.items()}
     seen = Counter((str(r.get("replica_type")), way) for r in rows if (way := _finished_as(r)))
-    if not seen:
-        return status
-    statuses = status.get("replicaStatuses")
-    counted = {
-        t: dict(c) for t, c in (statuses.items() if isinstance(statuses, Mapping) else ()) if isinstance(c, Mapping)
-    }
     for (replica_type, way), count in seen.items():
         entry = counted.setdefault(replica_type, {})
         entry[way] = max(int(entry.get(way) or 0), count)
-    return {**status, "replicaStatuses": counted}
+    return counted
 
 
 def times(
     job: Mapping[str, Any] | None, phase: str, now: datetime | None
 ) -> tuple[str | None, str | None, float | None]:
     """``(start_time, completion_time, duration_seconds)``: ``status.startTime`` and ``status.completionTime``;
-    the duration runs to the completion, else (finished) the deciding condition's turn, else ``now``.
+    the duration runs to the completion, else (finished) the deciding condition's turn, else ``now``. A job run as
+    steps (a TrainJob) reports neither time: once it has started, its duration runs from its creation.
 
     :param job: the job as an API JSON dict, or None.
     :param phase: its :func:`job_phase`.
@@ -278,10 +344,14 @@ def times(
     start, completion = stamp(status.get("startTime")), stamp(status.get("completionTime"))
     end = parse_time(completion)
     if end is None and is_finished(phase):
-        end = parse_time((conditions.deciding_condition(status) or {}).get("lastTransitionTime"))
+        end = parse_time(deciding_condition(job).get("lastTransitionTime"))
     if end is None and not is_finished(phase):
         end = now
-    return start, completion, _seconds(parse_time(start), end)
+    begin = parse_time(start)
+    family = _kind_of((job or {}).get("kind"))
+    if begin is None and family is not None and family.steps(status) is not None and family.has_started(status):
+        begin = parse_time(_meta(job).get("creationTimestamp"))
+    return start, completion, _seconds(begin, end)
 
 
 # --- the pods ---------------------------------------------------------------------------------------
@@ -401,8 +471,7 @@ def _pod_row(
 
 def _event_rows(job_events: Sequence[Mapping[str, Any]], job: Mapping[str, Any] | None, kind: JobFamily) -> list[Json]:
     """The rows of :func:`gone_replicas` (from the ``ExitedWithCode`` events) when there are events and a job name."""
-    job_name = str(_meta(job).get("name") or "")
-    return gone_replicas(job_events, job_name, kind) if job_events and job_name else []
+    return gone_replicas(job_events, job, kind) if job_events and job and _meta(job).get("name") else []
 
 
 def _mark_lead_row(rows: list[Json], kind: JobFamily) -> None:
@@ -438,7 +507,7 @@ def failure_marks(
         return {}, None
     ends = failure_ends(job, found, job_events, family)
     status = _status(job)
-    failed_at = conditions.failed_at(status)
+    failed_at = _failed_at(status, family)
     ranked = failures.failures_in_order(ends, failed_at)
     first: dict[str, failures.ContainerEnd] = {}
     for end in [*ranked, *(e for e in ends if e.failed and e not in ranked)]:
@@ -463,19 +532,22 @@ def _failure_columns(failure: failures.ContainerEnd | None, cause: failures.Cont
     }
 
 
-def gone_replicas(job_events: Sequence[Mapping[str, Any]], job_name: str, kind: JobFamily | None) -> list[Json]:
+def gone_replicas(
+    job_events: Sequence[Mapping[str, Any]], job: Mapping[str, Any] | None, kind: JobFamily | None
+) -> list[Json]:
     """The replicas table of a finished job whose pods are gone: one row per replica the training operator's
     ``ExitedWithCode`` events name (:func:`failures.ends_from_events`), with its last exit, ``restarts`` (its earlier
     exits), phase :data:`POD_GONE` and ``gone`` True (no log to read); the columns of :func:`replicas`.
 
     :param job_events: events about the job and its pods (:func:`about_job`).
-    :param job_name: the job's ``metadata.name`` (its pods are named after it).
+    :param job: the job, an API JSON dict (its ``metadata.name``: its pods are named after it; the pod templates of
+        its spec name a replica's container), or None (no rows).
     :param kind: the job's kind (None: unknown, gives no rows).
     """
-    if kind is None:
+    if kind is None or job is None:
         return []
     ends: dict[str, list[failures.ContainerEnd]] = {}
-    for end in kind.ends_from_events(job_events, {"metadata": {"name": job_name}}):
+    for end in kind.ends_from_events(job_events, job):
         ends.setdefault(end.replica, []).append(end)
     order = {t: i for i, t in enumerate(kind.lead_order)}
     rows = []
@@ -505,7 +577,10 @@ def gone_replicas(job_events: Sequence[Mapping[str, Any]], job_name: str, kind: 
 
 
 def restart_marks(
-    found: Sequence[Mapping[str, Any]], job_events: Sequence[Mapping[str, Any]], job_name: str, kind: JobFamily | None
+    found: Sequence[Mapping[str, Any]],
+    job_events: Sequence[Mapping[str, Any]],
+    job: Mapping[str, Any] | None,
+    kind: JobFamily | None,
 ) -> list[Json]:
     """Replica restarts, oldest first, as marks on the timeline: ``replica`` (``Worker-0``), ``time``, ``exit_code``,
     ``reason``. A container the kubelet started again shows in its ``lastState``; a pod the training operator
@@ -514,14 +589,15 @@ def restart_marks(
 
     :param found: the job's pods (API JSON dicts).
     :param job_events: events about the job and its pods.
-    :param job_name: the job's ``metadata.name`` (its pods are named after it).
+    :param job: the job, an API JSON dict (its ``metadata.name``: its pods are named after it; its spec's pod
+        templates), or None (only the pods' own restarts).
     :param kind: the job's kind (None: unknown, gives no marks).
     """
     if kind is None:
         return []
     marks = [e for e in kind.container_ends(found) if e.restarted]
     created = {pods.pod_name(p): parse_time(_meta(p).get("creationTimestamp")) for p in found}
-    from_events = kind.ends_from_events(job_events, {"metadata": {"name": job_name}})
+    from_events = kind.ends_from_events(job_events, job) if job is not None else []
     marks += [
         e
         for e in from_events
@@ -684,7 +760,7 @@ def last_failure_reason(job: Mapping[str, Any]) -> str | None:
     :param job: the job as an API JSON dict.
     """
     status = _status(job)
-    decided = conditions.deciding_condition(status)
+    decided = deciding_condition(job)
     if decided and decided.get("type") == JobConditionType.FAILED:
         picked: Mapping[str, Any] | None = decided
     else:
@@ -700,7 +776,8 @@ def last_failure_reason(job: Mapping[str, Any]) -> str | None:
 
 
 def job_row(job: Mapping[str, Any], identity: TaskInstanceIdentity, now: datetime, base: str = "") -> Json:
-    """One row of ``GET /trainjob/api/jobs``.
+    """One row of ``GET /trainjob/api/jobs``. A job whose family runs it as steps (a TrainJob) counts no replicas
+    (``replicas_*`` None): its ``nodes``, ``runtime``, ``steps`` and ``progress`` say how it goes.
 
     :param job: the job as an API JSON dict (live, from the shared stream).
     :param identity: its task instance (:func:`job_identity`).
@@ -709,10 +786,7 @@ def job_row(job: Mapping[str, Any], identity: TaskInstanceIdentity, now: datetim
     """
     kind = _kind_of(job.get("kind"))
     phase = job_phase(job)
-    condition = conditions.deciding_condition(_status(job)) or {}
     start, _, duration = times(job, phase, now)
-    counts = replica_counts(job, kind)
-    desired = [c["desired"] for c in counts.values() if c["desired"] is not None]
     meta = _meta(job)
     return {
         "kind": job.get("kind"),
@@ -720,7 +794,7 @@ def job_row(job: Mapping[str, Any], identity: TaskInstanceIdentity, now: datetim
         "name": meta.get("name"),
         "uid": meta.get("uid"),
         "phase": phase,
-        "reason": condition.get("reason") or None,
+        "reason": deciding_condition(job).get("reason") or None,
         "dag_id": identity.dag_id,
         "run_id": identity.run_id,
         "task_id": identity.task_id,
@@ -729,13 +803,44 @@ def job_row(job: Mapping[str, Any], identity: TaskInstanceIdentity, now: datetim
         "created_at": stamp(meta.get("creationTimestamp")),
         "start_time": start,
         "duration_seconds": duration,
-        # None once the job is terminal: the controller's last active count is no count of running pods
+        **_replica_columns(job, kind, phase),
+        "last_failure_reason": last_failure_reason(job),
+        **ui_urls(base, identity.dag_id, identity.run_id, identity.task_id, identity.map_index),
+        **shape_fields(job, kind),
+    }
+
+
+def _replica_columns(job: Mapping[str, Any], kind: JobFamily | None, phase: str) -> Json:
+    """The row's replica counts: ``replicas_active`` (None once the job is terminal: the controller's last active
+    count is no count of running pods), ``replicas_desired``, ``replicas_succeeded``, ``replicas_failed``; all None for
+    a job whose family counts steps, not replicas (:func:`steps`)."""
+    if kind is not None and kind.steps(_status(job)) is not None:
+        return dict.fromkeys(("replicas_active", "replicas_desired", "replicas_succeeded", "replicas_failed"))
+    counts = replica_counts(job, kind)
+    desired = [c["desired"] for c in counts.values() if c["desired"] is not None]
+    return {
         "replicas_active": None if is_finished(phase) else sum(c["active"] or 0 for c in counts.values()),
         "replicas_desired": sum(desired) if desired else None,
         "replicas_succeeded": sum(c["succeeded"] for c in counts.values()),
         "replicas_failed": sum(c["failed"] for c in counts.values()),
-        "last_failure_reason": last_failure_reason(job),
-        **ui_urls(base, identity.dag_id, identity.run_id, identity.task_id, identity.map_index),
+    }
+
+
+def shape_fields(job: Mapping[str, Any] | None, kind: JobFamily | None) -> Json:
+    """What a job run as steps on a runtime shows besides its replicas (all None for a v1 job): ``runtime`` (a
+    TrainJob's ``spec.runtimeRef.name``), ``nodes`` (the nodes its spec asks for: ``spec.trainer.numNodes``),
+    ``steps`` (:func:`steps`) and ``progress`` (:func:`progress`).
+
+    :param job: the job as an API JSON dict (with its spec), or None.
+    :param kind: the job's kind (None: unknown).
+    """
+    found = steps(job, kind)
+    asked = [s["nodes"] for s in found or [] if isinstance(s.get("nodes"), int)]
+    return {
+        "runtime": kind.runtime_name(job) if kind and job is not None else None,
+        "nodes": sum(asked) if asked else None,
+        "steps": found,
+        "progress": progress(job, kind),
     }
 
 

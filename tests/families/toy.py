@@ -126,6 +126,21 @@ class ToyFamily:
     def status_from_events(self, events: Any, uid: str | None) -> dict[str, Any] | None:
         return None
 
+    def deciding_condition(self, status: Any) -> Mapping[str, Any] | None:
+        return None
+
+    def replica_statuses(self, status: Any) -> dict[str, dict[str, int]]:
+        return {}
+
+    def steps(self, status: Any, desired: Mapping[str, int] | None = None) -> list[dict[str, Any]] | None:
+        return None
+
+    def trainer_progress(self, status: Any) -> dict[str, Any] | None:
+        return None
+
+    def runtime_name(self, job: Mapping[str, Any]) -> str | None:
+        return None
+
     def spec_summary(self, spec: Mapping[str, Any]) -> dict[str, Any]:
         return {"numNodes": spec.get("numNodes")}
 

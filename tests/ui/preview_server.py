@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import mimetypes
+import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from html import escape
@@ -504,6 +505,67 @@ def queued_try(dag: str) -> Json:
     )
 
 
+def trainjob(failed: bool = False) -> tuple[Json, list[Json]]:
+    """A TrainJob on ``torch-distributed`` with two nodes, its dataset initializer done, and its pods (node 1 failed
+    with exit 1 when ``failed``), as the API would return them, with times relative to now."""
+    from tests.families import trainer_v2_objects as v2
+
+    made = v2.train_job(
+        {
+            "conditions": [
+                v2.condition("Failed", "True", "FailedJobs", "jobset failed due to one or more job failures", at(5))
+            ]
+            if failed
+            else [],
+            "jobsStatus": v2.jobs(
+                dataset_initializer={"succeeded": 1}, node={"failed": 1} if failed else {"active": 1, "ready": 1}
+            ),
+            "trainerStatus": {
+                "progressPercentage": 42,
+                "estimatedRemainingSeconds": 380,
+                "metrics": [{"name": "loss", "value": "0.2481"}, {"name": "accuracy", "value": "0.914"}],
+                "lastUpdatedTime": at(4),
+            },
+        }
+    )
+    made["metadata"].update(name="digits-v2", namespace="default", creationTimestamp=at(300))
+    done = v2.terminated("dataset-initializer", 0, "Completed", at(240))
+    pods = [
+        v2.pod("dataset-initializer", 0, phase="Succeeded", containers=("dataset-initializer",),
+               container_statuses=[done], created=at(295)),
+    ]  # fmt: skip
+    for index in (0, 1):
+        ended = failed and index == 1
+        statuses = [v2.terminated("node", 1, "Error", at(6))] if ended else None
+        pods.append(
+            v2.pod("node", index, phase="Failed" if ended else "Running", container_statuses=statuses, created=at(230))
+        )
+    for p in pods:
+        p["metadata"]["name"] = p["metadata"]["name"].replace(v2.NAME, "digits-v2")
+        p["spec"]["nodeName"] = "local-node"
+    return made, pods
+
+
+def trainjob_try(dag: str, failed: bool = False) -> Json:
+    """A try of a TrainJob, as :func:`airflow_trainjob.ui.try_view.try_view` answers it."""
+    from airflow_trainjob.ui.try_view import try_view
+
+    made, pods = trainjob(failed)
+    record = {
+        "try_number": 1,
+        "kubernetes_conn_id": "kubernetes_default",
+        "kind": "TrainJob",
+        "namespace": "default",
+        "name": "digits-v2",
+        "uid": made["metadata"]["uid"],
+        "created_at": at(300),
+        "attached": False,
+        "manifest_yaml": "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: digits-v2\n",
+        "final": None,
+    }
+    return try_view(record, live=made, live_pods=pods, now=datetime.now(timezone.utc))
+
+
 def error(status: int, detail: str) -> Callable[[], tuple[int, Json]]:
     return lambda: (status, {"detail": detail})
 
@@ -522,6 +584,10 @@ def task_instance(dag: str) -> tuple[int, Json]:
         tries = [stopped_try(dag)]
     elif dag == "many_tries":
         tries = [failed_try(dag, n, exists=n == 8) for n in range(8, 0, -1)]
+    elif dag == "train_digits_v2":
+        tries = [trainjob_try(dag)]
+    elif dag == "train_digits_v2_failed":
+        tries = [trainjob_try(dag, failed=True)]
     elif dag == "empty":
         tries = []
     elif dag == "minimal":  # only what every try has: the page must cope with every other field absent
@@ -697,10 +763,19 @@ def job_rows() -> list[Json]:
     ]
 
 
+def trainjob_row() -> Json:
+    """The jobs page's row of the running TrainJob, as :func:`airflow_trainjob.ui.views.job_row` answers it."""
+    from airflow_trainjob.domain.ownership import TaskInstanceIdentity
+    from airflow_trainjob.ui.views import job_row
+
+    owner = TaskInstanceIdentity("train_digits_v2", "train", "scheduled__2026-12-02T05:00:00+00:00", -1, 1)
+    return job_row(trainjob()[0], owner, datetime.now(timezone.utc))
+
+
 def jobs(query: dict[str, str]) -> tuple[int, Json]:
     if query.get("preview") in ERRORS:
         return ERRORS[query["preview"]]()
-    rows = [] if query.get("preview") == "empty" else job_rows()
+    rows = [] if query.get("preview") == "empty" else [trainjob_row(), *job_rows()]
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["phase"]] = counts.get(r["phase"], 0) + 1
@@ -808,6 +883,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=18180)
     args = parser.parse_args()
+    # the TrainJob scenarios answer through the provider's own views (the repository's root on the path)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     print(f"preview on http://127.0.0.1:{args.port}/trainjob/ui/jobs", flush=True)
     server.serve_forever()

@@ -11,8 +11,23 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
+import yaml
 
+from airflow_trainjob.constants import (
+    ANNOTATION_DAG_ID,
+    ANNOTATION_MAP_INDEX,
+    ANNOTATION_RUN_ID,
+    ANNOTATION_TASK_ID,
+    ANNOTATION_TRY_NUMBER,
+    LABEL_POD_TOKEN,
+    RUNTIME_PATCH_MANAGER,
+    TRAINER_GROUP,
+    TRAINER_VERSION,
+)
+from airflow_trainjob.domain.ownership import TaskInstanceIdentity
+from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import one_line
+from airflow_trainjob.ui import routes, settings, views
 from airflow_trainjob.ui.cache import UI_READ_TIMEOUT_SECONDS, Coalescer, StreamRegistry, UiCache, ui_source
 from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.fault_proxy import Fault, FaultProxy
@@ -239,16 +254,25 @@ def test_served_kinds_from_discovery_once_per_lookup_ttl(counting_proxy):
             await cache.close()
 
     assert asyncio.run(served()) == dict.fromkeys(
-        ("PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob")
+        ("PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob")
     )
     assert count(counting_proxy, r"^/apis/kubeflow.org/v1$") == 1
+    assert count(counting_proxy, r"^/apis/trainer.kubeflow.org/v1alpha1$") == 1
 
     counting_proxy.add(Fault("status", method="GET", path=r"^/apis/kubeflow.org/v1$", status=404, times=None))
     missing = asyncio.run(served())
     assert missing["PyTorchJob"] == (
         "the cluster does not serve pytorchjobs.kubeflow.org/v1 — is the Kubeflow training operator installed?"
     )
-    assert all(missing.values())
+    assert all(why for kind, why in missing.items() if kind != "TrainJob") and missing["TrainJob"] is None
+    # A cluster without Trainer v2: TrainJob alone is not served, each v1 kind is.
+    counting_proxy.clear()
+    counting_proxy.add(
+        Fault("status", method="GET", path=r"^/apis/trainer.kubeflow.org/v1alpha1$", status=404, times=None)
+    )
+    no_trainer = asyncio.run(served())
+    assert no_trainer["TrainJob"] and "trainjobs.trainer.kubeflow.org/v1alpha1" in no_trainer["TrainJob"]
+    assert [kind for kind, why in no_trainer.items() if why] == ["TrainJob"]
 
 
 def test_an_error_is_reused_for_error_ttl_only_an_answer_for_ttl():
@@ -270,3 +294,179 @@ def test_an_error_is_reused_for_error_ttl_only_an_answer_for_ttl():
     failed, served, reused, loads = asyncio.run(main())
     assert isinstance(failed, ConnectionRefusedError)
     assert (served, reused, loads) == ("served", "served", 2)
+
+
+# --- a TrainJob (Kubeflow Trainer v2) on the local cluster's torch-distributed runtime ------------------------------
+
+TRAINJOB = "ui-tj"
+#: What each node runs: a line, a short wait (the test reads the job while it runs), then a clean exit.
+NODE_CODE = "print('node up', flush=True); import time; time.sleep(12)"
+OWNER = TaskInstanceIdentity("trainjob_dag", "train", "manual__1", -1, 1)
+TOKEN = "tok-0123456789abcdef"
+#: ``status.trainerStatus`` as a trainer with its ``TrainJobStatus`` feature gate reports it.
+PROGRESS = {
+    "progressPercentage": 40,
+    "estimatedRemainingSeconds": 18,
+    "metrics": [{"name": "loss", "value": "0.31"}],
+    "lastUpdatedTime": "2026-12-07T10:00:00Z",
+}
+
+
+def provider_trainjob(namespace: str) -> dict[str, Any]:
+    """A TrainJob as the provider makes one: the task instance's labels and identity annotations, its pod token as an
+    annotation and, through the provider's runtime patch, as a label on every pod of its ``node`` step."""
+    pod_labels = {**OWNER.labels(), LABEL_POD_TOKEN: TOKEN}
+    node_patch = {"name": "node", "template": {"spec": {"template": {"metadata": {"labels": pod_labels}}}}}
+    return {
+        "apiVersion": f"{TRAINER_GROUP}/{TRAINER_VERSION}",
+        "kind": "TrainJob",
+        "metadata": {
+            "name": TRAINJOB,
+            "namespace": namespace,
+            "labels": OWNER.labels(),
+            "annotations": {
+                ANNOTATION_DAG_ID: OWNER.dag_id,
+                ANNOTATION_TASK_ID: OWNER.task_id,
+                ANNOTATION_RUN_ID: OWNER.run_id,
+                ANNOTATION_MAP_INDEX: "-1",
+                ANNOTATION_TRY_NUMBER: "1",
+                LABEL_POD_TOKEN: TOKEN,
+            },
+        },
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": 2, "command": ["python", "-c", NODE_CODE]},
+            "runtimePatches": [
+                {
+                    "manager": RUNTIME_PATCH_MANAGER,
+                    "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [node_patch]}}},
+                }
+            ],
+        },
+    }
+
+
+def predecessors_pod(namespace: str) -> dict[str, Any]:
+    """A pod left by an earlier TrainJob of the same name (its JobSet's labels, node 0, no pod token), made first."""
+    labels = {
+        "jobset.sigs.k8s.io/jobset-name": TRAINJOB,
+        "jobset.sigs.k8s.io/replicatedjob-name": "node",
+        "batch.kubernetes.io/job-completion-index": "0",
+    }
+    container = {"name": "node", "image": "python:3.11", "command": ["python", "-c", "import time; time.sleep(120)"]}
+    return {"metadata": {"name": f"{TRAINJOB}-node-0-0-old", "labels": labels}, "spec": {"containers": [container]}}
+
+
+def trainjob_record(made: dict[str, Any]) -> dict[str, Any]:
+    """The try's record as the operator's recorder writes it when it creates the TrainJob."""
+    meta = made["metadata"]
+    return {
+        "try_number": 1,
+        "kubernetes_conn_id": CONN,
+        "kind": "TrainJob",
+        "namespace": meta["namespace"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "created_at": meta["creationTimestamp"],
+        "attached": False,
+        "manifest_yaml": yaml.safe_dump(provider_trainjob(meta["namespace"])),
+        "final": None,
+    }
+
+
+async def page_and_tab(cache: UiCache, namespace: str, record: dict[str, Any]) -> tuple[dict, dict, dict]:
+    """What the jobs page and the Training job tab answer for the TrainJob (the routes' own steps, without Airflow's
+    auth): its row, the source's entry, and the try's view."""
+    entry, found = await routes._read_source(cache, settings.UiSource(CONN, namespace))
+    rows = [views.job_row(routes._plain(job), identity, datetime.now(timezone.utc)) for job, identity in found.values()]
+    t = routes._Try(record, OWNER)
+    await t.look(cache)
+    tab = await routes._try_view(cache, t, {}, latest=True, now=datetime.now(timezone.utc))
+    (row,) = [r for r in rows if r["kind"] == "TrainJob"]
+    return row, entry, tab
+
+
+async def lead_log(cache: UiCache, record: dict[str, Any]) -> dict[str, Any]:
+    """What the log route answers by default for the TrainJob: its lead pod's log (the route's own steps)."""
+    t = routes._Try(record, OWNER)
+    await t.look(cache)
+    family = family_of("TrainJob")
+    live_pods = await routes._live_pods(cache, t)
+    lead = routes._lead_pod_name(t, family, live_pods, [])
+    pod = next(p for p in live_pods if p["metadata"]["name"] == lead)
+    answer: dict[str, Any] = {"pod": lead, "container": None, "lines": [], "running": False, "available": False}
+    assert t.stream is not None
+    return await routes._live_log(cache, t.stream, pod, family, answer, 50, t.errors)
+
+
+def test_a_trainjob_reads_through_the_cache_as_its_row_and_its_tab_without_a_predecessors_pod(
+    counting_proxy, namespace, custom_objects, core_v1
+):
+    core_v1.create_namespaced_pod(namespace, predecessors_pod(namespace))
+    made = custom_objects.create_namespaced_custom_object(
+        TRAINER_GROUP, TRAINER_VERSION, namespace, "trainjobs", provider_trainjob(namespace)
+    )
+    record = trainjob_record(made)
+
+    def running_nodes() -> list[Any]:
+        found = core_v1.list_namespaced_pod(namespace, label_selector=f"{LABEL_POD_TOKEN}={TOKEN}").items
+        return [p for p in found if p.status.phase == "Running"]
+
+    wait_for(running_nodes, lambda found: len(found) == 2, timeout=120, what="both nodes of the TrainJob to run")
+    # The local trainer has no TrainJobStatus feature: write trainerStatus as a trainer with it would (its status
+    # writes are merge patches, so it keeps this).
+    custom_objects.patch_namespaced_custom_object_status(
+        TRAINER_GROUP, TRAINER_VERSION, namespace, "trainjobs", TRAINJOB, {"status": {"trainerStatus": PROGRESS}}
+    )
+
+    async def main() -> tuple[tuple[dict, dict, dict], tuple[dict, dict, dict], dict]:
+        cache = UiCache(detail_ttl=0.5)
+        try:
+            running = await page_and_tab(cache, namespace, record)
+            log = await lead_log(cache, record)
+            deadline = time.monotonic() + 30
+            while running[0]["progress"] is None and time.monotonic() < deadline:  # the watch brings the patch
+                await asyncio.sleep(0.2)
+                running = await page_and_tab(cache, namespace, record)
+            deadline = time.monotonic() + 120
+            while True:  # until the stream has seen it complete
+                await asyncio.sleep(1.0)
+                done = await page_and_tab(cache, namespace, record)
+                if done[0]["phase"] in ("Complete", "Failed") or time.monotonic() > deadline:
+                    return running, done, log
+        finally:
+            await cache.close()
+
+    (row, entry, tab), (done_row, _, done_tab), log = asyncio.run(main())
+    assert entry["error"] is None and entry["skipped_kinds"] == [], entry
+    assert (row["kind"], row["name"], row["runtime"], row["nodes"]) == ("TrainJob", TRAINJOB, "torch-distributed", 2)
+    assert (row["dag_id"], row["task_id"], row["try_number"]) == ("trainjob_dag", "train", 1)
+    assert row["phase"] in ("Created", "Running"), row
+    assert [s["name"] for s in row["steps"]] == ["node"] and row["steps"][0]["nodes"] == 2
+    shown_progress = {
+        "percentage": 40,
+        "estimated_remaining_seconds": 18,
+        "metrics": [{"name": "loss", "value": "0.31"}],
+        "last_updated_time": "2026-12-07T10:00:00Z",
+    }
+    assert row["progress"] == shown_progress and tab["progress"] == shown_progress
+    # the tab: the two nodes' pods, never the predecessor's, node 0 leading; the steps in place of replica counts
+    assert tab["error"] is None and tab["exists"] and tab["source"] == "live", tab["error"]
+    assert sorted((r["replica_type"], r["index"], r["lead"]) for r in tab["replicas"]) == [
+        ("node", 0, True),
+        ("node", 1, False),
+    ]
+    assert f"{TRAINJOB}-node-0-0-old" not in {r["pod"] for r in tab["replicas"]}
+    assert tab["replica_counts"] == {} and [s["name"] for s in tab["steps"]] == ["node"]
+    assert tab["refresh_seconds"] == 5
+    # the log route's default: node 0's container node, of this TrainJob's pod
+    lead = next(r["pod"] for r in tab["replicas"] if r["lead"])
+    assert (log["pod"], log["container"], log["available"]) == (lead, "node", True), log
+    assert "node up" in log["lines"]
+    # complete: the row and the tab say so, in the family's word, and stop refreshing
+    assert (done_row["phase"], done_row["reason"]) == ("Complete", "AllJobsCompleted"), done_row
+    assert done_row["steps"][0]["succeeded"] == 1 and done_row["steps"][0]["text"] == "1 succeeded"
+    assert (done_tab["phase"], done_tab["badge"], done_tab["refresh_seconds"]) == ("Complete", "Complete", None)
+    assert done_tab["summary"].startswith("Complete (AllJobsCompleted")
+    assert {r["phase"] for r in done_tab["replicas"]} == {"Succeeded"} and len(done_tab["replicas"]) == 2
+    assert not any(r["failed"] for r in done_tab["replicas"])

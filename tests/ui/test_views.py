@@ -26,6 +26,7 @@ from airflow_trainjob.domain.records import trim_event, trim_job, trim_pod
 from airflow_trainjob.families import family_of
 from airflow_trainjob.ui import settings, store, views
 from airflow_trainjob.ui.try_view import try_has_ended, try_view
+from tests.families import trainer_v2_objects as v2
 from tests.support.legacy import as_legacy
 
 NOW = datetime(2026, 12, 2, 5, 10, 0, tzinfo=timezone.utc)
@@ -306,7 +307,7 @@ def test_restart_marks_from_last_state_and_from_exits_before_the_pod_was_made_ag
             name="train-1",
         ),
     ]
-    marks = views.restart_marks(found, seen, "train-1", family_of("PyTorchJob"))
+    marks = views.restart_marks(found, seen, job(), family_of("PyTorchJob"))
     assert marks == [
         {"replica": "Worker-1", "time": "2026-12-02T05:03:00Z", "exit_code": 137, "reason": "OOMKilled"},
         {"replica": "Master-0", "time": "2026-12-02T05:03:30Z", "exit_code": 143, "reason": None},
@@ -603,6 +604,38 @@ def test_a_source_whose_kinds_cannot_be_read_names_the_connections_namespace():
     entry, found = asyncio.run(routes._read_source(Cache(), settings.UiSource("kubernetes_default", None)))
     assert (entry["connection"], entry["namespace"], found) == ("kubernetes_default", "default", {})
     assert "Cannot connect to host 127.0.0.1:33443" in entry["error"]
+
+
+def test_a_cluster_without_trainer_v2_lists_its_v1_jobs_and_says_so_once_quietly():
+    """TrainJob's CRD is not served: the source has no error (no banner), TrainJob is among its skipped kinds, and no
+    stream of TrainJobs is started (nothing waits for one); the v1 kinds' jobs are listed as before."""
+    from airflow_trainjob.ui import routes
+
+    made = job(RUNNING)
+    streamed: list[str] = []
+
+    class Stream:
+        error, synced = None, True
+
+        def __init__(self, kind: str):
+            self.jobs = {"train-1": made} if kind == "PyTorchJob" else {}
+
+    class Cache:
+        async def served_kinds(self, conn_id):
+            v1 = dict.fromkeys(("PyTorchJob", "TFJob"))
+            return {**v1, "TrainJob": "the cluster does not serve trainjobs.trainer.kubeflow.org/v1alpha1"}
+
+        async def stream(self, conn_id, namespace, kind):
+            streamed.append(kind)
+            return Stream(kind)
+
+    entry, found = asyncio.run(routes._read_source(Cache(), settings.UiSource("kubernetes_default", "ml")))
+    assert entry["error"] is None
+    assert entry["skipped_kinds"] == [
+        {"kind": "TrainJob", "reason": "the cluster does not serve trainjobs.trainer.kubeflow.org/v1alpha1"}
+    ]
+    assert sorted(streamed) == ["PyTorchJob", "TFJob"]
+    assert [identity for _, identity in found.values()] == [IDENTITY]
 
 
 def test_log_lines_lose_their_terminal_codes():
@@ -962,3 +995,178 @@ def test_the_job_was_created_when_it_says_and_attached_to_when_the_record_says()
     assert try_view(record(), live=None, now=NOW)["job_created_at"] == "2026-12-02T05:00:00Z"
     nothing = try_view(attached, live=None, now=NOW)
     assert (nothing["job_created_at"], nothing["attached_at"]) == (None, "2026-12-02T05:07:00Z")
+
+
+# --- a TrainJob (Kubeflow Trainer v2): its steps, nodes, runtime and progress, through its family -------------------
+
+TRAINJOB_RECORD = {
+    **record(),
+    "kind": "TrainJob",
+    "name": v2.NAME,
+    "namespace": v2.NAMESPACE,
+    "uid": v2.UID,
+    "created_at": v2.T0,
+    "manifest_yaml": "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+    "spec:\n  runtimeRef: {name: torch-distributed}\n  trainer: {numNodes: 2}\n",
+}
+TRAINER_STATUS = {
+    "progressPercentage": 42,
+    "estimatedRemainingSeconds": 120,
+    "metrics": [{"name": "loss", "value": "0.25"}, {"name": "accuracy", "value": "0.91"}],
+    "lastUpdatedTime": "2026-12-07T10:00:50+00:00",
+}
+RUNNING_STEPS = {
+    "conditions": [],
+    "jobsStatus": v2.jobs(dataset_initializer={"succeeded": 1}, node={"active": 1, "ready": 1}),
+    "trainerStatus": TRAINER_STATUS,
+}
+V2_NOW = datetime(2026, 12, 7, 10, 1, 0, tzinfo=timezone.utc)
+
+
+def node_pods(*, failed: int | None = None) -> list[dict]:
+    """The nodes' pods (node 1 failed with exit ``failed`` when given) and the dataset initializer's, succeeded."""
+    done = v2.terminated("dataset-initializer", 0, "Completed", v2.T1)
+    found = [v2.pod("dataset-initializer", 0, phase="Succeeded", containers=("dataset-initializer",),
+                    container_statuses=[done], created=v2.T0)]  # fmt: skip
+    for index in (0, 1):
+        ended = failed is not None and index == 1
+        statuses = [v2.terminated("node", failed or 0, "Error")] if ended else None
+        found.append(v2.pod("node", index, phase="Failed" if ended else "Running", container_statuses=statuses))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("status", "labels", "phase"),
+    [
+        (None, {}, "Created"),
+        (v2.SUSPENDED, {}, "Suspended"),
+        (v2.SUSPENDED, {LABEL_KUEUE_QUEUE_NAME: "team-a"}, "Queued"),
+        (v2.RESUMED_CREATED, {}, "Created"),
+        (RUNNING_STEPS, {}, "Running"),
+        (v2.COMPLETE, {}, "Complete"),
+        (v2.FAILED_JOBS, {}, "Failed"),
+    ],
+)
+def test_a_trainjobs_phase_is_what_its_family_infers(status, labels, phase):
+    made = v2.train_job(status, suspend=status is v2.SUSPENDED)
+    made["metadata"]["labels"] = labels
+    assert views.job_phase(made) == phase
+    assert views.is_finished(phase) is (phase in ("Complete", "Failed"))
+
+
+def test_a_trainjobs_row_shows_its_runtime_nodes_steps_and_progress():
+    row = views.job_row(v2.train_job(RUNNING_STEPS), IDENTITY, V2_NOW)
+    assert (row["kind"], row["phase"], row["runtime"], row["nodes"]) == ("TrainJob", "Running", "torch-distributed", 2)
+    assert row["progress"] == {
+        "percentage": 42,
+        "estimated_remaining_seconds": 120,
+        "metrics": [{"name": "loss", "value": "0.25"}, {"name": "accuracy", "value": "0.91"}],
+        "last_updated_time": "2026-12-07T10:00:50Z",
+    }
+    assert [(s["name"], s["nodes"], s["active"], s["ready"], s["succeeded"], s["text"]) for s in row["steps"]] == [
+        ("dataset-initializer", None, 0, 0, 1, "1 succeeded"),
+        ("node", 2, 1, 1, 0, "1 active, 1 ready"),
+    ]
+    # its status counts child Jobs, not pods: no replica counts; the duration runs from its creation
+    assert [row[k] for k in ("replicas_active", "replicas_desired", "replicas_succeeded", "replicas_failed")] == [
+        None,
+        None,
+        None,
+        None,
+    ]
+    assert (row["start_time"], row["duration_seconds"]) == (None, 60.0)
+    failed = views.job_row(v2.train_job(v2.FAILED_JOBS), IDENTITY, V2_NOW)
+    assert (failed["phase"], failed["reason"], failed["progress"]) == ("Failed", "FailedJobs", None)
+    assert failed["last_failure_reason"].startswith("FailedJobs: jobset failed due to one or more job failures")
+    assert [(s["name"], s["active"], s["failed"], s["text"]) for s in failed["steps"]] == [
+        ("node", None, 1, "1 failed")
+    ]
+    assert failed["duration_seconds"] == 60.0  # to its Failed condition's turn
+    assert views.job_row(v2.train_job(v2.COMPLETE), IDENTITY, V2_NOW)["phase"] == "Complete"
+
+
+def test_a_v1_jobs_row_has_no_trainjob_fields_and_its_counts_as_before():
+    row = views.job_row(job(RUNNING, replicaStatuses={"Master": {"active": 1}, "Worker": {"active": 2}}), IDENTITY, NOW)
+    assert [row[k] for k in ("runtime", "nodes", "steps", "progress")] == [None, None, None, None]
+    assert [row[k] for k in ("replicas_active", "replicas_desired", "replicas_succeeded", "replicas_failed")] == [
+        3,
+        3,
+        0,
+        0,
+    ]
+
+
+def test_a_running_trainjobs_tab_shows_its_steps_pods_by_step_and_progress():
+    view = try_view(TRAINJOB_RECORD, live=v2.train_job(RUNNING_STEPS), live_pods=node_pods(), now=V2_NOW)
+    assert (view["phase"], view["badge"], view["kind"], view["refresh_seconds"]) == (
+        "Running",
+        "Running",
+        "TrainJob",
+        5,
+    )
+    assert view["replica_counts"] == {}  # the steps replace them
+    assert [(s["name"], s["text"]) for s in view["steps"]] == [
+        ("dataset-initializer", "1 succeeded"),
+        ("node", "1 active, 1 ready"),
+    ]
+    assert (view["runtime"], view["nodes"], view["progress"]["percentage"]) == ("torch-distributed", 2, 42)
+    assert view["progress"]["metrics"][0] == {"name": "loss", "value": "0.25"}
+    # the pods grouped by step, the lead (node 0) first, then by step and index
+    rows = [(r["replica_type"], r["index"], r["lead"], r["container"], r["phase"]) for r in view["replicas"]]
+    assert rows == [
+        ("node", 0, True, "node", "Running"),
+        ("node", 1, False, "node", "Running"),
+        ("dataset-initializer", 0, False, "dataset-initializer", "Succeeded"),
+    ]
+    assert view["summary"] == (
+        "Running — dataset-initializer: 1 succeeded; node (2 nodes): 1 active, 1 ready; 42% done, about 120 s left"
+    )
+    assert (view["start_time"], view["duration_seconds"]) == (None, 60.0)
+
+
+def test_a_failed_trainjobs_tab_marks_the_failed_node_as_its_error_does():
+    view = try_view(TRAINJOB_RECORD, live=v2.train_job(v2.FAILED_JOBS), live_pods=node_pods(failed=1), now=V2_NOW)
+    assert (view["phase"], view["reason"], view["refresh_seconds"]) == ("Failed", "FailedJobs", None)
+    by_replica = {(r["replica_type"], r["index"]): r for r in view["replicas"]}
+    failed = by_replica["node", 1]
+    assert (failed["failed"], failed["first_failure"], failed["exit_code"], failed["exit_class"]) == (
+        True,
+        True,
+        1,
+        "Permanent",
+    )
+    assert failed["failure"] == {"exit_code": 1, "reason": "Error", "exit_class": "Permanent"}
+    assert not by_replica["node", 0]["failed"] and not by_replica["dataset-initializer", 0]["failed"]
+    assert [(s["name"], s["active"], s["ready"], s["failed"]) for s in view["steps"]] == [("node", None, None, 1)]
+    assert view["restarts"] == [] and view["replica_counts"] == {}
+
+
+def test_a_recorded_trainjob_says_what_the_live_one_said_its_nodes_from_the_manifest_sent():
+    made, found = v2.train_job(RUNNING_STEPS), node_pods()
+    live = try_view(TRAINJOB_RECORD, live=made, live_pods=found, now=V2_NOW)
+    kept = {
+        **TRAINJOB_RECORD,
+        "final": {
+            "outcome": "stopped",
+            "ended_at": "2026-12-07T10:01:00Z",
+            "job": trim_job(made),
+            "pods": [trim_pod(p) for p in found],
+            "events": [],
+        },
+    }
+    recorded = try_view(kept, live=None, now=None)
+    for key in ("phase", "steps", "progress", "runtime", "nodes", "summary", "duration_seconds"):
+        assert recorded[key] == live[key], key
+    assert [(r["replica_type"], r["index"]) for r in recorded["replicas"]] == [
+        (r["replica_type"], r["index"]) for r in live["replicas"]
+    ]
+    assert (recorded["badge"], recorded["source"]) == ("Stopped", "recorded")
+
+
+def test_an_ended_trainjob_try_that_succeeded_wears_its_familys_word():
+    """A try that recorded a success while its job was last seen running: the badge is the TrainJob's success word."""
+    kept = {**TRAINJOB_RECORD, "final": {"outcome": "succeeded", "job": trim_job(v2.train_job(RUNNING_STEPS))}}
+    view = try_view(kept, live=None, now=V2_NOW, airflow=states(t2=("success", True, "2026-12-07T10:01:00Z")))
+    assert (view["phase"], view["badge"]) == ("Running", "Complete")
+    v1_kept = record(outcome="succeeded", job=trim_job(job(RUNNING)))
+    assert try_view(v1_kept, live=None, now=NOW, airflow=states(t2=("success", True, None)))["badge"] == "Succeeded"

@@ -335,6 +335,8 @@
   /** Job and pod phases -> Airflow's state palettes (and an icon, since colour alone says nothing to some). */
   var PHASE_STYLE = {
     Succeeded: ["success", "check"],
+    Complete: ["success", "check"], // a TrainJob's success
+
     Failed: ["failed", "x"],
     Running: ["running", "play"],
     Scaling: ["running", "play"],
@@ -352,7 +354,7 @@
     Unknown: ["none", "help"],
   };
 
-  var PHASE_ORDER = ["Running", "Restarting", "Queued", "Pending", "Created", "Suspended", "Failed", "Succeeded", "Unknown"];
+  var PHASE_ORDER = ["Running", "Restarting", "Queued", "Pending", "Created", "Suspended", "Failed", "Succeeded", "Complete", "Unknown"];
 
   function phaseStyle(phase) {
     return PHASE_STYLE[phase] || ["none", "help"];
@@ -368,8 +370,9 @@
     );
   }
 
+  /** The job will not change phase again: Succeeded (v1), Complete (a TrainJob) or Failed (both). */
   function isTerminal(phase) {
-    return phase === "Succeeded" || phase === "Failed";
+    return phase === "Succeeded" || phase === "Complete" || phase === "Failed";
   }
 
   /** What an exit class (failures.ExitClass) means for Airflow's retries, as the replicas table says it. */
@@ -590,7 +593,7 @@
 
   // ------------------------------------------------------------------ the conditions timeline (SVG)
 
-  var LANE_ORDER = ["Created", "Suspended", "Queued", "Pending", "Running", "Scaling", "Restarting", "Succeeded", "Failed"];
+  var LANE_ORDER = ["Created", "Suspended", "Queued", "Pending", "Running", "Scaling", "Restarting", "Succeeded", "Complete", "Failed"];
   var LANE_STATE = {
     Created: "scheduled",
     Suspended: "reschedule",
@@ -600,6 +603,7 @@
     Scaling: "running",
     Restarting: "restarting",
     Succeeded: "success",
+    Complete: "success",
     Failed: "failed",
   };
 
@@ -632,7 +636,7 @@
       });
     var endedAt = null;
     entries.forEach(function (e) {
-      if ((e.type === "Succeeded" || e.type === "Failed") && e.status === "True") endedAt = e.ms;
+      if (isTerminal(e.type) && e.status === "True") endedAt = e.ms;
     });
     var starts = entries.filter(function (e) {
       if (e.status === "True") return true;
@@ -855,6 +859,53 @@
       items.push(h("span", null, "No replica restarts"));
     }
     return h("div", { class: "legend", "aria-hidden": "true" }, items);
+  }
+
+  // ------------------------------------------------------------------ a TrainJob's progress (trainerStatus)
+
+  /** "42% · about 2m left": the trainer's progress percentage and estimated remaining time, as far as reported (no
+   * time left once the job has finished: the trainer's last estimate is no longer one). */
+  function progressText(p, finished) {
+    var said = [];
+    if (typeof p.percentage === "number") said.push(p.percentage + "%");
+    if (typeof p.estimated_remaining_seconds === "number" && !finished) said.push("about " + formatSpan(p.estimated_remaining_seconds) + " left");
+    return said.join(" · ");
+  }
+
+  function progressBar(p) {
+    if (typeof p.percentage !== "number") return null;
+    var pct = Math.max(0, Math.min(100, p.percentage));
+    return h(
+      "span",
+      { class: "progress", role: "progressbar", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct), title: pct + "% done" },
+      h("span", { class: "progress-fill", style: "width:" + pct + "%" })
+    );
+  }
+
+  /** The tab's progress: the bar, the time left, the metrics as a table and when the trainer last reported them. */
+  function progressView(p, finished) {
+    var metrics = p.metrics || [];
+    return h(
+      "div",
+      { class: "progress-view" },
+      h("div", { class: "progress-line" }, progressBar(p), h("span", { text: progressText(p, finished) || "No progress reported yet" })),
+      metrics.length
+        ? h(
+            "table",
+            { class: "table metrics" },
+            h("caption", { class: "visually-hidden", text: "Training metrics the trainer reported" }),
+            h("thead", null, h("tr", null, h("th", { scope: "col", text: "Metric" }), h("th", { scope: "col", text: "Value" }))),
+            h(
+              "tbody",
+              null,
+              metrics.map(function (m) {
+                return h("tr", null, h("td", { class: "mono", text: m.name }), h("td", { class: "mono", text: m.value === null ? "—" : m.value }));
+              })
+            )
+          )
+        : null,
+      toDate(p.last_updated_time) ? h("span", { class: "muted", text: "Last reported " + formatTime(p.last_updated_time) }) : null
+    );
   }
 
   // ------------------------------------------------------------------ task instance tab
@@ -1227,7 +1278,11 @@
             item("Started", timeCell(tr.start_time)),
             item("Completed", timeCell(tr.completion_time)),
             item("Duration", h("span", { text: formatDuration(tr.duration_seconds) })),
-            item("Replicas", replicaCounts(tr)),
+            tr.steps ? null : item("Replicas", replicaCounts(tr)),
+            tr.runtime ? item("Runtime", h("span", { class: "mono", text: tr.runtime })) : null,
+            tr.steps ? item("Nodes", h("span", { text: tr.nodes === null || tr.nodes === undefined ? "as the runtime says" : String(tr.nodes) })) : null,
+            tr.steps ? item("Steps", stepCounts(tr), true) : null,
+            tr.progress ? item("Progress", progressView(tr.progress, isTerminal(tr.phase)), true) : null,
             item("In the cluster", existence),
             item("Try", origin),
             item("Try state", tryState(tr)),
@@ -1255,6 +1310,19 @@
           var c = counts[type] || {};
           // the task log's wording (conditions.replica_count_parts): once the job is terminal only what finished
           return h("span", { style: "display:block" }, h("strong", { text: type }), " " + (c.text || "—"));
+        })
+      );
+    }
+
+    /** A TrainJob's steps (views.steps: its jobsStatus), each with its child Jobs' counts in the task log's words. */
+    function stepCounts(tr) {
+      if (!tr.steps.length) return h("span", { class: "muted", text: "No step reported yet" });
+      return h(
+        "span",
+        null,
+        tr.steps.map(function (step) {
+          var nodes = step.nodes === null || step.nodes === undefined ? "" : " (" + step.nodes + (step.nodes === 1 ? " node)" : " nodes)");
+          return h("span", { style: "display:block" }, h("strong", { text: step.name }), nodes + " " + (step.text || "—"));
         })
       );
     }
@@ -1295,18 +1363,42 @@
     }
 
     var PODS_GONE = "The job has finished and its pods are gone (removed by its cleanPodPolicy or the controller).";
+    var STEP_PODS_GONE = "The job has finished and its pods are gone (removed by the JobSet controller).";
+
+    /** A TrainJob's pods table: the rows (in the table's order) under a heading row per step, with its counts. */
+    function byStep(tr, replicas, rows) {
+      var counts = {};
+      tr.steps.forEach(function (step) {
+        counts[step.name] = step;
+      });
+      var out = [];
+      replicas.forEach(function (r, i) {
+        if (i === 0 || replicas[i - 1].replica_type !== r.replica_type) {
+          var step = counts[r.replica_type];
+          out.push(
+            h(
+              "tr",
+              { class: "group" },
+              h("th", { scope: "rowgroup", colspan: "7" }, h("span", { text: r.replica_type }), step && step.text ? h("span", { class: "muted", text: " · " + step.text }) : null)
+            )
+          );
+        }
+        out.push(rows[i]);
+      });
+      return out;
+    }
 
     function renderReplicas(tr) {
       var replicas = tr.replicas || [];
       var chosen = selectedReplica(tr);
-      if (!changed(parts.replicas, JSON.stringify([tr.try_number, tr.exists, replicas, chosen && replicaKey(chosen)]))) {
+      if (!changed(parts.replicas, JSON.stringify([tr.try_number, tr.exists, replicas, chosen && replicaKey(chosen), tr.steps]))) {
         refreshRelativeTimes(parts.replicas);
         return;
       }
       var focused = document.activeElement && document.activeElement.getAttribute("data-replica");
       var body;
       if (!replicas.length) {
-        body = h("div", { class: "section-body muted", text: tr.pods_gone ? PODS_GONE : tr.exists ? "No pods yet." : "The task recorded no pods." });
+        body = h("div", { class: "section-body muted", text: tr.pods_gone ? (tr.steps ? STEP_PODS_GONE : PODS_GONE) : tr.exists ? "No pods yet." : "The task recorded no pods." });
       } else {
         var rows = replicas.map(function (r) {
           var key = replicaKey(r);
@@ -1329,7 +1421,9 @@
                   chooseReplica(r);
                 } else if (e.key === "ArrowDown" || e.key === "ArrowUp") {
                   e.preventDefault();
-                  var sibling = e.key === "ArrowDown" ? e.currentTarget.nextElementSibling : e.currentTarget.previousElementSibling;
+                  var next = e.key === "ArrowDown" ? "nextElementSibling" : "previousElementSibling";
+                  var sibling = e.currentTarget[next];
+                  while (sibling && !sibling.hasAttribute("data-replica")) sibling = sibling[next]; // past a step's heading
                   if (sibling) sibling.focus();
                 }
               },
@@ -1382,7 +1476,7 @@
                 })
               )
             ),
-            h("tbody", null, rows)
+            h("tbody", null, tr.steps ? byStep(tr, replicas, rows) : rows)
           )
         );
       }
@@ -1391,10 +1485,10 @@
         h(
           "div",
           { class: "section-head" },
-          h("h2", { id: "replicas-h", text: "Replicas" }),
+          h("h2", { id: "replicas-h", text: tr.steps ? "Pods by step" : "Replicas" }),
           h(
             "span",
-            { class: "muted", style: "font-size:var(--text-xs);font-weight:400", text: tr.pods_gone && replicas.length ? "Pods gone; as the task recorded them, and the training operator's exit events" : replicas.length ? "Select a row to show its log" : "" }
+            { class: "muted", style: "font-size:var(--text-xs);font-weight:400", text: tr.pods_gone && replicas.length ? (tr.steps ? "Pods gone; as the task recorded them" : "Pods gone; as the task recorded them, and the training operator's exit events") : replicas.length ? "Select a row to show its log" : "" }
           )
         ),
         body
@@ -1837,6 +1931,7 @@
     /** "2/3 active" while the job runs; once it is terminal only what finished ("1 failed of 3"): the controller
      * leaves its last active count behind, which the API does not pass on (replicas_active is null). */
     function replicasCell(j) {
+      if (j.steps) return nodesCell(j);
       var desired = j.replicas_desired === null || j.replicas_desired === undefined ? "—" : j.replicas_desired;
       if (j.replicas_active === null || j.replicas_active === undefined) {
         var finished = [];
@@ -1845,6 +1940,17 @@
         return h("td", { class: "num nowrap" }, finished.join(", ") || "none finished", h("span", { class: "sub", text: "of " + desired }));
       }
       return h("td", { class: "num nowrap" }, j.replicas_active + "/" + desired, h("span", { class: "sub", text: "active" }));
+    }
+
+    /** A TrainJob's cell: the nodes it asks for, and the trainer's progress when reported, else its node step's
+     * counts (of child Jobs, views.steps). */
+    function nodesCell(j) {
+      var nodes = j.nodes === null || j.nodes === undefined ? "—" : j.nodes + (j.nodes === 1 ? " node" : " nodes");
+      var node = (j.steps || []).filter(function (step) {
+        return step.nodes !== null && step.nodes !== undefined;
+      })[0];
+      var said = j.progress ? progressText(j.progress, isTerminal(j.phase)) : node ? node.text : "";
+      return h("td", { class: "num nowrap" }, j.progress ? progressBar(j.progress) : null, nodes, said ? h("span", { class: "sub", text: said }) : null);
     }
 
     function renderTable(jobs, total) {
@@ -1894,7 +2000,13 @@
                   "tr",
                   null,
                   h("td", null, badge(j.phase), j.reason ? h("span", { class: "sub", text: j.reason }) : null),
-                  h("td", null, h("span", { text: j.kind }), h("span", { class: "sub mono wrap", text: j.namespace + "/" + j.name })),
+                  h(
+                    "td",
+                    null,
+                    h("span", { text: j.kind }),
+                    h("span", { class: "sub mono wrap", text: j.namespace + "/" + j.name }),
+                    j.runtime ? h("span", { class: "sub runtime", title: "The runtime it runs on", text: "on " + j.runtime }) : null
+                  ),
                   h(
                     "td",
                     { class: "identity" },
