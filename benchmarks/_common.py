@@ -1,5 +1,6 @@
-"""What the benchmarks share: the apiserver's request counters, the PyTorchJob they create, the status a scripted
-writer gives it (playing the training operator through the status subresource), and percentiles.
+"""What the benchmarks share: the apiserver's request counters, the jobs they create (a PyTorchJob, or a TrainJob
+with ``--kind TrainJob``), the status a scripted writer gives each (playing the training operator, or Kubeflow
+Trainer v2's controller, through the status subresource), and percentiles.
 
 Standard library only: a tracker process may run it with another environment's interpreter (the Kubeflow SDK's).
 """
@@ -13,11 +14,14 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 GROUP, VERSION, PLURAL, KIND = "kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"
+#: The ClusterTrainingRuntime the benchmarks' TrainJobs name: one the local cluster installs (``up``).
+TRAINJOB_RUNTIME = "torch-distributed"
 
 _SAMPLE = re.compile(r"^apiserver_request_total\{(.*)\}\s+(\S+)$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -94,6 +98,96 @@ def status(phase: str) -> dict:
             "completionTime": now,
         }
     }
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def train_job(name: str, namespace: str) -> dict:
+    """A one-node TrainJob on the ``torch-distributed`` ClusterTrainingRuntime that no controller runs (the
+    benchmarks' clusters have ``--no-workloads``: no trainer, no JobSet).
+
+    :param name: its ``metadata.name``.
+    :param namespace: its namespace.
+    """
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "runtimeRef": {
+                "name": TRAINJOB_RUNTIME,
+                "apiGroup": "trainer.kubeflow.org",
+                "kind": "ClusterTrainingRuntime",
+            },
+            "trainer": {"image": "bench/none:0", "command": ["true"], "numNodes": 1},
+        },
+    }
+
+
+def train_job_status(phase: str) -> dict:
+    """The status patch Kubeflow Trainer v2's controller would write for ``phase``, in a TrainJob's words: for
+    ``Running`` no condition (a TrainJob has no ``Running`` one) but ``jobsStatus`` with the ``node`` Job active and
+    ready; else a true ``Complete`` condition (``metav1.Condition``: reason ``AllJobsCompleted``, as the trainer copies
+    the JobSet's) and the ``node`` Job succeeded.
+
+    :param phase: ``Running``, or anything else for ``Complete``.
+    """
+
+    def node_job(**counts: int) -> list[dict]:
+        return [
+            {"name": "node", **{k: counts.get(k, 0) for k in ("active", "failed", "ready", "succeeded", "suspended")}}
+        ]
+
+    if phase == "Running":
+        return {"status": {"jobsStatus": node_job(active=1, ready=1)}}
+    complete = {
+        "type": "Complete",
+        "status": "True",
+        "reason": "AllJobsCompleted",
+        "message": "jobset completed successfully",
+        "lastTransitionTime": _now(),
+    }
+    return {"status": {"conditions": [complete], "jobsStatus": node_job(succeeded=1)}}
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """A kind the benchmarks create, wait on and finish (``--kind``).
+
+    :param kind: the ``kind``, e.g. ``PyTorchJob``.
+    :param group: its API group.
+    :param version: its API version.
+    :param plural: its resource in URLs (and in the apiserver's ``resource`` label).
+    :param success: the condition type of its success (``Succeeded``; a TrainJob's ``Complete``).
+    :param job: ``(name, namespace) -> manifest``.
+    :param status: ``phase -> status patch`` (``Running``, else the success).
+    """
+
+    kind: str
+    group: str
+    version: str
+    plural: str
+    success: str
+    job: Callable[[str, str], dict]
+    status: Callable[[str], dict]
+
+    def is_terminal(self, obj: dict) -> bool:
+        """The job's success or ``Failed`` condition is ``"True"``: what a poller waits for.
+
+        :param obj: the job, an API JSON dict.
+        """
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        return any(c.get("type") in (self.success, "Failed") and c.get("status") == "True" for c in conditions)
+
+
+KINDS = {
+    KIND: JobKind(KIND, GROUP, VERSION, PLURAL, "Succeeded", job, status),
+    "TrainJob": JobKind(
+        "TrainJob", "trainer.kubeflow.org", "v1alpha1", "trainjobs", "Complete", train_job, train_job_status
+    ),
+}
 
 
 def pct(values: list[float], q: int) -> float:

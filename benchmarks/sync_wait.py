@@ -1,10 +1,11 @@
 """Synchronous wait benchmark: TrainingJobOperator's wait vs. the Kubeflow SDK's wait vs. 10 s GET polling, on the
 same jobs, in one run.
 
-Starts its own local cluster (``--no-workloads``; state under /tmp, port base 57443), creates N PyTorchJobs and
-lets a scripted writer play the training operator through the status subresource: ``Running`` for all before
-the trackers start, nothing for a quiet phase, then ``Succeeded`` for each at a recorded time, spread over
-``--window`` seconds. Three tracker processes follow the same jobs at the same time, each with N threads (as N
+Starts its own local cluster (``--no-workloads``; state under /tmp, port base 57443), creates N PyTorchJobs (or,
+with ``--kind TrainJob``, N TrainJobs) and lets a scripted writer play the training operator (Kubeflow Trainer v2's
+controller) through the status subresource: ``Running`` for all before the trackers start (a TrainJob: its ``node``
+Job ready in ``jobsStatus``), nothing for a quiet phase, then ``Succeeded`` (``Complete``) for each at a recorded
+time, spread over ``--window`` seconds. Three tracker processes follow the same jobs at the same time, each with N threads (as N
 worker slots would wait), each thread with its own client:
 
 * ours: the synchronous wait of a ``TrainingJobRun`` (``SynchronousWait.follow_to_end``: what ``wait()`` runs
@@ -12,25 +13,31 @@ worker slots would wait), each thread with its own client:
   (``PodFeed``: one LIST, then a watch) and the lead log follower (no pod ever exists here, so it sends nothing);
   the create/attach before it and the cleanup after it are not measured;
 * sdk: kubeflow-training 1.9.4's ``TrainingClient.wait_for_job_conditions`` at its default ``polling_interval``
-  (15 s), run by the SDK's own environment (it needs kubernetes<36): ``--sdk-python``;
+  (15 s), run by the SDK's own environment (it needs kubernetes<36): ``--sdk-python``; for TrainJobs the SDK v2's
+  (``kubeflow`` 0.5) ``TrainerClient.wait_for_job_status`` at its default ``polling_interval`` (2 s), whose every
+  poll GETs the TrainJob, its runtime (a namespaced TrainingRuntime of that name, 404 here, then the
+  ClusterTrainingRuntime) and LISTs the job's pods;
 * poll: a GET of the job's ``status`` subresource every 10 s (sync kubernetes client).
 
 The SDK and the pollers start at a random phase of their interval (tasks do not start in step).
 
 Requests come from the apiserver's own ``/metrics`` (``apiserver_request_total``, diffed). 1.20 has no
 user-agent label, so the trackers are told apart by the request's labels: ours WATCHes the jobs and LISTs and
-WATCHes pods (and would GET ``pods/log``); the SDK GETs the job itself; the pollers GET its ``status``
-subresource; the writer only PATCHes ``status``; cluster-scoped requests (the garbage collector) are left out.
+WATCHes pods (and would GET ``pods/log``); the SDK GETs the job itself (the SDK v2 also its runtimes, the
+trainer's public ConfigMap once per client, and LISTs pods: the pod LISTs are split by ours' own count of its LISTs,
+the rest are the SDK's); the pollers GET its ``status`` subresource; the writer only PATCHes ``status``; other
+cluster-scoped requests (the garbage collector) are left out.
 The apiserver counts a WATCH when it ends, so a quiet phase shorter than ours' watches (``WATCH_SECONDS``, 900 s)
 measures ours' other requests (none expected) and the steady state of ours is derived from the mechanism (two
 watches, each re-opened every ``WATCH_SECONDS``); ``--quiet 1850`` measures two whole windows instead.
 
-Run: ``python benchmarks/sync_wait.py --jobs 100``. Prints a Markdown table.
+Run: ``python benchmarks/sync_wait.py --jobs 100 [--kind TrainJob]``. Prints a Markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import os
@@ -46,20 +53,35 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from _common import GROUP, KIND, PLURAL, VERSION, end_run, job, pct, request_counts, say, status
+from _common import KIND, KINDS, JobKind, end_run, pct, request_counts, say
 
 NAMESPACE = "bench"
 CONN_ID = "trainjob_bench"
 POLL_INTERVAL = 10.0
 #: ``TrainingClient.wait_for_job_conditions``' default ``polling_interval`` (kubeflow-training 1.9.4), seconds.
 SDK_POLL_INTERVAL = 15
+#: ``TrainerClient.wait_for_job_status``' default ``polling_interval`` (the SDK v2, ``kubeflow`` 0.5), seconds.
+SDK2_POLL_INTERVAL = 2
+#: What the SDK v2 requests per poll: GET the TrainJob, GET a namespaced TrainingRuntime (404 here), GET the
+#: ClusterTrainingRuntime, LIST the job's pods.
+SDK2_REQUESTS_PER_POLL = 4
 PORT_BASE = 57443
 ROLES = ("ours", "sdk", "poll")
-LABELS = {
-    "ours": "ours (TrainingJobOperator wait)",
-    "sdk": f"Kubeflow SDK wait_for_job_conditions ({SDK_POLL_INTERVAL} s)",
-    "poll": f"GET every {POLL_INTERVAL:.0f} s",
-}
+
+
+def sdk_interval(kind: str) -> int:
+    """The default polling interval, in seconds, of the Kubeflow SDK's wait for ``kind`` (v1's, or the SDK v2's)."""
+    return SDK2_POLL_INTERVAL if kind == "TrainJob" else SDK_POLL_INTERVAL
+
+
+def labels(kind: str) -> dict[str, str]:
+    """The table's column heads for ``kind``."""
+    sdk = (
+        f"Kubeflow SDK v2 wait_for_job_status ({SDK2_POLL_INTERVAL} s)"
+        if kind == "TrainJob"
+        else f"Kubeflow SDK wait_for_job_conditions ({SDK_POLL_INTERVAL} s)"
+    )
+    return {"ours": "ours (TrainingJobOperator wait)", "sdk": sdk, "poll": f"GET every {POLL_INTERVAL:.0f} s"}
 
 
 # --- tracker processes -------------------------------------------------------------------------------------------
@@ -75,12 +97,7 @@ def _cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def _is_terminal(obj: dict) -> bool:
-    conditions = (obj.get("status") or {}).get("conditions") or []
-    return any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True" for c in conditions)
-
-
-def _ours(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeout: float) -> Any:
+def _ours(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeout: float, spec: JobKind) -> Any:
     """Start one TrainingJobRun wait per job; returns a function telling whether every pod feed has listed."""
     from airflow.sdk import BaseHook
 
@@ -95,11 +112,21 @@ def _ours(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeou
     log.setLevel(logging.INFO)  # the progress lines are formatted as in a task; nobody prints them
     log.propagate = False
     watches: list[Any] = []
+    pod_lists: Counter = Counter()  # ours' own LISTs of pods: the SDK v2 LISTs pods too, and /metrics has no client
+
+    def counting(method: Any) -> Any:
+        def listed(*args: Any, **kwargs: Any) -> Any:
+            pod_lists["pod LISTs"] += 1
+            return method(*args, **kwargs)
+
+        return listed
 
     def wait(obj: dict) -> None:
         name = obj["metadata"]["name"]
         identity = TaskInstanceIdentity(dag_id="bench", task_id=name, run_id="bench", map_index=-1, try_number=1)
         hook = TrainingJobHook(kubernetes_conn_id=CONN_ID)
+        hook.list_job_pods_and_version = counting(hook.list_job_pods_and_version)  # type: ignore[method-assign]
+        hook.list_job_pods = counting(hook.list_job_pods)  # type: ignore[method-assign]
 
         def job_watch(*args: Any, **kwargs: Any) -> JobWatch:
             watches.append(JobWatch(*args, **kwargs))
@@ -120,8 +147,8 @@ def _ours(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeou
             pod_feed=pod_feed,
         )
         try:
-            final = run._sync.follow_to_end(f"{KIND} {NAMESPACE}/{name}", obj, obj)
-            seen[name] = [time.time(), "finished" if _is_terminal(final) else "not terminal"]
+            final = run._sync.follow_to_end(f"{spec.kind} {NAMESPACE}/{name}", obj, obj)
+            seen[name] = [time.time(), "finished" if spec.is_terminal(final) else "not terminal"]
         except Exception as e:
             errors[f"{type(e).__name__}: {str(e)[:80]}"] += 1
         finally:
@@ -131,7 +158,7 @@ def _ours(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeou
         threading.Thread(target=wait, args=(obj,), daemon=True).start()
 
     def stats() -> dict:
-        total: Counter = Counter()
+        total: Counter = Counter(pod_lists)
         for w in list(watches):
             total.update({f"{type(w).__name__} {k}": v for k, v in w.stats.items()})
         return dict(total)
@@ -143,7 +170,9 @@ def _ours(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeou
     return ready, stats
 
 
-def _sdk(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeout: float) -> Any:
+def _sdk(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeout: float, spec: JobKind) -> Any:
+    if spec.kind == "TrainJob":
+        return _sdk2(jobs, seen, errors, kubeconfig, timeout)
     from kubeflow.training import TrainingClient
 
     rng = random.Random(2)
@@ -151,11 +180,11 @@ def _sdk(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeout
 
     def wait(name: str, phase: float) -> None:
         try:
-            training = TrainingClient(config_file=kubeconfig, namespace=NAMESPACE, job_kind=KIND)
+            training = TrainingClient(config_file=kubeconfig, namespace=NAMESPACE, job_kind=spec.kind)
             started.append(name)
             time.sleep(phase)
             training.wait_for_job_conditions(
-                name, namespace=NAMESPACE, job_kind=KIND, wait_timeout=int(timeout - time.time())
+                name, namespace=NAMESPACE, job_kind=spec.kind, wait_timeout=int(timeout - time.time())
             )
             seen[name] = [time.time(), "finished"]
         except Exception as e:
@@ -168,7 +197,32 @@ def _sdk(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeout
     return (lambda: len(started) == len(jobs)), dict
 
 
-def _poll(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeout: float) -> Any:
+def _sdk2(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeout: float) -> Any:
+    """The SDK v2's wait on each TrainJob, at its default interval, one ``TrainerClient`` per thread."""
+    from kubeflow.common.types import KubernetesBackendConfig
+    from kubeflow.trainer import TrainerClient
+
+    rng = random.Random(2)
+    started: list[str] = []
+
+    def wait(name: str, phase: float) -> None:
+        try:
+            trainer = TrainerClient(KubernetesBackendConfig(namespace=NAMESPACE, config_file=kubeconfig))
+            started.append(name)
+            time.sleep(phase)
+            trainer.wait_for_job_status(name, status={"Complete"}, timeout=int(timeout - time.time()))
+            seen[name] = [time.time(), "finished"]
+        except Exception as e:
+            errors[f"{type(e).__name__}: {str(e)[:80]}"] += 1
+
+    for obj in jobs:
+        threading.Thread(
+            target=wait, args=(obj["metadata"]["name"], rng.uniform(0, SDK2_POLL_INTERVAL)), daemon=True
+        ).start()
+    return (lambda: len(started) == len(jobs)), dict
+
+
+def _poll(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeout: float, spec: JobKind) -> Any:
     from kubernetes import client, config
 
     rng = random.Random(1)
@@ -182,8 +236,8 @@ def _poll(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeou
         time.sleep(phase)
         while time.time() < timeout:
             try:
-                obj = custom.get_namespaced_custom_object_status(GROUP, VERSION, NAMESPACE, PLURAL, name)
-                if _is_terminal(obj):
+                obj = custom.get_namespaced_custom_object_status(spec.group, spec.version, NAMESPACE, spec.plural, name)
+                if spec.is_terminal(obj):
                     seen[name] = [time.time(), "finished"]
                     return
             except Exception as e:
@@ -197,6 +251,13 @@ def _poll(jobs: list[dict], seen: dict, errors: Counter, kubeconfig: str, timeou
     return (lambda: len(started) == len(jobs)), dict
 
 
+def _write_json(path: Path, value: Any) -> None:
+    """Write ``value`` to ``path`` whole (a reader never sees half of it)."""
+    part = path.with_suffix(".part")
+    part.write_text(json.dumps(value))
+    part.replace(path)
+
+
 def tracker_main(args: argparse.Namespace) -> None:
     work = Path(args.work)
     jobs = json.loads((work / "jobs.json").read_text())
@@ -207,16 +268,17 @@ def tracker_main(args: argparse.Namespace) -> None:
     if args.role == "ours":
         import airflow_trainjob.operators.run  # noqa: F401
     elif args.role == "sdk":
-        import kubeflow.training  # noqa: F401
+        importlib.import_module(SDK_MODULES[args.kind])
     else:
         import kubernetes  # noqa: F401
     base = {"rss_kb": _rss_kb(), "cpu_s": _cpu_s()}
     (work / f"{args.role}.base").write_text(json.dumps(base))
-    ready, stats = start(jobs, seen, errors, args.kubeconfig, args.deadline)
+    ready, stats = start(jobs, seen, errors, args.kubeconfig, args.deadline, KINDS[args.kind])
     while not ready() and time.time() < args.deadline:
         time.sleep(0.2)
     (work / f"{args.role}.ready").write_text(str(time.time()))
     while not (work / "stop").exists() and len(seen) < len(jobs) and time.time() < args.deadline:
+        _write_json(work / f"{args.role}.stats", stats())  # what the main process reads around the quiet phase
         time.sleep(0.2)
     time.sleep(1)  # the waits that saw their job stop their watches (the apiserver counts a WATCH when it ends)
     out = {
@@ -234,18 +296,38 @@ def tracker_main(args: argparse.Namespace) -> None:
 # --- main process: cluster, jobs, writer, metrics, table ---------------------------------------------------------
 
 
-def _attribute(diff: Counter) -> dict[str, Counter]:
-    """Split request counts between the trackers by their labels (see the module docstring)."""
+def attribute(diff: Counter, spec: JobKind, ours_pod_lists: int) -> dict[str, Counter]:
+    """Split request counts between the trackers by their labels (see the module docstring).
+
+    :param diff: ``apiserver_request_total`` increments by (verb, resource, subresource, scope).
+    :param spec: the kind the run waits on.
+    :param ours_pod_lists: the LISTs of pods ours made meanwhile, by its own count: for a TrainJob the SDK v2 LISTs
+        pods too, so the pod LISTs beyond ours' are the SDK's (for the v1 kinds the SDK reads no pods).
+    """
     by: dict[str, Counter] = {role: Counter() for role in (*ROLES, "writer")}
+    v2 = spec.kind == "TrainJob"
     for (verb, res, sub, scope), n in diff.items():
-        if n <= 0 or scope == "cluster":
+        if n <= 0:
             continue
-        if res == PLURAL and sub == "status":
+        if v2 and res == "clustertrainingruntimes" and verb == "GET":
+            by["sdk"]["GET clustertrainingruntime"] += (
+                n  # the runtime the TrainJob names, at every poll (scope resource)
+            )
+        elif scope == "cluster":
+            continue  # the garbage collector's
+        elif res == spec.plural and sub == "status":
             by["writer" if verb == "PATCH" else "poll"][f"{verb} job/status"] += n
-        elif res == PLURAL and sub == "":
+        elif res == spec.plural and sub == "":
             by["ours" if verb == "WATCH" else "sdk"][f"{verb} job"] += n  # 1.20 may label a GET of one as LIST
+        elif v2 and (res == "trainingruntimes" or (res, verb) == ("configmaps", "GET")):
+            by["sdk"][f"{verb} {res[:-1]}"] += n  # a namespaced runtime first (404); the trainer's public ConfigMap
+        elif res == "pods" and verb == "LIST" and v2:
+            by["ours"]["LIST pods"] += min(n, ours_pod_lists)
+            by["sdk"]["LIST pods"] += n - min(n, ours_pod_lists)
         elif res == "pods":
             by["ours"][f"{verb} pods{'/' + sub if sub else ''}"] += n
+    for counter in by.values():
+        counter += Counter()  # drop the zero counts
     return by
 
 
@@ -266,7 +348,12 @@ def _reqs(counter: Counter) -> str:
 def _table(n: int, args: argparse.Namespace, res: dict, written: dict, quiet: dict, whole: dict, load: dict) -> str:
     from airflow_trainjob.watching.job_watch import WATCH_SECONDS
 
-    derived = {"ours": 2 * 3600 / WATCH_SECONDS, "sdk": 3600 / SDK_POLL_INTERVAL, "poll": 3600 / POLL_INTERVAL}
+    sdk_per_poll = SDK2_REQUESTS_PER_POLL if args.kind == "TrainJob" else 1
+    derived = {
+        "ours": 2 * 3600 / WATCH_SECONDS,
+        "sdk": sdk_per_poll * 3600 / sdk_interval(args.kind),
+        "poll": 3600 / POLL_INTERVAL,
+    }
     col: dict[str, dict[str, str]] = {}
     for role in ROLES:
         r = res[role]
@@ -285,9 +372,10 @@ def _table(n: int, args: argparse.Namespace, res: dict, written: dict, quiet: di
             f" (process {load[role]['rss_kb'] / 1024:.0f} MB, baseline {r['base']['rss_kb'] / 1024:.0f} MB)",
             "err": "; ".join(f"{v}× {k}" for k, v in r["errors"].items()) or "none",
         }
+    success = KINDS[args.kind].success
     rows = [
-        ("jobs seen Succeeded", "all", "seen"),
-        ("detection p50 (Succeeded written → wait returns)", "", "p50"),
+        (f"jobs seen {success}", "all", "seen"),
+        (f"detection p50 ({success} written → wait returns)", "", "p50"),
         ("detection p99", "< 1 s (ours)", "p99"),
         ("requests per job-hour, long quiet job (derived from the mechanism)", "≤ 20 (ours)", "derived"),
         (f"requests per job-hour in the quiet phase (measured, {args.quiet:.0f} s)", "", "quiet"),
@@ -298,12 +386,34 @@ def _table(n: int, args: argparse.Namespace, res: dict, written: dict, quiet: di
         ("errors", "none", "err"),
     ]
     head = (
-        f"N = {n} waits (threads, one client each), one PyTorchJob each; quiet {args.quiet:.0f} s, then Succeeded "
+        f"N = {n} waits (threads, one client each), one {args.kind} each; quiet {args.quiet:.0f} s, then {success} "
         f"writes spread over {args.window:.0f} s; {time.strftime('%Y-%m-%d', time.gmtime())}, {os.cpu_count()} cores\n\n"
     )
-    lines = ["| metric | target | " + " | ".join(LABELS[r] for r in ROLES) + " |", "|---|---|---|---|---|"]
+    lines = ["| metric | target | " + " | ".join(labels(args.kind)[r] for r in ROLES) + " |", "|---|---|---|---|---|"]
     lines += [f"| {a} | {b} | " + " | ".join(col[r][key] for r in ROLES) + " |" for a, b, key in rows]
     return head + "\n".join(lines)
+
+
+#: The SDK each kind is waited on with: its environment's Python (default), its module, how to make it.
+SDK_PYTHONS = {
+    KIND: os.environ.get("AIRFLOW_TRAINJOB_SDK_PYTHON", ".venv-sdk/bin/python"),
+    "TrainJob": os.environ.get("AIRFLOW_TRAINJOB_SDK2_PYTHON", ".venv-sdk2/bin/python"),
+}
+SDK_MODULES = {KIND: "kubeflow.training", "TrainJob": "kubeflow.trainer"}
+SDK_HELP = {
+    KIND: "build that environment first, e.g. python3.11 -m venv /tmp/sdk-venv && /tmp/sdk-venv/bin/pip install "
+    "kubeflow-training==1.9.4 (or bash scripts/sdk-check.sh, which builds .venv-sdk)",
+    "TrainJob": "build that environment first, e.g. python3.11 -m venv /tmp/sdk2-venv && /tmp/sdk2-venv/bin/pip "
+    "install 'kubeflow==0.5.*' (or bash scripts/sdk2-check.sh, which builds .venv-sdk2)",
+}
+
+
+def _ours_pod_lists(work: Path) -> int:
+    """The LISTs of pods ours has made so far, by its own count (its last stats file)."""
+    try:
+        return int(json.loads((work / "ours.stats").read_text()).get("pod LISTs", 0))
+    except (OSError, ValueError):
+        return 0
 
 
 def main_run(args: argparse.Namespace) -> int:
@@ -311,16 +421,11 @@ def main_run(args: argparse.Namespace) -> int:
 
     from airflow_trainjob_local.cluster import LocalCluster, Ports
 
-    n = args.jobs
-    sdk_python = Path(args.sdk_python)
-    if not (
-        sdk_python.exists() and subprocess.run([str(sdk_python), "-c", "import kubeflow.training"]).returncode == 0
-    ):
-        say(
-            f"{sdk_python} cannot import kubeflow.training: build that environment first, e.g. "
-            "python3.11 -m venv /tmp/sdk-venv && /tmp/sdk-venv/bin/pip install kubeflow-training==1.9.4 "
-            "(or bash scripts/sdk-check.sh, which builds .venv-sdk), then pass --sdk-python"
-        )
+    n, spec = args.jobs, KINDS[args.kind]
+    sdk_python = Path(args.sdk_python or SDK_PYTHONS[args.kind])
+    module = SDK_MODULES[args.kind]
+    if not (sdk_python.exists() and subprocess.run([str(sdk_python), "-c", f"import {module}"]).returncode == 0):
+        say(f"{sdk_python} cannot import {module}: {SDK_HELP[args.kind]}, then pass --sdk-python")
         return 2
     work = Path(tempfile.mkdtemp(prefix="trainjob-syncwait-", dir="/tmp"))
     cluster = LocalCluster(work / "cluster", Ports.from_base(args.port_base), workloads=False)
@@ -334,9 +439,11 @@ def main_run(args: argparse.Namespace) -> int:
         t = time.time()
 
         def create_running(name: str) -> dict:
-            custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, job(name, NAMESPACE))
+            custom.create_namespaced_custom_object(
+                spec.group, spec.version, NAMESPACE, spec.plural, spec.job(name, NAMESPACE)
+            )
             return custom.patch_namespaced_custom_object_status(
-                GROUP, VERSION, NAMESPACE, PLURAL, name, status("Running")
+                spec.group, spec.version, NAMESPACE, spec.plural, name, spec.status("Running")
             )
 
         with ThreadPoolExecutor(8) as pool:  # setup, not measured: parallel to keep it short
@@ -355,6 +462,7 @@ def main_run(args: argparse.Namespace) -> int:
         for role in ROLES:
             python = str(sdk_python) if role == "sdk" else sys.executable
             command = [python, __file__, "--role", role, "--work", str(work), "--kubeconfig", str(cluster.kubeconfig)]
+            command += ["--kind", args.kind]
             log = open(work / f"{role}.log", "w")
             procs[role] = subprocess.Popen(
                 [*command, "--deadline", str(deadline)], env=env, stdout=log, stderr=subprocess.STDOUT
@@ -368,11 +476,12 @@ def main_run(args: argparse.Namespace) -> int:
         say(f"trackers ready; settling {settle:.0f} s, then quiet for {args.quiet:.0f} s")
         time.sleep(settle)
 
-        quiet_start = request_counts(api_client)
+        quiet_start, pod_lists_start = request_counts(api_client), _ours_pod_lists(work)
         cpu_start = {r: _proc(p.pid)[0] for r, p in procs.items()}
         time.sleep(args.quiet)
         quiet_diff = request_counts(api_client)
         quiet_diff.subtract(quiet_start)
+        quiet_pod_lists = _ours_pod_lists(work) - pod_lists_start
         load = {r: dict(zip(("cpu", "rss_kb"), _proc(p.pid), strict=True)) for r, p in procs.items()}
         for r in ROLES:
             load[r]["cpu_quiet"] = load[r]["cpu"] - cpu_start[r]
@@ -387,9 +496,11 @@ def main_run(args: argparse.Namespace) -> int:
             if delay > 0:
                 time.sleep(delay)
             written[nm] = time.time()  # sent: a watch may deliver the change before the PATCH's answer arrives
-            custom.patch_namespaced_custom_object_status(GROUP, VERSION, NAMESPACE, PLURAL, nm, status("Succeeded"))
-        say("all Succeeded written; waiting for the trackers")
-        grace_end = time.time() + SDK_POLL_INTERVAL + 20
+            custom.patch_namespaced_custom_object_status(
+                spec.group, spec.version, NAMESPACE, spec.plural, nm, spec.status(spec.success)
+            )
+        say(f"all {spec.success} written; waiting for the trackers")
+        grace_end = time.time() + sdk_interval(args.kind) + 20
         while time.time() < grace_end and any(p.poll() is None for p in procs.values()):
             time.sleep(0.5)
         (work / "stop").touch()
@@ -399,15 +510,20 @@ def main_run(args: argparse.Namespace) -> int:
         whole_diff = request_counts(api_client)
         whole_diff.subtract(start_counts)
         for key, v in sorted(whole_diff.items(), key=str):  # the raw figures the attribution is made from
-            if v > 0 and key[1] in (PLURAL, "pods"):
+            if v > 0 and key[1] in (spec.plural, "pods", "trainingruntimes", "clustertrainingruntimes", "configmaps"):
                 say(f"apiserver_request_total +{v:.0f} verb/resource/subresource/scope={'/'.join(map(str, key))}")
         res = {r: json.loads((work / f"{r}.json").read_text()) for r in ROLES}
-        whole = _attribute(whole_diff)
-        print(_table(n, args, res, written, _attribute(quiet_diff), whole, load))
+        whole = attribute(whole_diff, spec, res["ours"]["stats"].get("pod LISTs", 0))
+        print(_table(n, args, res, written, attribute(quiet_diff, spec, quiet_pod_lists), whole, load))
         print(
             f"\nours' client-side counts: {res['ours']['stats']}. Writer (PATCH status, not counted above): "
             f"{sum(whole['writer'].values()):.0f}. Detection = the tracker's clock when its wait returned minus "
             "the writer's when it sent the PATCH (one machine; the PATCH's own latency included)."
+            + (
+                f" Pod LISTs: ours' own count ({quiet_pod_lists} in the quiet phase), the rest the SDK's."
+                if args.kind == "TrainJob"
+                else ""
+            )
         )
         return 0
     finally:
@@ -416,13 +532,14 @@ def main_run(args: argparse.Namespace) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=100, help="number of PyTorchJobs and of waits each (default 100)")
+    parser.add_argument("--jobs", type=int, default=100, help="number of jobs and of waits each (default 100)")
+    parser.add_argument("--kind", choices=sorted(KINDS), default=KIND, help=f"the jobs' kind (default {KIND})")
     parser.add_argument("--quiet", type=float, default=150.0, help="seconds of the quiet phase (default 150)")
     parser.add_argument("--window", type=float, default=30.0, help="seconds over which jobs finish (default 30)")
     parser.add_argument(
         "--sdk-python",
-        default=os.environ.get("AIRFLOW_TRAINJOB_SDK_PYTHON", ".venv-sdk/bin/python"),
-        help="a Python with kubeflow-training==1.9.4 (default $AIRFLOW_TRAINJOB_SDK_PYTHON or .venv-sdk/bin/python)",
+        help="a Python with kubeflow-training==1.9.4 (default $AIRFLOW_TRAINJOB_SDK_PYTHON or .venv-sdk/bin/python); "
+        "with --kind TrainJob one with kubeflow==0.5.* (default $AIRFLOW_TRAINJOB_SDK2_PYTHON or .venv-sdk2/bin/python)",
     )
     parser.add_argument("--port-base", type=int, default=PORT_BASE, help=f"the cluster's ports (default {PORT_BASE})")
     parser.add_argument("--keep", action="store_true", help="keep the /tmp work dir (logs) after the run")

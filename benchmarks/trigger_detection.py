@@ -1,8 +1,9 @@
 """Detection benchmark: TrainingJobTrigger on a shared stream vs. 10 s GET polling, on the same jobs, in one run.
 
-Starts its own local cluster (``--no-workloads``; state under /tmp, port base 56443), creates N PyTorchJobs,
-and lets a scripted writer play the training operator through the status subresource: ``Running`` for all,
-then ``Succeeded`` for each at a recorded time, spread over ``--window`` seconds. Two tracker processes follow
+Starts its own local cluster (``--no-workloads``; state under /tmp, port base 56443), creates N PyTorchJobs (or,
+with ``--kind TrainJob``, N TrainJobs), and lets a scripted writer play the training operator (Kubeflow Trainer v2's
+controller) through the status subresource: ``Running`` for all (a TrainJob: its ``node`` Job ready in
+``jobsStatus``), then ``Succeeded`` (``Complete``) for each at a recorded time, spread over ``--window`` seconds. Two tracker processes follow
 the same jobs at the same time, each one asyncio loop:
 
 * ours:  N ``TrainingJobTrigger``s run the way Airflow 3.3's triggerer runs shared-stream triggers: each is
@@ -16,7 +17,7 @@ no user-agent label, so the trackers are told apart by the request's labels: the
 ``status`` subresource (same object, same cost, one GET per poll), ours LIST, WATCH and GET the main resource
 and LIST pods; the writer only PATCHes ``status`` and the garbage collector's LIST/WATCH are cluster-scoped.
 
-Run: ``python benchmarks/trigger_detection.py --jobs 100 --window 60``. Prints a Markdown table.
+Run: ``python benchmarks/trigger_detection.py --jobs 100 --window 60 [--kind TrainJob]``. Prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -35,16 +36,12 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from _common import GROUP, KIND, PLURAL, VERSION, end_run, job, pct, request_counts, say, status
+from _common import KIND, KINDS, JobKind, end_run, pct, request_counts, say
 
 NAMESPACE = "bench"
 CONN_ID = "trainjob_bench"
 POLL_INTERVAL = 10.0
 PORT_BASE = 56443
-
-
-def _job(name: str) -> dict:
-    return job(name, NAMESPACE)
 
 
 # --- tracker processes -------------------------------------------------------------------------------------------
@@ -66,7 +63,13 @@ async def _until_stopped(stop_file: Path, deadline: float) -> None:
 
 
 async def _track(
-    role: str, names: list[str], kubeconfig: str, ready_file: Path, stop_file: Path, deadline: float
+    role: str,
+    names: list[str],
+    kubeconfig: str,
+    ready_file: Path,
+    stop_file: Path,
+    deadline: float,
+    spec: JobKind = KINDS[KIND],
 ) -> dict:
     """One asyncio loop following every job; returns when all were seen terminal or the main process says stop."""
     # Import everything first, so the baseline RSS holds the libraries and the difference is per-job cost.
@@ -107,9 +110,10 @@ async def _track(
         await asyncio.sleep(rng.uniform(0, POLL_INTERVAL))  # peers start at different times: random phase
         while True:
             try:
-                obj = await custom.get_namespaced_custom_object_status(GROUP, VERSION, NAMESPACE, PLURAL, name)
-                conds = (obj.get("status") or {}).get("conditions") or []
-                if any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True" for c in conds):
+                obj = await custom.get_namespaced_custom_object_status(
+                    spec.group, spec.version, NAMESPACE, spec.plural, name
+                )
+                if spec.is_terminal(obj):
                     seen[name] = [time.time(), "finished"]
                     return
             except Exception as e:
@@ -125,7 +129,11 @@ async def _track(
                     manager,
                     i,
                     TrainingJobTrigger(
-                        kind=KIND, name=n, namespace=NAMESPACE, kubernetes_conn_id=CONN_ID, poll_interval=POLL_INTERVAL
+                        kind=spec.kind,
+                        name=n,
+                        namespace=NAMESPACE,
+                        kubernetes_conn_id=CONN_ID,
+                        poll_interval=POLL_INTERVAL,
                     ),
                 )
             )
@@ -169,7 +177,15 @@ def tracker_main(args: argparse.Namespace) -> None:
     work = Path(args.work)
     names = json.loads((work / "jobs.json").read_text())
     out = asyncio.run(
-        _track(args.role, names, args.kubeconfig, work / f"{args.role}.ready", work / "stop", args.deadline)
+        _track(
+            args.role,
+            names,
+            args.kubeconfig,
+            work / f"{args.role}.ready",
+            work / "stop",
+            args.deadline,
+            KINDS[args.kind],
+        )
     )
     (work / f"{args.role}.json").write_text(json.dumps(out))
 
@@ -177,7 +193,7 @@ def tracker_main(args: argparse.Namespace) -> None:
 # --- main process: cluster, jobs, writer, metrics, table ---------------------------------------------------------
 
 
-def _attribute(diff: Counter) -> dict[str, Counter]:
+def _attribute(diff: Counter, plural: str = KINDS[KIND].plural) -> dict[str, Counter]:
     """Split request counts between the trackers by their labels (see the module docstring)."""
     by: dict[str, Counter] = {"ours": Counter(), "peers": Counter(), "writer": Counter()}
     for (verb, res, sub, scope), n in diff.items():
@@ -185,16 +201,16 @@ def _attribute(diff: Counter) -> dict[str, Counter]:
             continue
         # 1.20 labels a GET of one custom object as verb LIST (scope namespace), like a list of the collection:
         # for our tracker the two are counted together.
-        if res == PLURAL and sub == "status":
+        if res == plural and sub == "status":
             by["peers" if verb in ("GET", "LIST") else "writer"]["GET job/status" if verb != "PATCH" else verb] += n
-        elif res == PLURAL and verb in ("GET", "WATCH", "LIST"):
+        elif res == plural and verb in ("GET", "WATCH", "LIST"):
             by["ours"]["WATCH jobs" if verb == "WATCH" else "LIST/GET jobs"] += n
         elif res == "pods" and verb == "LIST":
             by["ours"]["LIST pods"] += n
     return by
 
 
-def _table(n: int, window: float, res: dict, written: dict, by: dict) -> str:
+def _table(n: int, window: float, res: dict, written: dict, by: dict, spec: JobKind) -> str:
     rows = []
     col: dict[str, dict] = {}
     for role in ("ours", "peers"):
@@ -234,7 +250,7 @@ def _table(n: int, window: float, res: dict, written: dict, by: dict) -> str:
         ("errors / non-finished events", "none", o["err"], p["err"]),
     ]
     head = (
-        f"N = {n} PyTorchJobs, Succeeded writes spread over {window:.0f} s; "
+        f"N = {n} {spec.kind}s, {spec.success} writes spread over {window:.0f} s; "
         f"ours = {n} TrainingJobTrigger on the shared stream (one watch per namespace and kind), peers = GET every {POLL_INTERVAL:.0f} s\n\n"
     )
     lines = ["| metric | target | ours (TrainingJobTrigger) | peers (GET every 10 s) |", "|---|---|---|---|"]
@@ -247,7 +263,7 @@ def main_run(args: argparse.Namespace) -> int:
 
     from airflow_trainjob_local.cluster import LocalCluster, Ports
 
-    n = args.jobs
+    n, spec = args.jobs, KINDS[args.kind]
     work = Path(tempfile.mkdtemp(prefix="trainjob-bench-", dir="/tmp"))
     cluster = LocalCluster(work / "cluster", Ports.from_base(args.port_base), workloads=False)
     procs: list[subprocess.Popen] = []
@@ -263,7 +279,7 @@ def main_run(args: argparse.Namespace) -> int:
             list(
                 pool.map(
                     lambda nm: custom.create_namespaced_custom_object(
-                        GROUP, VERSION, NAMESPACE, PLURAL, job(nm, NAMESPACE)
+                        spec.group, spec.version, NAMESPACE, spec.plural, spec.job(nm, NAMESPACE)
                     ),
                     names,
                 )
@@ -294,6 +310,8 @@ def main_run(args: argparse.Namespace) -> int:
                         str(cluster.kubeconfig),
                         "--deadline",
                         str(deadline),
+                        "--kind",
+                        args.kind,
                         *(["--code", str(Path(args.code).resolve())] if args.code else []),
                     ],
                     env=env,
@@ -313,7 +331,9 @@ def main_run(args: argparse.Namespace) -> int:
         # The writer: Running for every job, then Succeeded at scheduled times over the window.
         t = time.time()
         for nm in names:
-            custom.patch_namespaced_custom_object_status(GROUP, VERSION, NAMESPACE, PLURAL, nm, status("Running"))
+            custom.patch_namespaced_custom_object_status(
+                spec.group, spec.version, NAMESPACE, spec.plural, nm, spec.status("Running")
+            )
         say(f"all Running in {time.time() - t:.1f} s; finishing over {args.window:.0f} s")
         order = names[:]
         random.Random(0).shuffle(order)
@@ -323,10 +343,12 @@ def main_run(args: argparse.Namespace) -> int:
             delay = t0 + args.window * i / max(1, n - 1) - time.time()
             if delay > 0:
                 time.sleep(delay)
-            custom.patch_namespaced_custom_object_status(GROUP, VERSION, NAMESPACE, PLURAL, nm, status("Succeeded"))
+            custom.patch_namespaced_custom_object_status(
+                spec.group, spec.version, NAMESPACE, spec.plural, nm, spec.status(spec.success)
+            )
             written[nm] = time.time()  # the write is committed once the PATCH has returned
         lag = max(written[nm] - (t0 + args.window * i / max(1, n - 1)) for i, nm in enumerate(order))
-        say(f"all Succeeded written (max writer lag behind schedule {lag:.2f} s); waiting for the trackers")
+        say(f"all {spec.success} written (max writer lag behind schedule {lag:.2f} s); waiting for the trackers")
 
         # Polling needs up to one interval; give both that plus slack, then tell them to stop.
         grace_end = time.time() + POLL_INTERVAL + 20
@@ -339,14 +361,14 @@ def main_run(args: argparse.Namespace) -> int:
         diff = request_counts(api_client)
         diff.subtract(before)
         for key, v in sorted(diff.items(), key=str):  # the raw figures the attribution below is made from
-            if v > 0 and key[1] in (PLURAL, "pods"):
+            if v > 0 and key[1] in (spec.plural, "pods"):
                 say(f"apiserver_request_total +{v:.0f} verb/resource/subresource/scope={'/'.join(key)}")
         res = {r: json.loads((work / f"{r}.json").read_text()) for r in ("ours", "peers")}
-        print(_table(n, args.window, res, written, _attribute(diff)))
+        print(_table(n, args.window, res, written, _attribute(diff, spec.plural), spec))
         print(
             f"\nRequests attributed by labels (verb/resource/subresource/scope): peers GET the `status` "
             f"subresource; ours LIST/WATCH/GET the jobs and LIST pods (1.20 labels a custom-object GET as LIST). Writer (PATCH status, not counted above): "
-            f"{sum(_attribute(diff)['writer'].values()):.0f}. Requests per job-hour = requests / sum over jobs "
+            f"{sum(_attribute(diff, spec.plural)['writer'].values()):.0f}. Requests per job-hour = requests / sum over jobs "
             f"of (seen − tracker start); this run's jobs last about {args.window / 2 + settle + 5:.0f} s on "
             f"average, so one-off costs weigh heavily."
         )
@@ -367,7 +389,8 @@ def main_run(args: argparse.Namespace) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=100, help="number of PyTorchJobs (default 100)")
+    parser.add_argument("--jobs", type=int, default=100, help="number of jobs (default 100)")
+    parser.add_argument("--kind", choices=sorted(KINDS), default=KIND, help=f"the jobs' kind (default {KIND})")
     parser.add_argument("--window", type=float, default=60.0, help="seconds over which jobs finish (default 60)")
     parser.add_argument("--keep", action="store_true", help="keep the /tmp work dir (logs) after the run")
     parser.add_argument("--port-base", type=int, default=PORT_BASE, help=f"cluster ports (default {PORT_BASE})")
