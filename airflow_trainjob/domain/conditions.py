@@ -9,12 +9,12 @@ list. A status that is missing, ``{}``, or has ``conditions: null`` means "not s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
 
 from airflow_trainjob.constants import ConditionStatus, JobConditionType
+from airflow_trainjob.domain.timestamps import epoch
 
 #: Phase of a job whose status holds no true condition yet.
 NOT_STARTED = "NotStarted"
@@ -176,15 +176,6 @@ def has_started(status: Any) -> bool:
     )
 
 
-def _epoch(timestamp: Any) -> float | None:
-    if not isinstance(timestamp, str) or not timestamp:
-        return None
-    try:
-        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def started_since_admission(status: Any, admitted_at: float | None) -> bool:
     """The job reached ``Running`` (or finished) after its last admission; for a job never suspended, at all.
 
@@ -205,7 +196,7 @@ def started_since_admission(status: Any, admitted_at: float | None) -> bool:
         if isinstance(c, Mapping) and c.get("type") == JobConditionType.RUNNING
     ]
     running = running_all[-1] if running_all else None
-    turned = _epoch((running or {}).get("lastTransitionTime"))
+    turned = epoch((running or {}).get("lastTransitionTime"))
     suspension = str((running or {}).get("reason") or "").endswith(JobConditionType.SUSPENDED)
     return turned is not None and turned >= admitted_at and not suspension
 

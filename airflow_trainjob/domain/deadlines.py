@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME, ConditionStatus
 from airflow_trainjob.domain.family import JobFamily
+from airflow_trainjob.domain.timestamps import epoch
 
 TIMEOUT, STARTUP_TIMEOUT, QUEUE_TIMEOUT = "timeout", "startup_timeout", "queue_timeout"
 #: The condition type of a suspension, in both families.
@@ -80,15 +80,6 @@ class QueueState:
         return f"Kueue queue {self.queue_name!r}" if self.queue_name else f"its queue ({self.suspend_field} is true)"
 
 
-def _epoch(timestamp: Any) -> float | None:
-    if not isinstance(timestamp, str) or not timestamp:
-        return None
-    try:
-        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def _latest_suspended(status: Any) -> Mapping[str, Any] | None:
     """The last ``Suspended`` condition, true or not: both families name it so (kubeflow/common v1's, and a
     TrainJob's ``metav1.Condition``), True while suspended and turned False (``<Kind>Resumed``, ``Resumed``) at
@@ -112,7 +103,7 @@ def queue_state(job: Mapping[str, Any], family: JobFamily) -> QueueState:
     condition = _latest_suspended(status)
     condition_true = condition is not None and condition.get("status") == ConditionStatus.TRUE
     queued = (family.is_spec_suspended(job) or condition_true) and not family.is_terminal(status)  # nothing to admit
-    turned = _epoch((condition or {}).get("lastTransitionTime"))
+    turned = epoch((condition or {}).get("lastTransitionTime"))
     labels = (job.get("metadata") or {}).get("labels") or {}
     return QueueState(
         queued=queued,

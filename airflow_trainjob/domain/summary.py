@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any, Protocol
+
+from airflow_trainjob.domain.timestamps import epoch
 
 #: The status fields of Kubeflow Trainer v2's TrainJob a summary carries when the job has them (its steps' child
 #: Jobs, and the trainer's own progress and metrics with the ``TrainJobStatus`` feature gate).
@@ -23,10 +24,8 @@ class RunTimes(Protocol):
 
 
 def _seconds_between(start: str | None, end: str | None) -> float | None:
-    if not (start and end):
-        return None
-    started = datetime.fromisoformat(start.replace("Z", "+00:00"))
-    return (datetime.fromisoformat(end.replace("Z", "+00:00")) - started).total_seconds()
+    started, ended = epoch(start), epoch(end)
+    return None if started is None or ended is None else ended - started
 
 
 def job_summary(job: Mapping[str, Any], family: RunTimes | None = None) -> dict[str, Any]:

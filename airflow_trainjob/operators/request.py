@@ -143,6 +143,43 @@ def _annotations(given: Any, whole: WholeJob | None, identity: TaskInstanceIdent
     return annotations
 
 
+def metadata_notes(
+    given_name: str | None,
+    given_namespace: str | None,
+    *,
+    name: str,
+    named: bool,
+    namespace: str,
+    labels: Mapping[str, str],
+) -> list[str]:
+    """What the provider does to a whole job's name, namespace and labels (any family's), one note each.
+
+    :param given_name: the whole job's own ``metadata.name``, or None.
+    :param given_namespace: its own ``metadata.namespace``, or None.
+    :param name: ``metadata.name`` as sent.
+    :param named: ``name`` is the ``job_name`` parameter's (else it was generated).
+    :param namespace: ``metadata.namespace`` as sent.
+    :param labels: the labels given (the job's, the ``labels`` parameter's over them), before this try's.
+    """
+    notes = []
+    if given_name != name:
+        why = (
+            "job_name"
+            if named
+            else "the generated name, one per task instance and the same on every try (set job_name to choose it)"
+        )
+        notes.append(f"metadata.name: {name!r} from {why}" + (f", not {given_name!r}" if given_name else ""))
+    if given_namespace and given_namespace != namespace:
+        notes.append(f"metadata.namespace: {namespace!r} from the namespace parameter, not {given_namespace!r}")
+    elif given_namespace:
+        notes.append(f"metadata.namespace: {namespace!r} from the job (the namespace parameter overrides it)")
+    overridden = own_keys_in(labels, RESERVED_LABELS)
+    if overridden:
+        notes.append(f"metadata.labels: {', '.join(overridden)} replaced by this task instance's")
+    notes.append(f"metadata.labels: {', '.join(RESERVED_LABELS)} added (this task instance's ownership)")
+    return notes
+
+
 def _whole_job_notes(
     whole: WholeJob, source: str, name: str, named: bool, namespace: str, labels: Mapping[str, str]
 ) -> list[str]:
@@ -155,22 +192,7 @@ def _whole_job_notes(
     :param namespace: the job's ``metadata.namespace`` as sent.
     :param labels: the labels given (the job's, the ``labels`` parameter's over them), before this try's.
     """
-    notes = []
-    if whole.name != name:
-        why = (
-            "job_name"
-            if named
-            else ("the generated name, one per task instance and the same on every try (set job_name to choose it)")
-        )
-        notes.append(f"metadata.name: {name!r} from {why}" + (f", not {whole.name!r}" if whole.name else ""))
-    if whole.namespace and whole.namespace != namespace:
-        notes.append(f"metadata.namespace: {namespace!r} from the namespace parameter, not {whole.namespace!r}")
-    elif whole.namespace:
-        notes.append(f"metadata.namespace: {namespace!r} from the job (the namespace parameter overrides it)")
-    overridden = own_keys_in(labels, RESERVED_LABELS)
-    if overridden:
-        notes.append(f"metadata.labels: {', '.join(overridden)} replaced by this task instance's")
-    notes.append(f"metadata.labels: {', '.join(RESERVED_LABELS)} added (this task instance's ownership)")
+    notes = metadata_notes(whole.name, whole.namespace, name=name, named=named, namespace=namespace, labels=labels)
     notes.append(f"metadata.annotations: {', '.join(RESERVED_ANNOTATIONS)} added (the same identity, unsanitised)")
     notes.append(
         "spec.runPolicy.cleanPodPolicy, ttlSecondsAfterFinished: held until the task has read the logs "

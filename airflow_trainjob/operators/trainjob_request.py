@@ -27,8 +27,7 @@ from airflow_trainjob.constants import (
     TrainJobStep,
 )
 from airflow_trainjob.domain.names import generate_job_name, job_name_problem, namespace_problem
-from airflow_trainjob.domain.own_keys import own_keys_in
-from airflow_trainjob.domain.ownership import RESERVED_ANNOTATIONS, RESERVED_LABELS, TaskInstanceIdentity
+from airflow_trainjob.domain.ownership import RESERVED_ANNOTATIONS, TaskInstanceIdentity
 from airflow_trainjob.domain.params import TRAINJOB, TRAINJOB_PARTS, problems, refuse
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.models.errors import raise_if
@@ -41,7 +40,7 @@ from airflow_trainjob.models.trainjob import (
     parse_whole_trainjob,
 )
 from airflow_trainjob.models.trainjob.rules import map_problems
-from airflow_trainjob.operators.request import TrainingJobRequest
+from airflow_trainjob.operators.request import TrainingJobRequest, metadata_notes
 
 __all__ = ["PATCHED_STEPS", "build_trainjob_request", "provider_patch"]
 
@@ -180,22 +179,7 @@ def _whole_job_notes(
     :param namespace: ``metadata.namespace`` as sent.
     :param labels: the labels given (the job's, the ``labels`` parameter's over them), before this try's.
     """
-    notes = []
-    if whole.name != name:
-        why = (
-            "job_name"
-            if named
-            else "the generated name, one per task instance and the same on every try (set job_name to choose it)"
-        )
-        notes.append(f"metadata.name: {name!r} from {why}" + (f", not {whole.name!r}" if whole.name else ""))
-    if whole.namespace and whole.namespace != namespace:
-        notes.append(f"metadata.namespace: {namespace!r} from the namespace parameter, not {whole.namespace!r}")
-    elif whole.namespace:
-        notes.append(f"metadata.namespace: {namespace!r} from the job (the namespace parameter overrides it)")
-    overridden = own_keys_in(labels, RESERVED_LABELS)
-    if overridden:
-        notes.append(f"metadata.labels: {', '.join(overridden)} replaced by this task instance's")
-    notes.append(f"metadata.labels: {', '.join(RESERVED_LABELS)} added (this task instance's ownership)")
+    notes = metadata_notes(whole.name, whole.namespace, name=name, named=named, namespace=namespace, labels=labels)
     notes.append(
         f"metadata.annotations: {', '.join(RESERVED_ANNOTATIONS)} added (the same identity, unsanitised), and "
         f"{LABEL_POD_TOKEN} (what ties the pods to this TrainJob)"
