@@ -48,6 +48,8 @@ def read_tails(
     ends: Sequence[ContainerEnd],
     tail_lines: int,
     known: Mapping[str, str] | None = None,
+    *,
+    warn: bool = True,
 ) -> dict[str, str]:
     """The last lines of the logs of the failed runs among ``ends``, the first :data:`TAILS_QUOTED` containers to
     fail, each read from that container (an init container's own log) and that run (``previous`` for a run that
@@ -60,6 +62,8 @@ def read_tails(
     :param known: tails read earlier, by the same key (the wait reads a failed run's tail when it first sees it: a
         pod the controller deletes with the job's failure, e.g. a Job's restarting pod, takes its log with it); they
         are taken as they are, not read again.
+    :param warn: log a log that cannot be read (the verdict's reads); False: leave it to the verdict (the wait's
+        early reads, of pods that may be on their way out).
     :returns: :attr:`~airflow_trainjob.domain.failures.ContainerEnd.source` (``Master-0``, ``Master-0 (initContainer
         fetch-data)``) -> its last lines, in the order of ``ends``.
     """
@@ -78,7 +82,8 @@ def read_tails(
             )
         except ApiException as e:
             # The pod may be gone already (cleanPodPolicy, TTL): the verdict does not need its log.
-            log.warning("Could not read the log of %s (pod %s): %s", end.source, end.pod, one_line(e))
+            if warn:
+                log.warning("Could not read the log of %s (pod %s): %s", end.source, end.pod, one_line(e))
     return tails
 
 

@@ -230,7 +230,8 @@ class SynchronousWait:
         new = [e for e in self._family().container_ends(pods) if e.failed and e.source not in kept]
         if new:
             namespace = pods[0]["metadata"]["namespace"]
-            self.early_tails = {**kept, **read_tails(self.hook, namespace, new, lines)}  # one rebinding: no lock
+            read = read_tails(self.hook, namespace, new, lines, warn=False)
+            self.early_tails = {**kept, **read}  # one rebinding: no lock
 
     def _warn_on_restarts(self, pods: list[dict[str, Any]], before: dict[str, int]) -> dict[str, int]:
         family = self._family()
