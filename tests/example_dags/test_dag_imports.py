@@ -12,6 +12,12 @@ def test_example_dags_import_cleanly():
 
     bag = DagBag(dag_folder=str(EXAMPLES))
     assert bag.import_errors == {}
-    assert set(bag.dag_ids) == {"retrain_digits", "tfjob_config_check", "watch_external_job", "queued_training"}
+    assert set(bag.dag_ids) == {
+        "retrain_digits",
+        "retrain_digits_trainjob",
+        "tfjob_config_check",
+        "watch_external_job",
+        "queued_training",
+    }
     retrain = bag.dags["retrain_digits"]
     assert [t.task_id for t in retrain.topological_sort()] == ["train", "report"]
