@@ -73,8 +73,8 @@ def read_tails(
             break
         if end.source in tails or not end.container:
             continue
-        if known and end.source in known:
-            tails[end.source] = known[end.source]
+        if (known or {}).get(end.source):
+            tails[end.source] = (known or {})[end.source]
             continue
         try:
             tails[end.source] = hook.read_pod_log(

@@ -231,7 +231,7 @@ class SynchronousWait:
         if new:
             namespace = pods[0]["metadata"]["namespace"]
             read = read_tails(self.hook, namespace, new, lines, warn=False)
-            self.early_tails = {**kept, **read}  # one rebinding: no lock
+            self.early_tails = {**kept, **{k: v for k, v in read.items() if v.strip()}}  # one rebinding: no lock
 
     def _warn_on_restarts(self, pods: list[dict[str, Any]], before: dict[str, int]) -> dict[str, int]:
         family = self._family()

@@ -1,15 +1,14 @@
 """The XCom summary of a finished TrainJob (found by the TrainJob example DAG: its ``report`` printed ``took None s``).
 
 A TrainJob's status has no ``startTime``/``completionTime`` (kubeflow/trainer v2.3.0 ``TrainJobStatus``: conditions,
-``jobsStatus``, ``trainerStatus``), so :func:`job_summary`, which reads those v1 fields, gives a Complete TrainJob no
-duration. Strict xfail: it passes, and so fails the suite, once the summary gives a TrainJob its duration.
+``jobsStatus``, ``trainerStatus``): the summary reads its run's times through its family (``run_times``: its creation,
+or last admission, to its ``Complete``), as the operator's drivers call it.
 """
 
 from __future__ import annotations
 
-import pytest
-
 from airflow_trainjob.domain.summary import job_summary
+from airflow_trainjob.families import family_of
 
 COMPLETE_TRAINJOB = {
     "apiVersion": "trainer.kubeflow.org/v1alpha1",
@@ -31,6 +30,7 @@ COMPLETE_TRAINJOB = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="job_summary reads v1 status.startTime/completionTime only: lead to fix")
 def test_a_complete_trainjob_has_a_duration():
-    assert job_summary(COMPLETE_TRAINJOB)["duration"] is not None
+    summary = job_summary(COMPLETE_TRAINJOB, family_of("TrainJob"))
+    assert (summary["startTime"], summary["completionTime"]) == ("2026-12-07T12:00:00Z", "2026-12-07T12:00:42Z")
+    assert summary["duration"] == 42.0 and summary["jobsStatus"][0]["succeeded"] == 1

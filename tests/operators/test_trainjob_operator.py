@@ -190,3 +190,110 @@ def test_a_stored_trainjob_that_completed_is_not_run_again(namespace, custom_obj
     (still,) = trainjobs(custom_objects, namespace)
     assert still["metadata"]["uid"] == job["metadata"]["uid"]  # not trained again
     assert summary["conditions"][-1]["type"] == "Complete"
+
+
+# --- a runtime of the test's own: an initializer step before the nodes, an init container in each node ------------
+
+
+def runtime_with_steps(name: str, *, fetch: str, node_init: str | None = None) -> dict:
+    """A ClusterTrainingRuntime shaped like upstream's torchtune ones: a ``dataset-initializer`` step running
+    ``fetch`` (its container named like the step), then the ``node`` step (torch), whose pods may run ``node_init``
+    in an init container ``fetch-weights`` first."""
+    node_pod: dict = {"containers": [{"name": "node", "image": "pytorch/pytorch"}]}
+    if node_init is not None:
+        node_pod["initContainers"] = [
+            {"name": "fetch-weights", "image": "python:3.11-slim", "command": ["python", "-c", node_init]}
+        ]
+    step = {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}
+    return {
+        "apiVersion": f"{TRAINER_GROUP}/{TRAINER_VERSION}",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": name, "labels": {"trainer.kubeflow.org/framework": "torch"}},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "dataset-initializer",
+                            "template": {
+                                "metadata": {"labels": step},
+                                "spec": {
+                                    "template": {
+                                        "spec": {
+                                            "containers": [
+                                                {
+                                                    "name": "dataset-initializer",
+                                                    "image": "ghcr.io/kubeflow/trainer/dataset-initializer",
+                                                    "command": ["python", "-c", fetch],
+                                                }
+                                            ]
+                                        }
+                                    }
+                                },
+                            },
+                        },
+                        {
+                            "name": "node",
+                            "dependsOn": [{"name": "dataset-initializer", "status": "Complete"}],
+                            "template": {
+                                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                                "spec": {"template": {"spec": node_pod}},
+                            },
+                        },
+                    ]
+                }
+            },
+        },
+    }
+
+
+@pytest.fixture
+def own_runtime(custom_objects, namespace):
+    """Makes a ClusterTrainingRuntime named after the test's namespace; deletes it afterwards."""
+    made: list[str] = []
+
+    def make_runtime(**steps) -> str:
+        name = f"steps-{namespace}"[:63]
+        body = runtime_with_steps(name, **steps)
+        custom_objects.create_cluster_custom_object(TRAINER_GROUP, TRAINER_VERSION, "clustertrainingruntimes", body)
+        made.append(name)
+        return name
+
+    yield make_runtime
+    for name in made:
+        custom_objects.delete_cluster_custom_object(TRAINER_GROUP, TRAINER_VERSION, "clustertrainingruntimes", name)
+
+
+def test_a_failed_initializer_step_is_named_with_its_container_and_tail(ti, namespace, own_runtime):
+    runtime = own_runtime(fetch="import sys; print('fetching hf://tatsu-lab/alpaca: 401', flush=True); sys.exit(2)")
+    operator = TrainJobOperator(
+        task_id="train",
+        runtime=runtime,
+        trainer={"numNodes": 1, "command": ["python", "-c", OK]},
+        poll_interval=0.5,
+    )
+    with pytest.raises(AirflowFailException) as raised:
+        operator.execute({"ti": ti})
+    message = str(raised.value)
+    assert "First failure (permanent: not retried): dataset-initializer-0 (pod " in message, message
+    assert "container dataset-initializer): exit code 2" in message, message
+    assert "| fetching hf://tatsu-lab/alpaca: 401" in message, message
+
+
+def test_a_failed_init_container_of_a_node_is_named(ti, namespace, own_runtime):
+    runtime = own_runtime(
+        fetch="print('dataset ready', flush=True)",
+        node_init="import sys; print('weights: access denied', flush=True); sys.exit(3)",
+    )
+    operator = TrainJobOperator(
+        task_id="train",
+        runtime=runtime,
+        trainer={"numNodes": 1, "command": ["python", "-c", OK]},
+        poll_interval=0.5,
+    )
+    with pytest.raises(AirflowFailException) as raised:
+        operator.execute({"ti": ti})
+    message = str(raised.value)
+    assert "First failure (permanent: not retried): node-0 (pod " in message, message
+    assert "initContainer fetch-weights): exit code 3" in message and "| weights: access denied" in message, message
