@@ -36,6 +36,7 @@ from airflow_trainjob.exceptions import (
     KubernetesAccessError,
     RuntimeNotFoundError,
     TrainingJobStoppedError,
+    TrainingJobTimeoutError,
 )
 from airflow_trainjob.families import JobResource
 from airflow_trainjob.hooks.training_job import TrainingJobHook
@@ -451,6 +452,23 @@ def test_trainjob_on_a_missing_runtime_fails_at_once(ti, namespace, custom_objec
     assert trainjobs(custom_objects, namespace) == []
     record(
         "rbac", mode="sync", step="TrainJob on a missing ClusterTrainingRuntime: refused, nothing created", passed=True
+    )
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_trainjob_on_a_missing_runtime_with_the_role_alone_ends_at_its_deadline_quoting_the_trainer(
+    ti, namespace, custom_objects
+):
+    # The runtime cannot be read (no ClusterRole): the TrainJob is created, the trainer only warns and retries; the
+    # deadline's message quotes its warning, and the TrainJob is deleted.
+    with pytest.raises(TrainingJobTimeoutError) as raised:
+        trainjob(runtime="no-such-runtime", timeout=8).execute({"ti": ti})
+    message = str(raised.value)
+    assert "timeout of 8 s passed" in message and "TrainJobResourcesCreationFailed" in message, message
+    assert "no-such-runtime" in message, message
+    wait_for(lambda: trainjobs(custom_objects, namespace) == [], what="the TrainJob deleted at the deadline")
+    record(
+        "rbac", mode="sync", step="TrainJob on a missing runtime, Role alone: deadline quotes the trainer", passed=True
     )
 
 
