@@ -331,6 +331,10 @@ TRAINER_VERSION = "v1alpha1"
 TRAINER_API_VERSION = f"{TRAINER_GROUP}/{TRAINER_VERSION}"
 TRAINJOB_KIND = "TrainJob"
 TRAINJOB_PLURAL = "trainjobs"
+#: The runtimes a TrainJob's ``spec.runtimeRef`` names (``kind`` -> plural): cluster-scoped, and namespaced.
+RUNTIME_PLURALS = {"ClusterTrainingRuntime": "clustertrainingruntimes", "TrainingRuntime": "trainingruntimes"}
+#: The kind a ``runtimeRef`` without one names.
+DEFAULT_RUNTIME_KIND = "ClusterTrainingRuntime"
 
 
 class TrainJobConditionType(ValueEnum):

@@ -60,6 +60,11 @@ class JobRejectedError(AirflowFailException):
     the same way on every try."""
 
 
+class RuntimeNotFoundError(JobRejectedError):
+    """The object a job names to run on does not exist (a TrainJob's ``ClusterTrainingRuntime`` or
+    ``TrainingRuntime``): read before the create, nothing was created. Not retried: the name is the task's."""
+
+
 class JobNotOwnedError(AirflowFailException):
     """A job with the wanted name exists but was not created by this task instance; it is left untouched."""
 

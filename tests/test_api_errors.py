@@ -540,6 +540,20 @@ def test_the_missing_kind_has_one_wording():
     )
 
 
+def test_a_missing_trainjob_kind_names_trainer_v2():
+    assert api_errors.kind_not_served_message("trainjobs.trainer.kubeflow.org/v1alpha1") == (
+        "the cluster does not serve trainjobs.trainer.kubeflow.org/v1alpha1: Kubeflow Trainer v2 "
+        "(trainjobs.trainer.kubeflow.org) is not installed — install it, or point the connection at a cluster that "
+        "runs it"
+    )
+    call = api_errors.ApiCall.for_job("create", "TrainJob", "ml", "train-1", "create a training job")
+    error = ApiException(http_resp=Response(404, "Not Found", PAGE_NOT_FOUND))
+    described = describe(error, call)
+    assert described.refusal is api_errors.Refusal.KIND_NOT_SERVED and not described.retryable
+    assert described.message.endswith("(404 Not Found to create TrainJob ml/train-1)")
+    assert isinstance(api_errors.exception_for(error, call), KindNotServedError)
+
+
 def test_classes_follow_airflow_retry_rules():
     for cls in (KindNotServedError, NamespaceNotFoundError, JobRejectedError):
         assert issubclass(cls, AirflowFailException)

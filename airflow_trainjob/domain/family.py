@@ -27,11 +27,14 @@ class JobResource:
     :param group: the API group, e.g. ``kubeflow.org``.
     :param version: the API version within the group, e.g. ``v1``.
     :param plural: the resource name in URLs, e.g. ``pytorchjobs``.
+    :param served_by: what a cluster installs to serve it, as the words of a missing kind name it (the Kubeflow
+        training operator; Kubeflow Trainer v2).
     """
 
     group: str
     version: str
     plural: str
+    served_by: str = "the Kubeflow training operator"
 
     @property
     def api_version(self) -> str:
@@ -42,6 +45,38 @@ class JobResource:
     def name(self) -> str:
         """``pytorchjobs.kubeflow.org``: the resource as ``kubectl`` and RBAC name it."""
         return f"{self.plural}.{self.group}"
+
+
+@dataclass(frozen=True)
+class Prerequisite:
+    """An object a job names that must exist before it can run, and that the API does not check at its create (a
+    TrainJob's runtime: without it the trainer only warns and retries, so the job would wait forever).
+
+    :param resource: where the object lives (group, version, plural).
+    :param kind: its kind, as messages name it (``ClusterTrainingRuntime``).
+    :param name: its ``metadata.name``.
+    :param namespace: its namespace; None: cluster-scoped.
+    :param listing: the command that lists the ones that exist (``kubectl get clustertrainingruntimes``).
+    """
+
+    resource: JobResource
+    kind: str
+    name: str
+    namespace: str | None
+    listing: str
+
+    def missing_message(self, job_ref: str, answered: str) -> str:
+        """The one line of a job refused because this object does not exist: what, and what to do.
+
+        :param job_ref: the job, ``<Kind> <namespace>/<name>``.
+        :param answered: the API's code and reason for the read of the object (``404 NotFound``).
+        """
+        where = f" in namespace {self.namespace}" if self.namespace else ""
+        return (
+            f'{job_ref} names {self.kind} "{self.name}"{where}, which does not exist ({answered} to get '
+            f"{self.resource.name} {self.name}): name one that exists ({self.listing}) or create it; nothing was "
+            "created"
+        )
 
 
 class JobFamily(Protocol):
@@ -155,6 +190,14 @@ class JobFamily(Protocol):
         and what keeps it from acting.
 
         :param namespace: the job's namespace.
+        """
+        ...
+
+    def prerequisites(self, manifest: Mapping[str, Any]) -> tuple[Prerequisite, ...]:
+        """The objects the job names that must exist before it is created (:class:`Prerequisite`): the operator reads
+        each first and refuses the job, not retried, when one is not there.
+
+        :param manifest: the job to create, an API JSON dict.
         """
         ...
 

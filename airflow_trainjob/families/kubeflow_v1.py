@@ -27,7 +27,7 @@ from airflow_trainjob.constants import (
 from airflow_trainjob.domain import cleanup_hold, conditions, failures, pods
 from airflow_trainjob.domain.failed_pods import owner_of
 from airflow_trainjob.domain.failures import ContainerEnd
-from airflow_trainjob.domain.family import JobResource
+from airflow_trainjob.domain.family import JobResource, Prerequisite
 from airflow_trainjob.domain.pods import Pod
 
 __all__ = ["API_VERSION", "KubeflowV1Kind", "family", "kinds", "pod_selector"]
@@ -165,6 +165,13 @@ class KubeflowV1Kind:
         :param status: the failed job's ``status``.
         """
         return None
+
+    def prerequisites(self, manifest: Mapping[str, Any]) -> tuple[Prerequisite, ...]:
+        """None: a ``kubeflow.org/v1`` job names no object it needs (its pod templates are its own).
+
+        :param manifest: the job to create, an API JSON dict.
+        """
+        return ()
 
     def no_controller_hint(self, namespace: str) -> str:
         """The Kubeflow training operator may not be running, watching the namespace, or serving the kind.

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from airflow_trainjob.constants import (
+    DEFAULT_RUNTIME_KIND,
     JOB_COMPLETION_INDEX,
     JOBSET_KIND,
     LABEL_JOB_INDEX,
@@ -47,6 +48,7 @@ from airflow_trainjob.constants import (
     LABEL_POD_TOKEN,
     LABEL_REPLICATED_JOB_NAME,
     LABEL_REPLICATED_JOB_REPLICAS,
+    RUNTIME_PLURALS,
     TRAINER_GROUP,
     TRAINER_VERSION,
     TRAINJOB_KIND,
@@ -61,7 +63,7 @@ from airflow_trainjob.constants import (
 from airflow_trainjob.domain import failures, pods
 from airflow_trainjob.domain.cleanup_hold import UserRunPolicy
 from airflow_trainjob.domain.failures import ContainerEnd
-from airflow_trainjob.domain.family import JobResource
+from airflow_trainjob.domain.family import JobResource, Prerequisite
 from airflow_trainjob.domain.own_keys import read_own_key
 from airflow_trainjob.domain.pods import Pod
 from airflow_trainjob.families import trainer_v2_status as status_of
@@ -347,7 +349,7 @@ class TrainJobFamily:
     @property
     def resource(self) -> JobResource:
         """``trainer.kubeflow.org``, ``v1alpha1``, ``trainjobs``."""
-        return JobResource(TRAINER_GROUP, TRAINER_VERSION, TRAINJOB_PLURAL)
+        return JobResource(TRAINER_GROUP, TRAINER_VERSION, TRAINJOB_PLURAL, served_by="Kubeflow Trainer v2")
 
     @property
     def cleanup_policy_field(self) -> str:
@@ -465,6 +467,27 @@ class TrainJobFamily:
         if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes >= 0:
             return {TrainJobStep.NODE.value: nodes}
         return {}
+
+    def prerequisites(self, manifest: Mapping[str, Any]) -> tuple[Prerequisite, ...]:
+        """The runtime ``spec.runtimeRef`` names (a ``ClusterTrainingRuntime`` unless its ``kind`` says
+        ``TrainingRuntime``, then in the TrainJob's namespace): the trainer does not check it at the create, and
+        without it only records a ``TrainJobResourcesCreationFailed`` warning and tries again, for ever. None for a
+        ``runtimeRef`` of another API group or kind (not the trainer's to run).
+
+        :param manifest: the TrainJob to create, an API JSON dict (``spec.runtimeRef``: ``name``, ``kind``,
+            ``apiGroup``; ``metadata.namespace``).
+        """
+        ref = _mapping(_mapping(manifest.get("spec")).get("runtimeRef"))
+        kind, name = ref.get("kind") or DEFAULT_RUNTIME_KIND, ref.get("name")
+        if not isinstance(name, str) or not name or ref.get("apiGroup") not in (None, TRAINER_GROUP):
+            return ()
+        plural = RUNTIME_PLURALS.get(kind)
+        if plural is None:
+            return ()
+        namespace = _mapping(manifest.get("metadata")).get("namespace") if kind != DEFAULT_RUNTIME_KIND else None
+        listing = f"kubectl get {plural}" + (f" -n {namespace}" if namespace else "")
+        resource = JobResource(TRAINER_GROUP, TRAINER_VERSION, plural, served_by="Kubeflow Trainer v2")
+        return (Prerequisite(resource, kind, name, namespace, listing),)
 
     def spec_summary(self, spec: Mapping[str, Any]) -> dict[str, Any]:
         """What a resumed task needs of the TrainJob's spec when it is gone: ``runtimeRef``, the trainer's

@@ -57,7 +57,7 @@ from airflow_trainjob.exceptions import (
     NamespaceNotFoundError,
     QuotaExceededError,
 )
-from airflow_trainjob.families import family_of, family_or_none, known_kinds
+from airflow_trainjob.families import JobResource, family_of, family_or_none, known_kinds
 
 #: The longest line :func:`describe` makes (characters); a longer one is cut, with "...".
 MAX_LINE = 1000
@@ -243,11 +243,28 @@ def read_status(error: BaseException) -> dict[str, Any]:
 
 
 def kind_not_served_message(resource_ref: str) -> str:
-    """The one wording of "this cluster has no such kind".
+    """The one wording of "this cluster has no such kind": what is missing, and what installs it (the family's
+    :attr:`~airflow_trainjob.domain.family.JobResource.served_by`).
 
     :param resource_ref: the resource with its group and version, e.g. ``pytorchjobs.kubeflow.org/v1``.
     """
-    return f"the cluster does not serve {resource_ref} — is the Kubeflow training operator installed?"
+    served_by = _served_by(resource_ref)
+    if served_by is None:
+        return f"the cluster does not serve {resource_ref} — is the Kubeflow training operator installed?"
+    resource = resource_ref.split("/", 1)[0]
+    return (
+        f"the cluster does not serve {resource_ref}: {served_by} ({resource}) is not installed — install it, or "
+        f"point the connection at a cluster that runs it"
+    )
+
+
+def _served_by(resource_ref: str) -> str | None:
+    """What installs ``resource_ref`` when its family names something other than the training operator, else None."""
+    for kind in known_kinds():
+        where = family_of(kind).resource
+        if resource_ref == f"{where.name}/{where.version}" and where.served_by != JobResource.served_by:
+            return where.served_by
+    return None
 
 
 def describe(error: BaseException, call: ApiCall | None = None, conn_id: str | None = None) -> ApiError:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Generic, Literal, TypeVar
 
+from airflow_trainjob.domain.family import Prerequisite
 from airflow_trainjob.hooks.addressing import (
     JobAddress,
     delete_options,
@@ -132,6 +133,30 @@ def get_job(kind: str, name: str, namespace: str) -> ClientRequest[dict[str, Any
     """
     address = JobAddress(kind, namespace, name)
     return _job_request("get_job", "get", "read a training job", address, "get_namespaced_custom_object")
+
+
+def get_prerequisite(needed: Prerequisite) -> ClientRequest[dict[str, Any]]:
+    """``GET`` of an object a job names (a TrainJob's runtime): cluster-scoped, or in its namespace
+    (:meth:`~airflow_trainjob.hooks.training_job.TrainingJobHook.get_prerequisite`).
+
+    :param needed: the object: its resource, name and namespace (None: cluster-scoped).
+    """
+    where = needed.resource
+    call = ApiCall(
+        "get",
+        where.plural,
+        where.group,
+        where.version,
+        needed.namespace,
+        needed.name,
+        needed.kind,
+        purpose=f"check that the job's {needed.kind} exists",
+    )
+    if needed.namespace is None:
+        args: tuple[Any, ...] = (where.group, where.version, where.plural, needed.name)
+        return ClientRequest("get_prerequisite", call, "CustomObjectsApi", "get_cluster_custom_object", args)
+    args = (where.group, where.version, needed.namespace, where.plural, needed.name)
+    return ClientRequest("get_prerequisite", call, "CustomObjectsApi", "get_namespaced_custom_object", args)
 
 
 def patch_job(kind: str, name: str, namespace: str, patch: dict[str, Any]) -> ClientRequest[dict[str, Any]]:

@@ -34,6 +34,7 @@ from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio.client import rest as async_rest
 from urllib3.util.retry import Retry
 
+from airflow_trainjob.domain.family import Prerequisite
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.hooks import requests
 from airflow_trainjob.hooks.addressing import JobAddress, name_field_selector
@@ -164,6 +165,16 @@ class TrainingJobHook(KubernetesHook):
         :raises KubernetesAccessError: 401, or RBAC forbids reading it.
         """
         return self._send(requests.get_job(kind, name, namespace))
+
+    def get_prerequisite(self, needed: Prerequisite) -> dict[str, Any]:
+        """An object a job names that must exist before it is created (a TrainJob's runtime), as the API has it.
+
+        :param needed: the object (:class:`~airflow_trainjob.domain.family.Prerequisite`).
+        :raises QuietApiException: 404 when it does not exist, and other answers the caller decides on.
+        :raises KindNotServedError: the cluster does not serve its kind at all.
+        :raises KubernetesAccessError: 401, or RBAC forbids reading it.
+        """
+        return self._send(requests.get_prerequisite(needed))
 
     def patch_job(self, kind: str, name: str, namespace: str, patch: dict[str, Any]) -> dict[str, Any]:
         """Apply a JSON merge patch to the job; returns the patched object.

@@ -27,7 +27,14 @@ from airflow_trainjob.domain.ownership import ANNOTATION_FOLLOWED_BY_TRY, TaskIn
 from airflow_trainjob.domain.records import JobRecord, spec_digest
 from airflow_trainjob.domain.summary import job_summary
 from airflow_trainjob.domain.verdict import job_ref
-from airflow_trainjob.exceptions import JobDeletedError, JobNotOwnedError, TrainingJobError
+from airflow_trainjob.exceptions import (
+    JobDeletedError,
+    JobNotOwnedError,
+    KindNotServedError,
+    KubernetesAccessError,
+    RuntimeNotFoundError,
+    TrainingJobError,
+)
 from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import one_line
 from airflow_trainjob.operators.recorder import JobRecorder
@@ -207,6 +214,7 @@ class TakeUp:
         """
         meta = manifest["metadata"]
         name, namespace = meta["name"], meta["namespace"]
+        self.check_prerequisites(manifest, kind)
         try:
             job = self.hook.create_job(manifest)
             self.log.info("Created %s %s/%s", kind, namespace, name)
@@ -228,6 +236,26 @@ class TakeUp:
                 f"map_index={identity.map_index}); it was left untouched. Set another job_name or remove it."
             )
         return self._attach_or_replace(manifest, kind, existing, reattach_on_restart, earlier)
+
+    def check_prerequisites(self, manifest: dict[str, Any], kind: str) -> None:
+        """Read each object the job names that must exist (its family's
+        :meth:`~airflow_trainjob.domain.family.JobFamily.prerequisites`: a TrainJob's runtime) before creating it.
+        Only its absence stops the task: an answer that cannot say (RBAC without ``get`` on it, the API failing) is
+        logged, and the job is created; its controller's events then tell.
+
+        :param manifest: the job to create.
+        :param kind: its kind.
+        :raises RuntimeNotFoundError: one of them does not exist (404 naming it); nothing was created.
+        """
+        for needed in family_of(kind).prerequisites(manifest):
+            try:
+                self.hook.get_prerequisite(needed)
+            except (ApiException, KindNotServedError, KubernetesAccessError) as e:
+                if getattr(e, "status", None) == 404 and isinstance(e, ApiException):
+                    answered = f"{e.status} {e.reason}"
+                    raise RuntimeNotFoundError(needed.missing_message(job_ref(manifest), answered)) from None
+                why = one_line(e)
+                self.log.info("Could not check that %s %s exists (%s); creating the job", needed.kind, needed.name, why)
 
     def _attach_or_replace(
         self,

@@ -417,3 +417,46 @@ def test_the_summary_dates_the_run_from_its_admission_to_its_end_and_carries_its
     never_suspended = job_summary(train_job(v2.COMPLETE), FAMILY)
     assert never_suspended["startTime"] == v2.T0  # its creation
     assert job_summary(train_job(v2.RESUMED_RUNNING), FAMILY)["completionTime"] is None
+
+
+# ---- the runtime a TrainJob needs before its create --------------------------------------------
+
+
+def _manifest(runtime_ref: dict, namespace: str = "ml") -> dict:
+    return {"kind": "TrainJob", "metadata": {"name": "t", "namespace": namespace}, "spec": {"runtimeRef": runtime_ref}}
+
+
+def test_the_runtime_is_a_prerequisite_cluster_scoped_by_default():
+    (needed,) = trainer_v2.TRAINJOB.prerequisites(_manifest({"name": "torch-distributed"}))
+    assert (needed.kind, needed.name, needed.namespace) == ("ClusterTrainingRuntime", "torch-distributed", None)
+    assert needed.resource.name == "clustertrainingruntimes.trainer.kubeflow.org"
+    assert needed.missing_message("TrainJob ml/t", "404 NotFound") == (
+        'TrainJob ml/t names ClusterTrainingRuntime "torch-distributed", which does not exist (404 NotFound to get '
+        "clustertrainingruntimes.trainer.kubeflow.org torch-distributed): name one that exists (kubectl get "
+        "clustertrainingruntimes) or create it; nothing was created"
+    )
+
+
+def test_a_training_runtime_is_read_in_the_trainjobs_namespace():
+    ref = {"name": "mine", "kind": "TrainingRuntime", "apiGroup": "trainer.kubeflow.org"}
+    (needed,) = trainer_v2.TRAINJOB.prerequisites(_manifest(ref, "team-a"))
+    assert (needed.resource.plural, needed.namespace) == ("trainingruntimes", "team-a")
+    assert needed.listing == "kubectl get trainingruntimes -n team-a"
+    assert 'TrainingRuntime "mine" in namespace team-a, which does not' in needed.missing_message("x", "404 NotFound")
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        {"name": "r", "apiGroup": "example.com"},  # another group's runtime: not the trainer's to check
+        {"name": "r", "kind": "SomeRuntime"},
+        {"kind": "ClusterTrainingRuntime"},  # no name: the create's validation says so
+        {},
+    ],
+)
+def test_no_prerequisite_the_provider_cannot_read(ref):
+    assert trainer_v2.TRAINJOB.prerequisites(_manifest(ref)) == ()
+
+
+def test_a_v1_job_has_no_prerequisite():
+    assert families.family_of("PyTorchJob").prerequisites({"kind": "PyTorchJob", "spec": {}}) == ()

@@ -44,6 +44,9 @@ class ToyFamily:
     target_conditions = ("Complete",)
     suspend_field = "spec.hold"
 
+    def prerequisites(self, manifest: Mapping[str, Any]) -> tuple:
+        return ()
+
     def is_spec_suspended(self, job: Mapping[str, Any]) -> bool:
         return (job.get("spec") or {}).get("hold") is True
 

@@ -2,7 +2,10 @@
 deferrable) and the sensor (poke, reschedule, deferrable), each says in one line what it is, fails with the right
 retry class, leaves nothing behind, and nothing the task produced shows a response header or body.
 
-The refusals are the apiserver's own: a kind it does not serve (a private cluster whose PyTorchJob CRD was
+Each refusal of a create or a read of the job is met for a PyTorchJob and for a Kubeflow Trainer v2 TrainJob (the
+same hook, the same words: only the kind and its resource differ).
+
+The refusals are the apiserver's own: a kind it does not serve (a private cluster whose PyTorchJob or TrainJob CRD was
 deleted), a namespace that does not exist, a job too large for its validation (422), a validating admission
 webhook that this test serves and registers (400, and 422 with causes), a ResourceQuota without room, a Role
 without a verb, and a token it does not accept.
@@ -11,9 +14,11 @@ without a verb, and a token it does not accept.
 from __future__ import annotations
 
 import json
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import pytest
 import structlog
@@ -21,17 +26,27 @@ import yaml
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException, TaskDeferred
 from kubernetes.client.exceptions import ApiException
 
-from airflow_trainjob.constants import GROUP, LABEL_JOB_NAME, VERSION
+from airflow_trainjob.constants import (
+    GROUP,
+    LABEL_JOB_NAME,
+    LABEL_JOBSET_NAME,
+    TRAINER_GROUP,
+    TRAINER_VERSION,
+    TRAINJOB_PLURAL,
+    VERSION,
+)
 from airflow_trainjob.exceptions import (
     JobRejectedError,
     KindNotServedError,
     KubernetesAccessError,
     NamespaceNotFoundError,
     QuotaExceededError,
+    RuntimeNotFoundError,
     TrainingJobError,
 )
 from airflow_trainjob.hooks.api_errors import kind_not_served_message
 from airflow_trainjob.operators.training_job import TrainingJobOperator
+from airflow_trainjob.operators.trainjob import TrainJobOperator
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from airflow_trainjob.triggers.training_job import ERROR
 from airflow_trainjob_local.testing.waiting import wait_for
@@ -47,19 +62,46 @@ from tests.support.least_privilege import (
 )
 from tests.support.refusals import RescheduleTaskInstance, admission_webhook, assert_nothing_leaks, counted_quota
 
-PYTORCHJOBS = f"pytorchjobs.{GROUP}/{VERSION}"
-NOT_SERVED = kind_not_served_message(PYTORCHJOBS)
+
+@dataclass(frozen=True)
+class Kind:
+    """A job kind the refusals are met for, and where it lives on the API."""
+
+    name: str
+    group: str
+    version: str
+    plural: str
+
+    @property
+    def crd(self) -> str:
+        """``pytorchjobs.kubeflow.org``: its CustomResourceDefinition's name, and the resource as RBAC names it."""
+        return f"{self.plural}.{self.group}"
+
+    @property
+    def not_served(self) -> str:
+        return kind_not_served_message(f"{self.crd}/{self.version}")
 
 
-def operator(**kwargs) -> TrainingJobOperator:
+PYTORCHJOB = Kind("PyTorchJob", GROUP, VERSION, "pytorchjobs")
+TRAINJOB = Kind("TrainJob", TRAINER_GROUP, TRAINER_VERSION, TRAINJOB_PLURAL)
+KINDS = {k.name: k for k in (PYTORCHJOB, TRAINJOB)}
+BOTH_KINDS = pytest.mark.parametrize("kind", list(KINDS.values()), ids=list(KINDS))
+
+
+def operator(kind: Kind = PYTORCHJOB, **kwargs) -> TrainingJobOperator:
+    """The task that creates a small job of ``kind``."""
+    if kind is TRAINJOB:
+        kwargs.setdefault("runtime", "torch-distributed")
+        kwargs.setdefault("trainer", {"numNodes": 1, "command": [sys.executable, "-c", OK]})
+        return TrainJobOperator(task_id="train", poll_interval=0.5, **kwargs)
     kwargs.setdefault("replica_specs", pytorch_specs(OK, workers=0))
     return TrainingJobOperator(task_id="train", kind="PyTorchJob", poll_interval=0.5, **kwargs)
 
 
-def sensor(name: str = "made-elsewhere", **kwargs) -> TrainingJobSensor:
+def sensor(name: str = "made-elsewhere", kind: Kind = PYTORCHJOB, **kwargs) -> TrainingJobSensor:
     kwargs.setdefault("poke_interval", 1)
     kwargs.setdefault("timeout", 120)
-    return TrainingJobSensor(task_id="watch", kind="PyTorchJob", job_name=name, **kwargs)
+    return TrainingJobSensor(task_id="watch", kind=kind.name, job_name=name, **kwargs)
 
 
 def failure_of(task_step: Callable[[], object]) -> BaseException:
@@ -96,113 +138,121 @@ def assert_retried(error: BaseException) -> None:
     assert isinstance(error, AirflowException) and not isinstance(error, AirflowFailException), type(error).__mro__
 
 
-def jobs_in(custom_objects, namespace: str) -> list[dict]:
-    return custom_objects.list_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs")["items"]
+def jobs_in(custom_objects, namespace: str, kind: Kind = PYTORCHJOB) -> list[dict]:
+    return custom_objects.list_namespaced_custom_object(kind.group, kind.version, namespace, kind.plural)["items"]
 
 
 def assert_nothing_left(custom_objects, core_v1, namespace: str) -> None:
-    assert jobs_in(custom_objects, namespace) == []
-    assert core_v1.list_namespaced_pod(namespace, label_selector=LABEL_JOB_NAME).items == []
+    """No job of either kind, and no pod of a v1 job or a TrainJob's JobSet, in ``namespace``."""
+    for kind in KINDS.values():
+        assert jobs_in(custom_objects, namespace, kind) == []
+    for label in (LABEL_JOB_NAME, LABEL_JOBSET_NAME):
+        assert core_v1.list_namespaced_pod(namespace, label_selector=label).items == []
 
 
 # ---- the cluster does not serve the kind ---------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def cluster_without_pytorchjobs(kubernetes_only_cluster) -> Iterator:
-    """The session's Kubernetes-only cluster (``kubernetes_only_cluster``, ports base+40..43) with its PyTorchJob
-    CRD deleted for this module, and installed again after it: the shared cluster keeps its CRDs for every other
-    test."""
+@pytest.fixture(scope="module", params=list(KINDS.values()), ids=list(KINDS))
+def cluster_without_kind(request, kubernetes_only_cluster) -> Iterator:
+    """The session's Kubernetes-only cluster (``kubernetes_only_cluster``, ports base+40..43) with the CRD of one kind
+    (the fixture's parameter: PyTorchJob, then TrainJob: Trainer v2 not installed) deleted for this module, and
+    installed again after it: the shared cluster keeps its CRDs for every other test. Returns ``(cluster, kind)``."""
     from kubernetes import client
 
+    kind: Kind = request.param
+    other = TRAINJOB if kind is PYTORCHJOB else PYTORCHJOB
     cluster = kubernetes_only_cluster
     api = cluster.api_client()
 
     def not_served() -> bool:
         try:
-            client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, VERSION, "default", "pytorchjobs")
+            client.CustomObjectsApi(api).list_namespaced_custom_object(kind.group, kind.version, "default", kind.plural)
         except ApiException as e:
             return e.status == 404 and "page not found" in (e.body or "")
         return False
 
     try:
         extensions = client.ApiextensionsV1Api(api)
-        assert "pytorchjobs.kubeflow.org" in {
-            c.metadata.name for c in extensions.list_custom_resource_definition().items
-        }
-        extensions.delete_custom_resource_definition("pytorchjobs.kubeflow.org")
-        wait_for(not_served, timeout=60, what="the apiserver to stop serving pytorchjobs")
+        assert kind.crd in {c.metadata.name for c in extensions.list_custom_resource_definition().items}
+        extensions.delete_custom_resource_definition(kind.crd)
+        wait_for(not_served, timeout=60, what=f"the apiserver to stop serving {kind.plural}")
         # Other kinds stay served: the answer is about this kind, not a broken cluster.
-        client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, VERSION, "default", "tfjobs")
-        yield cluster
+        client.CustomObjectsApi(api).list_namespaced_custom_object(other.group, other.version, "default", other.plural)
+        yield cluster, kind
     finally:
         cluster.install_crds()  # as this module found it
-        wait_for(lambda: not not_served(), timeout=60, what="the apiserver to serve pytorchjobs again")
+        wait_for(lambda: not not_served(), timeout=60, what=f"the apiserver to serve {kind.plural} again")
         api.close()
 
 
 @pytest.fixture
-def no_crd(cluster_without_pytorchjobs, monkeypatch):
-    """``kubernetes_default`` points at the cluster without the CRD (namespace ``default``); returns its core API."""
+def no_crd(cluster_without_kind, monkeypatch):
+    """``kubernetes_default`` points at the cluster without the kind's CRD (namespace ``default``); returns the kind."""
     from kubernetes import client
 
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", cluster_without_pytorchjobs.airflow_connection("default"))
-    api = cluster_without_pytorchjobs.api_client()
-    yield client.CoreV1Api(api)
+    cluster, kind = cluster_without_kind
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", cluster.airflow_connection("default"))
+    api = cluster.api_client()
+    yield kind
     assert client.CoreV1Api(api).list_namespaced_pod("default").items == []  # nothing was made instead
     api.close()
 
 
-def assert_kind_not_served(error: BaseException, verb: str) -> None:
+def assert_kind_not_served(error: BaseException, verb: str, kind: Kind) -> None:
     assert type(error) is KindNotServedError, repr(error)
     assert_not_retried(error)
-    assert str(error) == f"{NOT_SERVED} (404 Not Found to {verb} PyTorchJob default/{error_name(error)})"
+    assert str(error) == f"{kind.not_served} (404 Not Found to {verb} {kind.name} default/{error_name(error)})"
 
 
 def error_name(error: BaseException) -> str:
     return str(error).rsplit("/", 1)[1].rstrip(")")
 
 
+def test_the_trainjob_words_name_trainer_v2():
+    assert TRAINJOB.not_served.startswith(
+        "the cluster does not serve trainjobs.trainer.kubeflow.org/v1alpha1: Kubeflow Trainer v2 "
+        "(trainjobs.trainer.kubeflow.org) is not installed"
+    )
+
+
 def test_missing_kind_operator_synchronous(no_crd, ti, capfd, caplog):
-    error = failure_of(lambda: operator().execute({"ti": ti}))
-    assert_kind_not_served(error, "create")
+    error = failure_of(lambda: operator(no_crd).execute({"ti": ti}))
+    assert_kind_not_served(error, "create", no_crd)
     assert error_name(error) == ti.xcom["job_name"]
     assert_nothing_leaks(error, *produced(capfd, caplog))
 
 
 def test_missing_kind_operator_deferrable(no_crd, ti, capfd, caplog):
     # The create is made before deferring, in the worker: the refusal is raised there, nothing is deferred.
-    error = failure_of(lambda: operator(deferrable=True).execute({"ti": ti}))
-    assert_kind_not_served(error, "create")
+    error = failure_of(lambda: operator(no_crd, deferrable=True).execute({"ti": ti}))
+    assert_kind_not_served(error, "create", no_crd)
     assert_nothing_leaks(error, *produced(capfd, caplog))
 
 
 def test_missing_kind_sensor_poke_fails_at_once(no_crd, capfd, caplog):
     started = time.monotonic()
-    error = failure_of(lambda: sensor(mode="poke").execute({}))
+    error = failure_of(lambda: sensor(kind=no_crd, mode="poke").execute({}))
     assert time.monotonic() - started < 10  # the first poke: not poking until the 120 s timeout
-    assert_kind_not_served(error, "get")
+    assert_kind_not_served(error, "get", no_crd)
     assert_nothing_leaks(error, *produced(capfd, caplog))
 
 
 def test_missing_kind_sensor_reschedule_fails_instead_of_rescheduling(no_crd, capfd, caplog):
-    error = failure_of(lambda: sensor(mode="reschedule").execute({"ti": RescheduleTaskInstance()}))
-    assert_kind_not_served(error, "get")  # not AirflowRescheduleException: no further pokes
+    error = failure_of(lambda: sensor(kind=no_crd, mode="reschedule").execute({"ti": RescheduleTaskInstance()}))
+    assert_kind_not_served(error, "get", no_crd)  # not AirflowRescheduleException: no further pokes
     assert_nothing_leaks(error, *produced(capfd, caplog))
 
 
 def test_missing_kind_sensor_deferrable(no_crd, capfd, caplog):
-    deferrable = sensor(deferrable=True)
+    deferrable = sensor(kind=no_crd, deferrable=True)
     trigger = deferred_trigger(lambda: deferrable.execute({}))
     event = first_event(trigger, timeout=60)
     assert event["outcome"] == ERROR and event["job"] is None
     # The trigger words it as the synchronous paths do (one function).
-    assert (
-        f"{NOT_SERVED} (404 Not Found to list or watch pytorchjobs.kubeflow.org in namespace default)"
-        in event["message"]
-    )
+    assert f"{no_crd.not_served} (404 Not Found to list or watch {no_crd.crd} in namespace default)" in event["message"]
     error = failure_of(lambda: deferrable.execute_complete({}, event))
-    assert_kind_not_served(error, "get")
+    assert_kind_not_served(error, "get", no_crd)
     assert_nothing_leaks(error, json.dumps(event), *produced(capfd, caplog))
 
 
@@ -281,17 +331,18 @@ DENIALS = {
 }
 
 
+@BOTH_KINDS
 @pytest.mark.parametrize("deferrable", [False, True], ids=["synchronous", "deferrable"])
 @pytest.mark.parametrize("denial", sorted(DENIALS))
 def test_webhook_denial_names_the_webhook_and_fields(
-    denial, deferrable, kubernetes_default_conn, webhook, namespace, ti, custom_objects, core_v1, capfd, caplog
+    denial, deferrable, kind, kubernetes_default_conn, webhook, namespace, ti, custom_objects, core_v1, capfd, caplog
 ):
     webhook.denial, said = DENIALS[denial]
-    error = failure_of(lambda: operator(deferrable=deferrable).execute({"ti": ti}))
+    error = failure_of(lambda: operator(kind, deferrable=deferrable).execute({"ti": ti}))
     assert type(error) is JobRejectedError
     assert_not_retried(error)
     assert str(error) == (
-        f'admission webhook "{webhook.name}" denied the request to create PyTorchJob '
+        f'admission webhook "{webhook.name}" denied the request to create {kind.name} '
         f"{namespace}/{ti.xcom['job_name']} {said}"
     )
     assert len(webhook.create_reviews()) == 1  # one create: neither the hook nor the operator tried again
@@ -299,21 +350,52 @@ def test_webhook_denial_names_the_webhook_and_fields(
     assert_nothing_leaks(error, *produced(capfd, caplog))
 
 
+# ---- a TrainJob's runtime that does not exist (read before the create) ---------------------------
+
+RUNTIMES = {
+    "ClusterTrainingRuntime": ("clustertrainingruntimes", "", "kubectl get clustertrainingruntimes"),
+    "TrainingRuntime": ("trainingruntimes", " in namespace {ns}", "kubectl get trainingruntimes -n {ns}"),
+}
+
+
+@pytest.mark.parametrize("runtime_kind", sorted(RUNTIMES))
+@pytest.mark.parametrize("deferrable", [False, True], ids=["synchronous", "deferrable"])
+def test_missing_runtime_fails_at_once_naming_it(
+    deferrable, runtime_kind, kubernetes_default_conn, namespace, ti, custom_objects, core_v1, capfd, caplog
+):
+    # Without its runtime the trainer only records a warning and tries again: the task would wait until a deadline.
+    plural, where, listing = RUNTIMES[runtime_kind]
+    runtime = {"name": "no-such-runtime", "kind": runtime_kind}
+    started = time.monotonic()
+    error = failure_of(lambda: operator(TRAINJOB, runtime=runtime, deferrable=deferrable).execute({"ti": ti}))
+    assert time.monotonic() - started < 10
+    assert type(error) is RuntimeNotFoundError
+    assert_not_retried(error)
+    assert str(error) == (
+        f'TrainJob {namespace}/{ti.xcom["job_name"]} names {runtime_kind} "no-such-runtime"'
+        f"{where.format(ns=namespace)}, which does not exist (404 NotFound to get {plural}.trainer.kubeflow.org "
+        f"no-such-runtime): name one that exists ({listing.format(ns=namespace)}) or create it; nothing was created"
+    )
+    assert_nothing_left(custom_objects, core_v1, namespace)
+    assert_nothing_leaks(error, *produced(capfd, caplog))
+
+
 # ---- a ResourceQuota without room (403 exceeded quota) -------------------------------------------
 
 
+@BOTH_KINDS
 @pytest.mark.parametrize("deferrable", [False, True], ids=["synchronous", "deferrable"])
 def test_quota_says_which_and_what_was_requested(
-    deferrable, kubernetes_default_conn, namespace, ti, custom_objects, core_v1, capfd, caplog
+    deferrable, kind, kubernetes_default_conn, namespace, ti, custom_objects, core_v1, capfd, caplog
 ):
-    counted_quota(core_v1, namespace, "training-jobs", {"count/pytorchjobs.kubeflow.org": "0"})
-    error = failure_of(lambda: operator(deferrable=deferrable).execute({"ti": ti}))
+    counted_quota(core_v1, namespace, "training-jobs", {f"count/{kind.crd}": "0"})
+    error = failure_of(lambda: operator(kind, deferrable=deferrable).execute({"ti": ti}))
     assert type(error) is QuotaExceededError
     assert_retried(error)  # a later try may fit
     assert str(error) == (
-        f'ResourceQuota "training-jobs" in namespace {namespace} has no room to create PyTorchJob '
+        f'ResourceQuota "training-jobs" in namespace {namespace} has no room to create {kind.name} '
         f"{namespace}/{ti.xcom['job_name']} (403 Forbidden, exceeded quota): "
-        f"count/pytorchjobs.kubeflow.org: requested 1, used 0, limited to 0; a later try may fit once "
+        f"count/{kind.crd}: requested 1, used 0, limited to 0; a later try may fit once "
         f"usage drops or the quota is raised"
     )
     assert_nothing_left(custom_objects, core_v1, namespace)
@@ -329,10 +411,10 @@ def role_without(local_cluster, namespace, service_account_api_client, kube_api_
     ``kubernetes_default`` at that account's token. Returns the account's user name."""
     sa_client = service_account_api_client(SERVICE_ACCOUNT)
 
-    def make(verb: str) -> str:
+    def make(verb: str, kind: Kind = PYTORCHJOB) -> str:
         rules = []
         for rule in role_rules():
-            if GROUP in rule["apiGroups"]:
+            if kind.group in rule["apiGroups"] and kind.plural in rule["resources"]:
                 rule = {**rule, "verbs": [v for v in rule["verbs"] if v != verb]}
             rules.append(rule)
         apply_rbac(kube_api_client, namespace, rules=rules)
@@ -350,9 +432,9 @@ def role_without(local_cluster, namespace, service_account_api_client, kube_api_
             api = client.CustomObjectsApi(sa_client)
             try:
                 if granted == "get":
-                    api.get_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs", "absent")
+                    api.get_namespaced_custom_object(kind.group, kind.version, namespace, kind.plural, "absent")
                 else:
-                    api.list_namespaced_custom_object(GROUP, VERSION, namespace, "pytorchjobs")
+                    api.list_namespaced_custom_object(kind.group, kind.version, namespace, kind.plural)
             except ApiException as e:
                 return e.status == 404
             return True
@@ -363,30 +445,28 @@ def role_without(local_cluster, namespace, service_account_api_client, kube_api_
     return make
 
 
-def rbac_line(user: str, verb: str, namespace: str) -> str:
-    return (
-        f'RBAC does not allow user "{user}" to {verb} pytorchjobs.kubeflow.org in namespace "{namespace}" '
-        f"(403 Forbidden to "
-    )
+def rbac_line(user: str, verb: str, namespace: str, kind: Kind = PYTORCHJOB) -> str:
+    return f'RBAC does not allow user "{user}" to {verb} {kind.crd} in namespace "{namespace}" (403 Forbidden to '
 
 
-def rbac_advice(verb: str) -> str:
-    return f'bind it to a Role that allows verb "{verb}" on resource "pytorchjobs" in API group "kubeflow.org"'
+def rbac_advice(verb: str, kind: Kind = PYTORCHJOB) -> str:
+    return f'bind it to a Role that allows verb "{verb}" on resource "{kind.plural}" in API group "{kind.group}"'
 
 
+@BOTH_KINDS
 @pytest.mark.parametrize("deferrable", [False, True], ids=["synchronous", "deferrable"])
 def test_rbac_operator_names_verb_resource_namespace(
-    deferrable, role_without, namespace, ti, custom_objects, core_v1, capfd, caplog
+    deferrable, kind, role_without, namespace, ti, custom_objects, core_v1, capfd, caplog
 ):
-    user = role_without("create")
-    error = failure_of(lambda: operator(deferrable=deferrable).execute({"ti": ti}))
+    user = role_without("create", kind)
+    error = failure_of(lambda: operator(kind, deferrable=deferrable).execute({"ti": ti}))
     assert type(error) is KubernetesAccessError
     assert_retried(error)
     message = str(error)
-    assert message.startswith(rbac_line(user, "create", namespace))
+    assert message.startswith(rbac_line(user, "create", namespace, kind))
     assert (
-        f"to create PyTorchJob {namespace}/{ti.xcom['job_name']} through connection 'kubernetes_default', "
-        f"needed to create a training job): {rbac_advice('create')}"
+        f"to create {kind.name} {namespace}/{ti.xcom['job_name']} through connection 'kubernetes_default', "
+        f"needed to create a training job): {rbac_advice('create', kind)}"
     ) in message
     assert_nothing_left(custom_objects, core_v1, namespace)
     assert_nothing_leaks(error, *produced(capfd, caplog))

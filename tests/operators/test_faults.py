@@ -9,17 +9,23 @@ first event -> ``execute_complete``) with one scripted fault, and asserts what t
 - exactly one job existed for the task instance (a watch on the namespace counts every uid ever created);
 - nothing that should be gone remains (``on_finish="delete_job"``: no job, no pod — orphans are counted).
 
+A Kubeflow Trainer v2 TrainJob (``TrainJobOperator``) goes through a representative subset (:data:`TRAINJOB_CASES`:
+each place a request is made — create, watch, status read, pod list, log stream, cleanup delete — with the fault that
+tests it hardest there, in both modes): the same assertions, with node 0's log and ``Complete``.
+
 Process-level faults (apiserver restart, controller stopped, SIGKILL) are in ``test_process_faults.py``.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 from airflow.providers.common.compat.sdk import AirflowFailException, TaskDeferred
 
 from airflow_trainjob.operators.training_job import TrainingJobOperator
+from airflow_trainjob.operators.trainjob import TrainJobOperator
 from airflow_trainjob.triggers.training_job import FINISHED
 from tests.support.deferred import first_event
 from tests.support.fault_proxy import Fault
@@ -109,6 +115,52 @@ DEFERRED_CASES = [
 ]
 
 
+# The TrainJob's requests: the same places, on its own resource.
+TJ_CREATE = {"method": "POST", "path": r"/trainjobs$"}
+TJ_STATUS = {"method": "GET", "path": r"/trainjobs/[^/]+$", "watch": False}
+TJ_WATCH = {"method": "GET", "path": r"/trainjobs$", "watch": True}
+TJ_DELETE = {"method": "DELETE", "path": r"/trainjobs/[^/]+$"}
+#: (fault kind, where, mode, the Fault's arguments): a representative subset of the cases above for TrainJobs.
+TRAINJOB_CASES = [
+    ("503", "create", "synchronous", dict(action="status", status=503, times=2, **TJ_CREATE)),
+    (
+        "504 after the apiserver acted",
+        "create",
+        "synchronous",
+        dict(action="status", status=504, after_forward=True, **TJ_CREATE),
+    ),
+    (
+        "connection reset after the apiserver acted",
+        "create",
+        "synchronous",
+        dict(action="reset", after_forward=True, **TJ_CREATE),
+    ),
+    ("503", "watch", "synchronous", dict(action="status", status=503, times=3, **TJ_WATCH)),
+    ("watch cut mid-way", "watch", "synchronous", dict(action="cut", after_events=1, times=2, **TJ_WATCH)),
+    ("watch expired (410)", "watch", "synchronous", dict(action="expire", times=2, **TJ_WATCH)),
+    ("503", "status read", "synchronous", dict(action="status", status=503, times=3, **TJ_STATUS)),
+    ("connection reset", "pod list", "synchronous", dict(action="reset", skip=2, times=3, **PODS)),
+    ("stream cut mid-way", "log stream", "synchronous", dict(action="cut", after_events=2, times=2, **LOG_STREAM)),
+    ("503", "cleanup delete", "synchronous", dict(action="status", status=503, times=3, **TJ_DELETE)),
+    (
+        "504 after the apiserver acted",
+        "create",
+        "deferred",
+        dict(action="status", status=504, after_forward=True, **TJ_CREATE),
+    ),
+    ("503", "status read", "deferred", dict(action="status", status=503, times=3, **TJ_STATUS)),
+    ("watch cut mid-way", "watch", "deferred", dict(action="cut", after_events=0, times=2, **TJ_WATCH)),
+    ("watch expired (410)", "watch", "deferred", dict(action="expire", times=2, **TJ_WATCH)),
+    ("503", "pod list", "deferred", dict(action="status", status=503, times=2, **PODS)),
+    (
+        "connection reset after the apiserver acted",
+        "cleanup delete",
+        "deferred",
+        dict(action="reset", after_forward=True, **TJ_DELETE),
+    ),
+]
+
+
 def _ids(cases):
     values = [case.values if hasattr(case, "values") else case for case in cases]
     return [f"{where}-{kind}".replace(" ", "_") for kind, where, _ in values]
@@ -140,18 +192,20 @@ def make(deferrable: bool) -> TrainingJobOperator:
     )
 
 
-def measuring(case, proxy, fault, creations, kube_api_client, namespace, ti):
+def measuring(case, proxy, fault, creations, kube_api_client, namespace, ti, kind="PyTorchJob"):
     case.measurer = lambda: dict(
-        injected=proxy.hits(fault), jobs=creations.jobs_of(ti.run_id), orphans=count_orphans(kube_api_client, namespace)
+        injected=proxy.hits(fault),
+        jobs=creations.jobs_of(ti.run_id),
+        orphans=count_orphans(kube_api_client, namespace, kind=kind),
     )
 
 
-def assert_survived(case, proxy, ti, summary):
+def assert_survived(case, proxy, ti, summary, success="Succeeded"):
     """The checks every HTTP fault case makes, recorded in the report row before they are asserted."""
     case.measure()
     assert case.injected >= 1, f"the fault was never injected; requests: {proxy.requests}"
     assert summary["name"] == ti.xcom["job_name"]
-    assert [c["type"] for c in summary["conditions"] if c["status"] == "True"][-1] == "Succeeded"
+    assert [c["type"] for c in summary["conditions"] if c["status"] == "True"][-1] == success
     assert case.jobs == 1, f"{case.jobs} jobs existed for one task instance"
     assert case.orphaned == 0, f"{case.orphaned} jobs/pods left behind"
 
@@ -189,6 +243,64 @@ def test_deferred_task_survives(
         task_log = capfd.readouterr().out
         assert_survived(case, fault_proxy, ti, summary)
         assert f"step {LINES - 1}" in task_log  # the lead replica's log, quoted at the end
+
+
+@pytest.fixture
+def trainjob_creations(kube_api_client, namespace):
+    watcher = JobCreations(kube_api_client, namespace, kind="TrainJob").start()
+    yield watcher
+    watcher.stop()
+
+
+def make_trainjob(deferrable: bool) -> TrainJobOperator:
+    return TrainJobOperator(
+        task_id="train",
+        runtime="torch-distributed",
+        trainer={"numNodes": 1, "command": [sys.executable, "-c", CODE]},
+        poll_interval=0.5,
+        on_finish="delete_job",
+        deferrable=deferrable,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "where", "mode", "fault_args"),
+    TRAINJOB_CASES,
+    ids=[f"{m}-{w}-{k}".replace(" ", "_") for k, w, m, _ in TRAINJOB_CASES],
+)
+def test_trainjob_task_survives(
+    kind,
+    where,
+    mode,
+    fault_args,
+    fault_proxy,
+    fault_case,
+    trainjob_creations,
+    kube_api_client,
+    namespace,
+    capfd,
+    short_read_timeout,
+):
+    ti = TaskInstanceStandIn()
+    with fault_case(kind, mode, where, job_kind="TrainJob") as case:
+        fault = fault_proxy.add(Fault(**fault_args))
+        measuring(case, fault_proxy, fault, trainjob_creations, kube_api_client, namespace, ti, kind="TrainJob")
+        operator = make_trainjob(deferrable=mode == "deferred")
+        if mode == "deferred":
+            with pytest.raises(TaskDeferred) as deferred:
+                operator.execute({"ti": ti})
+            event = first_event(deferred.value.trigger, timeout=120.0)
+            summary = operator.execute_complete({"ti": ti}, event)  # as Airflow resumes it, whatever the event
+            assert event["outcome"] == FINISHED, event["message"]
+        else:
+            summary = operator.execute({"ti": ti})
+        task_log = capfd.readouterr().out
+        assert_survived(case, fault_proxy, ti, summary, success="Complete")
+        if mode == "deferred":
+            assert f"step {LINES - 1}" in task_log  # node 0's log, quoted at the end
+        else:  # followed: every line once, none lost or repeated by a reconnect
+            followed = re.findall(r"\[node-0\] step (\d+)\b", task_log)
+            assert followed == [str(i) for i in range(LINES)], f"node 0's lines in the task log:\n{task_log}"
 
 
 FAIL_CODE = (

@@ -1,11 +1,14 @@
 """Least privilege, for real: the shipped Role (``airflow_trainjob/rbac.yaml``) is exactly what the
-provider needs. Everything here authenticates with a ServiceAccount token bound only to that Role,
-on the RBAC-enabled local apiserver, through an ordinary Airflow ``kubernetes`` connection."""
+provider needs, for the ``kubeflow.org/v1`` kinds and for Kubeflow Trainer v2's TrainJobs; its optional ClusterRole
+reads ClusterTrainingRuntimes only. Everything here authenticates with a ServiceAccount token bound only to that Role
+(and, where said, the ClusterRole), on the RBAC-enabled local apiserver, through an ordinary Airflow ``kubernetes``
+connection."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+import sys
 import uuid
 from pathlib import Path
 
@@ -20,19 +23,27 @@ from airflow_trainjob.constants import (
     LABEL_JOB_NAME,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
+    TRAINER_GROUP,
+    TRAINER_VERSION,
+    TRAINJOB_PLURAL,
     VERSION,
 )
+from airflow_trainjob.domain.family import Prerequisite
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
 from airflow_trainjob.exceptions import (
     JobDeletedError,
     JobNotOwnedError,
     KubernetesAccessError,
+    RuntimeNotFoundError,
     TrainingJobStoppedError,
+    TrainingJobTimeoutError,
 )
+from airflow_trainjob.families import JobResource
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.models import TrainingJobSpec
 from airflow_trainjob.models.manifest import build_manifest
 from airflow_trainjob.operators.training_job import TrainingJobOperator
+from airflow_trainjob.operators.trainjob import TrainJobOperator
 from airflow_trainjob.sensors.training_job import TrainingJobSensor
 from airflow_trainjob.triggers.training_job import DELETED, ERROR, FINISHED, TrainingJobTrigger
 from airflow_trainjob_local.testing.waiting import wait_for
@@ -40,16 +51,19 @@ from tests.support.deferred import first_event
 from tests.support.jobs import EXIT_1, OK, SLEEP, python_container, pytorch_specs, run_in_thread
 from tests.support.least_privilege import (
     SERVICE_ACCOUNT,
+    apply_cluster_rbac,
     apply_rbac,
     connection_uri,
     kubeconfig_with_token,
     rbac_documents,
+    remove_cluster_binding,
     role_rules,
     token_of,
     wait_until_allowed,
 )
 from tests.support.report import record
 
+_JOB_VERBS = ("create", "get", "list", "watch", "delete", "patch")
 #: Every (API group, resource, verb) the provider's calls make, and why (the audit of hooks/,
 #: operators/, sensors/, triggers/, links/, watching/lead_log_follower.py, verdict.py). The Role must be exactly this.
 NEEDED = {
@@ -64,7 +78,11 @@ NEEDED = {
     ("", "pods", "delete"): "cleanPodPolicy",
     ("", "pods/log", "get"): "the lead replica's log, failed replicas' tails",
     ("", "events", "list"): "recent events in failure and timeout messages",
+    **{(TRAINER_GROUP, TRAINJOB_PLURAL, verb): f"TrainJobs: as {verb} on the v1 kinds" for verb in _JOB_VERBS},
+    (TRAINER_GROUP, "trainingruntimes", "get"): "a TrainJob's TrainingRuntime read before its create",
 }
+#: The optional ClusterRole's grants: a ClusterTrainingRuntime (cluster-scoped) read before a TrainJob's create.
+NEEDED_CLUSTER_WIDE = {(TRAINER_GROUP, "clustertrainingruntimes", "get"): "a TrainJob's ClusterTrainingRuntime"}
 
 
 def granted(rules) -> set[tuple[str, str, str]]:
@@ -75,7 +93,7 @@ def granted(rules) -> set[tuple[str, str, str]]:
 
 
 def test_role_grants_exactly_what_the_provider_calls():
-    role, binding = rbac_documents()
+    role, binding, cluster_role, cluster_binding = rbac_documents()
     assert role["kind"] == "Role" and binding["kind"] == "RoleBinding"  # namespaced, nothing cluster-wide
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
@@ -85,6 +103,14 @@ def test_role_grants_exactly_what_the_provider_calls():
     rules = granted(role["rules"])
     assert not any("*" in part for triple in rules for part in triple)
     assert rules == set(NEEDED)
+    # The optional cluster-wide part reads ClusterTrainingRuntimes, and nothing else.
+    assert cluster_role["kind"] == "ClusterRole" and cluster_binding["kind"] == "ClusterRoleBinding"
+    assert cluster_binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": cluster_role["metadata"]["name"],
+    }
+    assert granted(cluster_role["rules"]) == set(NEEDED_CLUSTER_WIDE)
     record("rbac_role", rules=len(role["rules"]), grants=len(rules), beyond_needed=len(rules - set(NEEDED)))
 
 
@@ -330,6 +356,122 @@ def test_sensor_poke_and_deferred_with_the_role(namespace, custom_objects):
     record("rbac", mode="deferred", step="sensor trigger", passed=True)
 
 
+# ---- TrainJobs with the Role -------------------------------------------------------------------
+
+SAY_NODE = "import os; print('hello from node', os.environ['JOB_COMPLETION_INDEX'])"
+
+
+def trainjob(code: str = SAY_NODE, runtime: str = "torch-distributed", **kwargs) -> TrainJobOperator:
+    kwargs.setdefault("poll_interval", 0.5)
+    trainer = {"numNodes": 1, "command": [sys.executable, "-c", code]}
+    return TrainJobOperator(task_id="train", runtime=runtime, trainer=trainer, **kwargs)
+
+
+def trainjobs(custom_objects, namespace):
+    return custom_objects.list_namespaced_custom_object(TRAINER_GROUP, TRAINER_VERSION, namespace, TRAINJOB_PLURAL)[
+        "items"
+    ]
+
+
+@pytest.fixture
+def runtime_reader(least_privilege_conn, kube_api_client, namespace, sa_client):
+    """The optional ClusterRole bound to the ServiceAccount too (for this test's namespace's account)."""
+    from kubernetes import client
+
+    binding = apply_cluster_rbac(kube_api_client, namespace)
+
+    def reads() -> bool:
+        try:
+            client.CustomObjectsApi(sa_client).get_cluster_custom_object(
+                TRAINER_GROUP, TRAINER_VERSION, "clustertrainingruntimes", "torch-distributed"
+            )
+        except ApiException as e:
+            if e.status == 403:
+                return False
+            raise
+        return True
+
+    wait_for(reads, timeout=30, what="the ClusterRole to take effect")
+    yield
+    remove_cluster_binding(kube_api_client, binding)
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_trainjob_synchronous_with_the_role_alone(ti, namespace, custom_objects, core_v1, capfd, caplog):
+    # The Role alone: the ClusterTrainingRuntime read is refused (no ClusterRole), which does not stop the TrainJob.
+    summary = trainjob().execute({"ti": ti})
+    assert summary["kind"] == "TrainJob" and summary["conditions"][-1]["type"] == "Complete"
+    out, err = capfd.readouterr()
+    assert "hello from node 0" in out
+    said = out + err + caplog.text
+    assert "Could not check that ClusterTrainingRuntime torch-distributed exists (RBAC does not allow" in said
+    assert trainjobs(custom_objects, namespace) == []
+    record("rbac", mode="sync", step="TrainJob: create, wait, node 0's log, cleanup (Role alone)", passed=True)
+
+
+@pytest.mark.usefixtures("runtime_reader")
+def test_trainjob_deferred_and_on_kill_with_the_role_and_clusterrole(ti, namespace, custom_objects, capfd, caplog):
+    operator = trainjob(deferrable=True)
+    with pytest.raises(TaskDeferred) as deferred:
+        operator.execute({"ti": ti})
+    out, err = capfd.readouterr()
+    assert "Created TrainJob" in out + err + caplog.text
+    assert "Could not check" not in out + err + caplog.text  # the ClusterRole reads the runtime
+    event = first_event(deferred.value.trigger)
+    assert event["outcome"] == FINISHED
+    summary = operator.execute_complete({"ti": ti}, event)
+    assert summary["conditions"][-1]["type"] == "Complete"
+    assert trainjobs(custom_objects, namespace) == []
+    record("rbac", mode="deferred", step="TrainJob: create, trigger to Complete, cleanup", passed=True)
+
+    from tests.support.jobs import TaskInstanceStandIn
+
+    sleeper = TrainJobOperator(
+        task_id="train2",
+        runtime="torch-distributed",
+        trainer={"numNodes": 1, "command": [sys.executable, "-c", SLEEP]},
+        deferrable=True,
+    )
+    with pytest.raises(TaskDeferred) as deferred:
+        sleeper.execute({"ti": TaskInstanceStandIn(task_id="train2")})
+    asyncio.run(deferred.value.trigger.on_kill())
+    wait_for(lambda: trainjobs(custom_objects, namespace) == [], what="the killed deferred task's TrainJob deleted")
+    record("rbac", mode="deferred", step="TrainJob: on_kill (trigger) deletes it", passed=True)
+
+
+@pytest.mark.usefixtures("runtime_reader")
+def test_trainjob_on_a_missing_runtime_fails_at_once(ti, namespace, custom_objects):
+    with pytest.raises(RuntimeNotFoundError) as raised:
+        trainjob(runtime="no-such-runtime").execute({"ti": ti})
+    assert isinstance(raised.value, AirflowFailException)  # not retried: the name is the task's
+    assert str(raised.value) == (
+        f'TrainJob {namespace}/{ti.xcom["job_name"]} names ClusterTrainingRuntime "no-such-runtime", which does '
+        "not exist (404 NotFound to get clustertrainingruntimes.trainer.kubeflow.org no-such-runtime): name one "
+        "that exists (kubectl get clustertrainingruntimes) or create it; nothing was created"
+    )
+    assert trainjobs(custom_objects, namespace) == []
+    record(
+        "rbac", mode="sync", step="TrainJob on a missing ClusterTrainingRuntime: refused, nothing created", passed=True
+    )
+
+
+@pytest.mark.usefixtures("least_privilege_conn")
+def test_trainjob_on_a_missing_runtime_with_the_role_alone_ends_at_its_deadline_quoting_the_trainer(
+    ti, namespace, custom_objects
+):
+    # The runtime cannot be read (no ClusterRole): the TrainJob is created, the trainer only warns and retries; the
+    # deadline's message quotes its warning, and the TrainJob is deleted.
+    with pytest.raises(TrainingJobTimeoutError) as raised:
+        trainjob(runtime="no-such-runtime", timeout=8).execute({"ti": ti})
+    message = str(raised.value)
+    assert "timeout of 8 s passed" in message and "TrainJobResourcesCreationFailed" in message, message
+    assert "no-such-runtime" in message, message
+    wait_for(lambda: trainjobs(custom_objects, namespace) == [], what="the TrainJob deleted at the deadline")
+    record(
+        "rbac", mode="sync", step="TrainJob on a missing runtime, Role alone: deadline quotes the trainer", passed=True
+    )
+
+
 # ---- out of reach: another namespace -----------------------------------------------------------
 
 
@@ -500,6 +642,9 @@ def _probe(verb_key, namespace, custom_objects):
         call = lambda: hook.read_pod_log("absent", namespace)
     elif (resource, verb) == ("events", "list"):
         call = lambda: hook.list_events(namespace, {"absent"})
+    elif (resource, verb) == ("trainingruntimes", "get"):
+        where = JobResource(TRAINER_GROUP, TRAINER_VERSION, "trainingruntimes")
+        call = lambda: hook.get_prerequisite(Prerequisite(where, "TrainingRuntime", "absent", namespace, ""))
     else:
         raise AssertionError(f"no probe for {verb_key}")
     try:
@@ -511,8 +656,9 @@ def _probe(verb_key, namespace, custom_objects):
     return None
 
 
-#: One kind stands for the six: their rules are one rule (the same verbs on each plural).
-_OTHER_PLURALS = {j.plural for j in JOB_KINDS.values()} - {"pytorchjobs"}
+#: One kind stands for the six: their rules are one rule (the same verbs on each plural); and for TrainJobs, whose rule
+#: has the same verbs, used by the same steps (the TrainJob tests above run them with the Role).
+_OTHER_PLURALS = ({j.plural for j in JOB_KINDS.values()} - {"pytorchjobs"}) | {TRAINJOB_PLURAL}
 VERBS = sorted(k for k in NEEDED if k[1] not in _OTHER_PLURALS)
 
 

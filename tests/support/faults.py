@@ -3,8 +3,8 @@ the report rows behind the README's fault table. The fixtures built on them (``f
 in ``tests/conftest.py``.
 
 Report rows: each ``fault_case`` records one row in section ``faults/<mode>`` with
-:func:`tests.support.report.record` (``test, kind, mode, where, injected, survived, jobs, duplicated, orphaned,
-error``): summarised at the end of the run, and appended to ``$AIRFLOW_TRAINJOB_REPORT`` when set, from which
+:func:`tests.support.report.record` (``test, kind, mode, where, job_kind, injected, survived, jobs, duplicated,
+orphaned, error``; ``kind`` is the fault's, ``job_kind`` the job's: ``PyTorchJob``, ``TrainJob``): summarised at the end of the run, and appended to ``$AIRFLOW_TRAINJOB_REPORT`` when set, from which
 ``scripts/fault_table.py`` prints the per-fault table. ``survived`` is true only when the whole case ran through
 without an assertion failing.
 """
@@ -57,15 +57,17 @@ def start_proxy(cluster, workdir: Path) -> FaultProxy:
 
 
 class JobCreations:
-    """Watches a namespace's jobs of one plural (directly, not through the proxy) and keeps every uid ever
+    """Watches a namespace's jobs of one kind (directly, not through the proxy) and keeps every uid ever
     seen with its labels: how many jobs existed, even briefly. Reconnects after errors and relists on 410,
     so an apiserver restart does not hide a creation."""
 
-    def __init__(self, api_client, namespace: str, plural: str = "pytorchjobs") -> None:
+    def __init__(self, api_client, namespace: str, kind: str = "PyTorchJob") -> None:
         from kubernetes import client
 
+        from airflow_trainjob.families import family_of
+
         self._custom = client.CustomObjectsApi(api_client)
-        self.namespace, self.plural = namespace, plural
+        self.namespace, self.resource = namespace, family_of(kind).resource
         self.seen: dict[str, dict[str, str]] = {}  # uid -> labels
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"creations-{namespace}", daemon=True)
@@ -84,9 +86,8 @@ class JobCreations:
             pass
 
     def _list(self) -> str:
-        from airflow_trainjob.constants import GROUP, VERSION
-
-        found = self._custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, self.plural)
+        r = self.resource
+        found = self._custom.list_namespaced_custom_object(r.group, r.version, self.namespace, r.plural)
         for item in found["items"]:
             self.seen.setdefault(item["metadata"]["uid"], item["metadata"].get("labels") or {})
         return found["metadata"]["resourceVersion"]
@@ -94,8 +95,7 @@ class JobCreations:
     def _run(self) -> None:
         from kubernetes import watch
 
-        from airflow_trainjob.constants import GROUP, VERSION
-
+        r = self.resource
         version = None
         while not self._stop.is_set():
             try:
@@ -103,10 +103,10 @@ class JobCreations:
                     version = self._list()
                 for event in watch.Watch().stream(
                     self._custom.list_namespaced_custom_object,
-                    GROUP,
-                    VERSION,
+                    r.group,
+                    r.version,
                     self.namespace,
-                    self.plural,
+                    r.plural,
                     resource_version=version,
                     timeout_seconds=2,
                     _request_timeout=10,
@@ -136,30 +136,34 @@ def count_orphans(
     api_client,
     namespace: str,
     keep_jobs: frozenset[str] | set[str] = frozenset(),
-    plural: str = "pytorchjobs",
+    kind: str = "PyTorchJob",
     timeout: float = 45.0,
 ) -> dict[str, list[str]]:
-    """What is left that should be gone: jobs other than ``keep_jobs``, and pods that belong to no kept job.
+    """What is left that should be gone: jobs of ``kind`` other than ``keep_jobs``, and pods that belong to no kept
+    job (by a v1 job's label or a TrainJob's JobSet's).
 
     Garbage collection is asynchronous: waits up to ``timeout`` seconds for the namespace to settle, then
     returns ``{"jobs": [...], "pods": [...]}`` of whatever remains (empty lists: no orphan).
     """
     from kubernetes import client
 
-    from airflow_trainjob.constants import GROUP, LABEL_JOB_NAME, VERSION
+    from airflow_trainjob.constants import LABEL_JOB_NAME, LABEL_JOBSET_NAME
+    from airflow_trainjob.families import family_of
 
     custom, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
+    r = family_of(kind).resource
     deadline = time.monotonic() + timeout
     while True:
         jobs = [
             j
-            for j in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]
+            for j in custom.list_namespaced_custom_object(r.group, r.version, namespace, r.plural)["items"]
             if j["metadata"]["name"] not in keep_jobs
         ]
         pods = [
             p
             for p in core.list_namespaced_pod(namespace).items
-            if (p.metadata.labels or {}).get(LABEL_JOB_NAME) not in keep_jobs
+            if ((p.metadata.labels or {}).get(LABEL_JOB_NAME) or (p.metadata.labels or {}).get(LABEL_JOBSET_NAME))
+            not in keep_jobs
         ]
         if (not jobs and not pods) or time.monotonic() > deadline:
             return {"jobs": [_describe_job(j) for j in jobs], "pods": [_describe_pod(p) for p in pods]}
@@ -193,6 +197,8 @@ class FaultCase:
     kind: str
     mode: str
     where: str
+    #: The job's kind (``PyTorchJob``, ``TrainJob``); ``kind`` is the fault's.
+    job_kind: str = "PyTorchJob"
     injected: int = 0
     survived: bool = False
     jobs: int | None = None
@@ -225,13 +231,13 @@ class FaultCase:
             self.orphaned = len(self.left)
 
 
-def fault_cases(test: str) -> Callable[[str, str, str], Any]:
-    """``with fault_cases(test)(kind, mode, where) as case: ...``: one report row of test ``test`` (a node id),
-    survived only if the block completes (every assertion in it passed)."""
+def fault_cases(test: str) -> Callable[..., Any]:
+    """``with fault_cases(test)(kind, mode, where, job_kind="TrainJob") as case: ...``: one report row of test
+    ``test`` (a node id), survived only if the block completes (every assertion in it passed)."""
 
     @contextmanager
-    def case(kind: str, mode: str, where: str) -> Iterator[FaultCase]:
-        row = FaultCase(test=test, kind=kind, mode=mode, where=where)
+    def case(kind: str, mode: str, where: str, job_kind: str = "PyTorchJob") -> Iterator[FaultCase]:
+        row = FaultCase(test=test, kind=kind, mode=mode, where=where, job_kind=job_kind)
         try:
             yield row
             row.survived = True

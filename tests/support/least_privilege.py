@@ -19,7 +19,8 @@ SERVICE_ACCOUNT = "airflow-worker"
 
 
 def rbac_documents() -> list[dict[str, Any]]:
-    """The Role and the RoleBinding of ``airflow_trainjob/rbac.yaml``, in that order."""
+    """The Role and the RoleBinding of ``airflow_trainjob/rbac.yaml``, then its optional ClusterRole and
+    ClusterRoleBinding (reading ClusterTrainingRuntimes), in that order."""
     text = resources.files("airflow_trainjob").joinpath("rbac.yaml").read_text()
     return [d for d in yaml.safe_load_all(text) if d]
 
@@ -36,7 +37,7 @@ def apply_rbac(
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    role, binding = copy.deepcopy(rbac_documents())
+    role, binding = copy.deepcopy(rbac_documents()[:2])
     role["metadata"]["namespace"] = binding["metadata"]["namespace"] = namespace
     if rules is not None:
         role["rules"] = rules
@@ -52,6 +53,38 @@ def apply_rbac(
         rbac.create_namespaced_role_binding(namespace, binding)
     except ApiException as e:
         if e.status != 409:
+            raise
+
+
+def apply_cluster_rbac(api_client: Any, namespace: str, service_account: str = SERVICE_ACCOUNT) -> str:
+    """Create (or keep) the shipped optional ClusterRole and bind it to ``service_account`` of ``namespace``, by a
+    ClusterRoleBinding named for that namespace (cluster-wide: another test's namespace has its own). Returns the
+    binding's name, for :func:`remove_cluster_binding`. ``api_client``: the admin's."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    cluster_role, binding = copy.deepcopy(rbac_documents()[2:])
+    binding["metadata"]["name"] = f"{binding['metadata']['name']}-{namespace}"
+    binding["subjects"] = [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}]
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    for create, body in ((rbac.create_cluster_role, cluster_role), (rbac.create_cluster_role_binding, binding)):
+        try:
+            create(body)
+        except ApiException as e:
+            if e.status != 409:
+                raise
+    return binding["metadata"]["name"]
+
+
+def remove_cluster_binding(api_client: Any, name: str) -> None:
+    """Delete the ClusterRoleBinding :func:`apply_cluster_rbac` made (404: gone already)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        client.RbacAuthorizationV1Api(api_client).delete_cluster_role_binding(name)
+    except ApiException as e:
+        if e.status != 404:
             raise
 
 

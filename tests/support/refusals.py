@@ -68,7 +68,7 @@ class RescheduleTaskInstance(TaskInstanceStandIn):
 @dataclass
 class AdmissionWebhook:
     """A ValidatingAdmissionWebhook served from 127.0.0.1 over HTTPS (a certificate signed by the cluster's CA,
-    which is the registration's ``caBundle``), registered for CREATE of ``pytorchjobs`` in namespaces carrying
+    which is the registration's ``caBundle``), registered for CREATE of ``pytorchjobs`` and ``trainjobs`` in namespaces carrying
     :attr:`selector` only, so no other test's namespace is touched.
 
     :param denial: the AdmissionResponse ``status`` it answers with (``allowed: false``), or None to allow.
@@ -149,7 +149,14 @@ class AdmissionWebhook:
                                 "apiVersions": ["v1"],
                                 "resources": ["pytorchjobs"],
                                 "scope": "Namespaced",
-                            }
+                            },
+                            {
+                                "operations": ["CREATE"],
+                                "apiGroups": ["trainer.kubeflow.org"],
+                                "apiVersions": ["v1alpha1"],
+                                "resources": ["trainjobs"],
+                                "scope": "Namespaced",
+                            },
                         ],
                         "namespaceSelector": {"matchLabels": self.selector},
                         "failurePolicy": "Fail",

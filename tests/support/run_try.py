@@ -5,7 +5,8 @@ the process the SIGKILL fault tests kill.
 "store", "out"}`` (``"die_when_storing": true``: SIGKILL itself instead of
 storing the job's identity; ``"deferrable": true``: ``execute`` up to its deferral) or ``{"mode": "resume", ...}``
 (the same keys and ``"event"``: ``execute_complete`` with the trigger's event, as a resumed deferred task) or
-``{"mode": "trigger", "classpath", "kwargs", "out"}``. With ``"die_after_cleanup": true`` the task SIGKILLs itself
+``{"mode": "trigger", "classpath", "kwargs", "out"}``. A ``"trainer"`` (``spec.trainer``) instead of
+``"replica_specs"`` runs a ``TrainJobOperator`` on the local cluster's ``torch-distributed`` runtime. With ``"die_after_cleanup": true`` the task SIGKILLs itself
 right after its cleanup deleted the job, before it returns: a worker lost before it reported the success.
 ``"clear_number"`` and ``"max_tries"`` go to the context's DAG run and task instance, as Airflow's task runner sets
 them. The result (the task's return value, or the trigger's event payload) is written as JSON to ``out``. The
@@ -99,14 +100,20 @@ def main(argv: list[str]) -> None:
 
         if args.get("die_after_cleanup"):
             die_after_the_jobs_deletion()
-        operator = TrainingJobOperator(
+        common = dict(
             task_id="train",
-            kind="PyTorchJob",
-            replica_specs=args["replica_specs"],
             poll_interval=0.5,
             on_finish=args.get("on_finish", "delete_job"),
             deferrable=bool(args.get("deferrable")),
         )
+        if "trainer" in args:  # a TrainJob on the local cluster's torch-distributed runtime
+            from airflow_trainjob.operators.trainjob import TrainJobOperator
+
+            operator: TrainingJobOperator = TrainJobOperator(
+                runtime="torch-distributed", trainer=args["trainer"], **common
+            )
+        else:
+            operator = TrainingJobOperator(kind="PyTorchJob", replica_specs=args["replica_specs"], **common)
         context = task_context(args)
         if args["mode"] == "resume":
             result = operator.execute_complete(context, args["event"])
