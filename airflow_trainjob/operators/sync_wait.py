@@ -10,12 +10,13 @@ counts) and is given what it reads of the run: no reference to the run itself.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.domain.deadlines import Deadlines, QueueState
+from airflow_trainjob.domain.failed_tails import TAILS_QUOTED
 from airflow_trainjob.domain.failures import pending_failures, quoted_tails
 from airflow_trainjob.domain.family import JobFamily
 from airflow_trainjob.domain.lifecycle import (
@@ -33,7 +34,7 @@ from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobStoppedError, TrainingJobTimeoutError
 from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import one_line
-from airflow_trainjob.hooks.evidence import TAILS_QUOTED, announced_end, read_tails
+from airflow_trainjob.hooks.evidence import announced_end, read_tails
 
 #: Seconds between two LISTs of a waiting job's pods while watching them fails (refused, e.g. a Role without ``watch``
 #: on pods, or failing again and again); while the watch works, every change of a pod is seen as it happens.
@@ -99,6 +100,15 @@ class SynchronousWait:
 
         :param pods: the job's pods, as the trigger's event shows them (a deferred try)."""
         self.seen_pods.update((p["metadata"]["name"], p) for p in pods)
+
+    def read_before(self, tails: Mapping[str, str] | None) -> None:
+        """Keep failed runs' tails read before the verdict: by the trigger, from its event (a deferred try).
+
+        :param tails: the event's ``tails`` (source -> its last lines, masked); None: an event without them (an
+            earlier version's trigger, or none read).
+        """
+        if tails:
+            self.early_tails = {**tails, **self.early_tails}
 
     def follow_to_end(self, ref: str, manifest: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
         """Start following the job's pods (:class:`~airflow_trainjob.watching.job_watch.PodFeed`) and, with

@@ -68,6 +68,7 @@ def test_serialize_is_exact():
             "log_tail_lines": 7,
             "follow_lead_log": True,
             "secret_spans": [],
+            "failed_tails": False,
         },
     )
 
