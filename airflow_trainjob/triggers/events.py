@@ -204,7 +204,8 @@ def _within_budget(payload: dict[str, Any], pods: list[dict[str, Any]]) -> dict[
     return payload
 
 
-#: Characters of JSON a tail must have room for, at least, to be kept (a cut tail's note and a line or two).
+#: Characters of JSON a tail that does not fit whole must have room for, at least, to be kept cut (its note and a
+#: line or two).
 MIN_TAIL_ROOM = 120
 #: The first line of a tail cut to fit: how many of its lines were left out (a last line cut too starts with ``...``).
 TAIL_CUT_NOTE = "[cut to fit the trigger's event ({budget} characters): {lines} earlier line(s) left out]"
@@ -212,15 +213,12 @@ TAIL_CUT_NOTE = "[cut to fit the trigger's event ({budget} characters): {lines} 
 
 def _with_tails(payload: dict[str, Any], tails: Mapping[str, str]) -> dict[str, Any]:
     """The payload with ``tails`` (``tails``) in what the budget leaves after the pods, in their order, each as
-    :func:`fit_tail` fits it in what is left; none once less than :data:`MIN_TAIL_ROOM` is."""
+    :func:`fit_tail` fits it in what is left then."""
     kept: dict[str, str] = {}
     for source, text in tails.items():
         if not text.strip():
             continue
-        left = EVENT_BUDGET - _size({**payload, "tails": {**kept, source: ""}})
-        if left < MIN_TAIL_ROOM:
-            break
-        fitted = fit_tail(text, left)
+        fitted = fit_tail(text, EVENT_BUDGET - _size({**payload, "tails": {**kept, source: ""}}))
         if fitted is not None:
             kept[source] = fitted
     return {**payload, "tails": kept} if kept else payload
@@ -228,14 +226,16 @@ def _with_tails(payload: dict[str, Any], tails: Mapping[str, str]) -> dict[str, 
 
 def fit_tail(text: str, room: int) -> str | None:
     """``text`` in ``room`` characters of JSON string content: whole when it fits, else :data:`TAIL_CUT_NOTE` and its
-    last lines (the end of the last one, after ``...``, when even it is too long); None when not even the note and a
-    few characters fit.
+    last lines (the end of the last one, after ``...``, when even it is too long); None when it does not fit whole
+    and ``room`` is under :data:`MIN_TAIL_ROOM`.
 
     :param text: a log tail (lines).
     :param room: characters its JSON encoding may take, quotes excluded (count).
     """
     if _content_size(text) <= room:
         return text
+    if room < MIN_TAIL_ROOM:
+        return None
     lines = text.rstrip("\n").split("\n")
     left = room - _content_size(TAIL_CUT_NOTE.format(lines=len(lines), budget=EVENT_BUDGET))
     kept: list[str] = []

@@ -82,13 +82,18 @@ def test_the_event_carries_the_tails_after_the_pods_within_its_budget():
     assert "Worker-0" not in payload["tails"]  # the first failure's tail took the room
 
 
-def test_no_tails_key_without_tails_and_none_when_the_pods_leave_no_room():
+def test_no_tails_key_without_tails_and_a_short_tail_fits_whole_in_what_the_pods_leave():
     assert "tails" not in event_payload(FINISHED, "m", job(), [], tails={"Worker-0": "  \n"})
     assert "tails" not in event_payload(FINISHED, "m", job(), [])
     pods = [pod(i, f"2026-12-02T05:04:{59 - i:02d}Z") for i in range(20)]
-    payload = event_payload(FINISHED, "m", job(), pods, tails={"Worker-19": "bad input\n"})
-    left = EVENT_BUDGET - len(json.dumps(payload))
-    assert "tails" in payload or left < MIN_TAIL_ROOM + len(', "tails": {"Worker-19": ""}')
+    message = "PyTorchJob ml/train: Failed" + "." * 60
+    without = event_payload(FINISHED, message, job(), pods)
+    left = EVENT_BUDGET - len(json.dumps(without))
+    assert len(without["pods"]) == 3 and 40 < left < MIN_TAIL_ROOM  # the pods took nearly all of it
+    short, long = "bad\n", "x" * 500 + "\n"
+    payload = event_payload(FINISHED, message, job(), pods, tails={"Worker-18": long, "Worker-19": short})
+    assert payload["pods"] == without["pods"]  # the pods first
+    assert payload["tails"] == {"Worker-19": short}  # no room to cut the long one; the short one fits whole
     assert len(json.dumps(payload)) <= EVENT_BUDGET
 
 
