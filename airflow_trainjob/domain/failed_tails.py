@@ -10,12 +10,17 @@ run's source (:attr:`~airflow_trainjob.domain.failures.ContainerEnd.source`), wh
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
 
 from airflow_trainjob.domain.failures import ContainerEnd
 
 #: Failed replicas whose log tail is quoted (the first ones to fail).
 TAILS_QUOTED = 8
+#: Reads of one source that come back blank before its tail counts as read (blank): a run restarted in place between
+#: the wait's sight of its end and the read (the kubelet restarts it within a second) reads the new run's log, often
+#: empty yet; the pod's next state (the failure in ``lastState``) reads the failed run, as ``previous``.
+BLANK_READS_PER_SOURCE = 3
 
 
 def tails_to_read(ends: Iterable[ContainerEnd], done: Collection[str], limit: int = TAILS_QUOTED) -> list[ContainerEnd]:
@@ -37,3 +42,18 @@ def tails_to_read(ends: Iterable[ContainerEnd], done: Collection[str], limit: in
         if end.failed and end.container and end.source not in done:
             wanted.setdefault(end.source, end)
     return list(wanted.values())
+
+
+def settled_tails(read: Mapping[str, str], blank: Counter[str]) -> dict[str, str]:
+    """Of the tails just ``read``, those that settle their source (it is not read again): each that is not blank,
+    and a blank one at its source's :data:`BLANK_READS_PER_SOURCE` th blank read; the others are read again at the
+    pod's next state.
+
+    :param read: source -> the text its read returned.
+    :param blank: source -> its blank reads so far; counted here.
+    :returns: source -> its tail, of the sources settled.
+    """
+    for source, text in read.items():
+        if not text.strip():
+            blank[source] += 1
+    return {source: text for source, text in read.items() if text.strip() or blank[source] >= BLANK_READS_PER_SOURCE}

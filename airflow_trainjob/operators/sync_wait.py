@@ -10,13 +10,14 @@ counts) and is given what it reads of the run: no reference to the run itself.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.domain.deadlines import Deadlines, QueueState
-from airflow_trainjob.domain.failed_tails import TAILS_QUOTED
+from airflow_trainjob.domain.failed_tails import TAILS_QUOTED, settled_tails
 from airflow_trainjob.domain.failures import pending_failures, quoted_tails
 from airflow_trainjob.domain.family import JobFamily
 from airflow_trainjob.domain.lifecycle import (
@@ -94,6 +95,7 @@ class SynchronousWait:
         #: fail: a pod its controller deletes with the job's failure (a Job's pod restarting in place) takes its log
         #: with it, before the verdict could read it.
         self.early_tails: dict[str, str] = {}
+        self._blank_reads: Counter[str] = Counter()  # source -> its early reads that came back blank
 
     def saw(self, pods: list[dict[str, Any]]) -> None:
         """Keep pods as last seen.
@@ -233,14 +235,16 @@ class SynchronousWait:
 
     def _read_early_tails(self, pods: list[dict[str, Any]]) -> None:
         """Read the tail of each failed run first seen now, up to :data:`TAILS_QUOTED` runs in all (best effort: a
-        log that cannot be read is left to the verdict)."""
+        log that cannot be read is left to the verdict; a blank one is read again at the pod's next state, a run
+        restarted since read as ``previous``: :func:`~airflow_trainjob.domain.failed_tails.settled_tails`)."""
         lines, kept = self.settings.log_tail_lines, self.early_tails
         if not lines or not pods or len(kept) >= TAILS_QUOTED:
             return
         new = [e for e in self._family().container_ends(pods) if e.failed and e.source not in kept]
         if new:
             namespace = pods[0]["metadata"]["namespace"]
-            self.early_tails = {**kept, **read_tails(self.hook, namespace, new, lines)}  # one rebinding: no lock
+            read = settled_tails(read_tails(self.hook, namespace, new, lines), self._blank_reads)
+            self.early_tails = {**kept, **read}  # one rebinding: no lock
 
     def _warn_on_restarts(self, pods: list[dict[str, Any]], before: dict[str, int]) -> dict[str, int]:
         family = self._family()

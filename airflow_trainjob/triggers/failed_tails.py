@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_trainjob.domain.failed_tails import TAILS_QUOTED, tails_to_read
+from airflow_trainjob.domain.failed_tails import TAILS_QUOTED, settled_tails, tails_to_read
 from airflow_trainjob.domain.failures import ContainerEnd
 from airflow_trainjob.triggers import kubernetes_side, log_pacing
 from airflow_trainjob.watching import cancel_safe
@@ -67,6 +68,7 @@ class FailedTailsReader:
         #: Set when the pod watch keeps a failed pod of the job (:meth:`FailedPodsWatch.follow`'s ``news``).
         self.news = asyncio.Event()
         self._tried: set[str] = set()  # sources read, or refused (a source is read once)
+        self._blank: Counter[str] = Counter()  # source -> its reads that came back blank
         self._finishing = False
         self._task: asyncio.Task[None] | None = None
 
@@ -114,8 +116,9 @@ class FailedTailsReader:
             await self.news.wait()
 
     async def _read(self, hook: AsyncTrainingJobHook, due: Sequence[ContainerEnd]) -> None:
-        """Read each of ``due`` now, charged to the log-read budget's rate; a refusal (the pod gone) counts as read,
-        a failure without an answer is tried again at the next news."""
+        """Read each of ``due`` now, charged to the log-read budget's rate; a refusal (the pod gone) counts as read;
+        a failure without an answer, or a blank log, is tried again at the next
+        news (:func:`~airflow_trainjob.domain.failed_tails.settled_tails`)."""
         try:
             if not await self._mask(hook):
                 self._tried.update(end.source for end in due)  # the job is gone: no line read unmasked
@@ -137,8 +140,9 @@ class FailedTailsReader:
                     continue
                 except kubernetes_side.TRANSIENT_ERRORS:
                     continue
-                self._tried.add(end.source)
-                self.tails[end.source] = self._masked(text)
+                for source, tail in settled_tails({end.source: text}, self._blank).items():
+                    self._tried.add(source)
+                    self.tails[source] = self._masked(tail)
         finally:
             budget.charge(budget.requests - made)  # read at once, not in line: the next looks wait for it
 

@@ -5,8 +5,9 @@ the apiserver: ``tests/operators/test_trainjob_operator.py``, ``tests/triggers/t
 from __future__ import annotations
 
 import json
+from collections import Counter
 
-from airflow_trainjob.domain.failed_tails import TAILS_QUOTED, tails_to_read
+from airflow_trainjob.domain.failed_tails import BLANK_READS_PER_SOURCE, TAILS_QUOTED, settled_tails, tails_to_read
 from airflow_trainjob.domain.failures import ContainerEnd
 from airflow_trainjob.operators.sync_wait import SynchronousWait
 from airflow_trainjob.triggers.args import TriggerArgs
@@ -43,6 +44,17 @@ def test_no_more_than_tails_quoted_sources_are_read_in_all():
     done = {f"Worker-{i}" for i in range(3)}
     assert tails_to_read(ends, done) == ends[3:TAILS_QUOTED]
     assert tails_to_read(ends, {f"x{i}" for i in range(TAILS_QUOTED)}) == []
+
+
+def test_a_blank_read_is_read_again_at_the_pods_next_state_until_it_has_been_blank_enough():
+    """A run restarted in place between the sight of its end and the read reads the new run's log, often empty yet:
+    read again (the pod's next state has the failure in ``lastState``: ``previous``), a few times at most."""
+    blank: Counter[str] = Counter()
+    assert settled_tails({"node-1": "", "node-0": "bad input\n"}, blank) == {"node-0": "bad input\n"}
+    for _ in range(BLANK_READS_PER_SOURCE - 2):
+        assert settled_tails({"node-1": " \n"}, blank) == {}
+    assert settled_tails({"node-1": "\n"}, blank) == {"node-1": "\n"}  # settled: not read again
+    assert settled_tails({"node-2": ""}, Counter({"node-2": 1})) == {} and BLANK_READS_PER_SOURCE > 2
 
 
 def test_a_tail_that_fits_is_kept_whole_else_its_last_lines_after_a_note():
