@@ -16,15 +16,13 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.domain import conditions
+from airflow_trainjob.domain.failed_tails import TAILS_QUOTED
 from airflow_trainjob.domain.failures import ContainerEnd
 from airflow_trainjob.domain.pods import with_pods_seen
 from airflow_trainjob.domain.verdict import job_ref, judge_failure
 from airflow_trainjob.exceptions import exception_for
 from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import one_line
-
-#: Failed replicas whose log tail is quoted (the first ones to fail).
-TAILS_QUOTED = 8
 
 log = logging.getLogger(__name__)
 

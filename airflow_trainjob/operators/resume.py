@@ -60,7 +60,8 @@ def trigger_for(
     :param identity: the task instance and try (the job's owner labels).
     :param kind: the job's kind.
     :param metadata: the job's ``metadata`` as created or attached to (name, namespace, uid).
-    :param manifest: the job the try sent, built when called: the spans of its secrets, with ``get_logs``.
+    :param manifest: the job the try sent, built when called: the spans of its secrets, with ``get_logs`` or
+        ``log_tail_lines`` (the trigger copies the lead's log, reads the failed runs' tails).
     """
     args = TriggerArgs.for_run(
         settings,
@@ -69,7 +70,7 @@ def trigger_for(
         owner_labels=identity.instance_labels(),
         try_number=identity.try_number,
         started_at=time.time(),
-        secret_spans=secret_spans(manifest(), marked_secrets) if settings.get_logs else None,
+        secret_spans=secret_spans(manifest(), marked_secrets) if settings.get_logs or settings.log_tail_lines else None,
     )
     return TrainingJobTrigger(**args.kwargs())
 

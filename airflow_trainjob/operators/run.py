@@ -286,6 +286,7 @@ class TrainingJobRun:
             number, timeout = self.identity.try_number, self._sync.timeout
             pods = resume.event_end(self.hook, self.log, job, event, self.settings, try_number=number, timeout=timeout)
             self._sync.saw(pods)
+            self._sync.read_before(event.get("tails"))  # the trigger's: the failed pods may be gone with their logs
             return job, pods
 
         return self._judged(job_ref(job), end)

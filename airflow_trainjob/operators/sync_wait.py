@@ -10,12 +10,14 @@ counts) and is given what it reads of the run: no reference to the run itself.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from airflow_trainjob.domain.deadlines import Deadlines, QueueState
+from airflow_trainjob.domain.failed_tails import TAILS_QUOTED, settled_tails
 from airflow_trainjob.domain.failures import pending_failures, quoted_tails
 from airflow_trainjob.domain.family import JobFamily
 from airflow_trainjob.domain.lifecycle import (
@@ -33,7 +35,7 @@ from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobStoppedError, TrainingJobTimeoutError
 from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import one_line
-from airflow_trainjob.hooks.evidence import TAILS_QUOTED, announced_end, read_tails
+from airflow_trainjob.hooks.evidence import announced_end, read_tails
 
 #: Seconds between two LISTs of a waiting job's pods while watching them fails (refused, e.g. a Role without ``watch``
 #: on pods, or failing again and again); while the watch works, every change of a pod is seen as it happens.
@@ -93,12 +95,22 @@ class SynchronousWait:
         #: fail: a pod its controller deletes with the job's failure (a Job's pod restarting in place) takes its log
         #: with it, before the verdict could read it.
         self.early_tails: dict[str, str] = {}
+        self._blank_reads: Counter[str] = Counter()  # source -> its early reads that came back blank
 
     def saw(self, pods: list[dict[str, Any]]) -> None:
         """Keep pods as last seen.
 
         :param pods: the job's pods, as the trigger's event shows them (a deferred try)."""
         self.seen_pods.update((p["metadata"]["name"], p) for p in pods)
+
+    def read_before(self, tails: Mapping[str, str] | None) -> None:
+        """Keep failed runs' tails read before the verdict: by the trigger, from its event (a deferred try).
+
+        :param tails: the event's ``tails`` (source -> its last lines, masked); None: an event without them (an
+            earlier version's trigger, or none read).
+        """
+        if tails:
+            self.early_tails = {**tails, **self.early_tails}
 
     def follow_to_end(self, ref: str, manifest: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
         """Start following the job's pods (:class:`~airflow_trainjob.watching.job_watch.PodFeed`) and, with
@@ -223,15 +235,16 @@ class SynchronousWait:
 
     def _read_early_tails(self, pods: list[dict[str, Any]]) -> None:
         """Read the tail of each failed run first seen now, up to :data:`TAILS_QUOTED` runs in all (best effort: a
-        log that cannot be read is left to the verdict)."""
+        log that cannot be read is left to the verdict; a blank one is read again at the pod's next state, a run
+        restarted since read as ``previous``: :func:`~airflow_trainjob.domain.failed_tails.settled_tails`)."""
         lines, kept = self.settings.log_tail_lines, self.early_tails
         if not lines or not pods or len(kept) >= TAILS_QUOTED:
             return
         new = [e for e in self._family().container_ends(pods) if e.failed and e.source not in kept]
         if new:
             namespace = pods[0]["metadata"]["namespace"]
-            read = read_tails(self.hook, namespace, new, lines, warn=False)
-            self.early_tails = {**kept, **{k: v for k, v in read.items() if v.strip()}}  # one rebinding: no lock
+            read = settled_tails(read_tails(self.hook, namespace, new, lines, warn=False), self._blank_reads)
+            self.early_tails = {**kept, **read}  # one rebinding: no lock
 
     def _warn_on_restarts(self, pods: list[dict[str, Any]], before: dict[str, int]) -> dict[str, int]:
         family = self._family()

@@ -124,7 +124,9 @@ class TrainingJobSensor(BaseSensorOperator):
         if event["outcome"] == FINISHED and job is not None:
             self.log.info("%s", event["message"])
             if family_of(self.kind).is_failed(job.get("status")):
-                raise failure_exception(self.hook, job, self.log_tail_lines, event.get("pods") or [])
+                raise failure_exception(
+                    self.hook, job, self.log_tail_lines, event.get("pods") or [], event.get("tails")
+                )
             return
         if event["outcome"] == DELETED:
             raise JobDeletedError(event["message"])

@@ -54,6 +54,11 @@ class TriggerArgs:
     :param secret_spans: where the task's secrets masker found secrets in the job it sent
         (:func:`~airflow_trainjob.domain.lead_log.secret_spans`: places, not values); the trigger has the triggerer mask
         them before it copies any line, as the task's own log would; kept as a list of lists. None or empty: none.
+    :param failed_tails: read the last ``log_tail_lines`` lines of each failed run's log when the pod watch first
+        sees it fail (the first :data:`~airflow_trainjob.domain.failed_tails.TAILS_QUOTED`; the controller may
+        delete the pod with the job's failure, log and all), masked, for the event's ``tails``; only for a wait
+        that owns its job (``owner_labels``). An operator's try sets it when it quotes tails, with the
+        ``secret_spans`` found then; False: a trigger stored by an earlier version (its spans may be missing).
     """
 
     kind: str
@@ -76,6 +81,7 @@ class TriggerArgs:
     log_tail_lines: int = 0
     follow_lead_log: bool | None = None
     secret_spans: Sequence[Sequence[Any]] = ()
+    failed_tails: bool = False
 
     def __post_init__(self) -> None:
         # The stored forms, fixed once (None as given by an older caller included): kwargs() gives back what the
@@ -103,7 +109,8 @@ class TriggerArgs:
         secret_spans: Sequence[Sequence[Any]] | None,
     ) -> TriggerArgs:
         """The wait of an operator's try for the job it took up: the try's settings of the same name (its
-        ``get_logs`` as ``follow_lead_log``), and the job's name, namespace and uid.
+        ``get_logs`` as ``follow_lead_log``; ``failed_tails`` when its ``log_tail_lines`` is not 0), and the job's
+        name, namespace and uid.
 
         :param settings: the try's :class:`~airflow_trainjob.domain.params.RunSettings`.
         :param kind: the job's kind.
@@ -111,12 +118,13 @@ class TriggerArgs:
         :param owner_labels: the labels that make the job this task instance's.
         :param try_number: the try that defers.
         :param started_at: epoch seconds the deadlines count from.
-        :param secret_spans: where the secrets of the job sent are (None: none, no log is copied).
+        :param secret_spans: where the secrets of the job sent are (None: none, no log is copied nor tail read).
         """
         shared = {f.name: getattr(settings, f.name) for f in fields(settings) if f.name in _NAMES}
         return cls(
             **shared,
             follow_lead_log=settings.get_logs,
+            failed_tails=settings.log_tail_lines > 0 and secret_spans is not None,
             kind=kind,
             name=metadata["name"],
             namespace=metadata["namespace"],

@@ -35,6 +35,7 @@ def event_payload(
     pods: Sequence[dict[str, Any]] = (),
     *,
     lead_log: dict[str, Any] | None = None,
+    tails: Mapping[str, str] | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """The event's payload (a JSON dict), within :data:`EVENT_BUDGET` characters of JSON whatever the job's pod
@@ -54,6 +55,11 @@ def event_payload(
     :param lead_log: where the trigger's copy of the lead's log stands (``lead_log``: a
         :meth:`~airflow_trainjob.domain.lead_log.LogCursor.to_dict`, ``"complete": true`` when the trigger read it to its
         end before stopping the lead's pod), or None.
+    :param tails: failed runs' log tails the trigger read when its pod watch first saw them fail, masked:
+        :attr:`~airflow_trainjob.domain.failures.ContainerEnd.source` -> its last lines, the first failure first. The
+        event keeps them (``tails``, absent when there are none) after the pods, as many as the budget holds, each
+        shortened to its last lines when it does not fit whole (:func:`fit_tail`); the resumed task quotes them
+        (``known_tails``) as the pods may be gone.
 
     Further keyword arguments are further keys of the payload: ``which`` for a timeout (``timeout``,
     ``startup_timeout`` or ``queue_timeout``).
@@ -68,7 +74,8 @@ def event_payload(
     }
     family = family_or_none((job or {}).get("kind"))
     keys = frozenset(family.pod_keys) if family is not None else frozenset()
-    return _within_budget(payload, [_pod_summary(p, keys) for p in _failed_first(pods, job)])
+    payload = _within_budget(payload, [_pod_summary(p, keys) for p in _failed_first(pods, job)])
+    return _with_tails(payload, tails or {})
 
 
 def _job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
@@ -195,3 +202,70 @@ def _within_budget(payload: dict[str, Any], pods: list[dict[str, Any]]) -> dict[
             break
         payload["pods"].append(pod)
     return payload
+
+
+#: Characters of JSON a tail that does not fit whole must have room for, at least, to be kept cut (its note and a
+#: line or two).
+MIN_TAIL_ROOM = 120
+#: The first line of a tail cut to fit: how many of its lines were left out (a last line cut too starts with ``...``).
+TAIL_CUT_NOTE = "[cut to fit the trigger's event ({budget} characters): {lines} earlier line(s) left out]"
+
+
+def _with_tails(payload: dict[str, Any], tails: Mapping[str, str]) -> dict[str, Any]:
+    """The payload with ``tails`` (``tails``) in what the budget leaves after the pods, in their order, each as
+    :func:`fit_tail` fits it in what is left then."""
+    kept: dict[str, str] = {}
+    for source, text in tails.items():
+        if not text.strip():
+            continue
+        fitted = fit_tail(text, EVENT_BUDGET - _size({**payload, "tails": {**kept, source: ""}}))
+        if fitted is not None:
+            kept[source] = fitted
+    return {**payload, "tails": kept} if kept else payload
+
+
+def fit_tail(text: str, room: int) -> str | None:
+    """``text`` in ``room`` characters of JSON string content: whole when it fits, else :data:`TAIL_CUT_NOTE` and its
+    last lines (the end of the last one, after ``...``, when even it is too long); None when it does not fit whole
+    and ``room`` is under :data:`MIN_TAIL_ROOM`.
+
+    :param text: a log tail (lines).
+    :param room: characters its JSON encoding may take, quotes excluded (count).
+    """
+    if _content_size(text) <= room:
+        return text
+    if room < MIN_TAIL_ROOM:
+        return None
+    lines = text.rstrip("\n").split("\n")
+    left = room - _content_size(TAIL_CUT_NOTE.format(lines=len(lines), budget=EVENT_BUDGET))
+    kept: list[str] = []
+    for line in reversed(lines):  # the last lines first: the error is at the end
+        cost = _content_size(line) + 2  # and the "\n" before it
+        if cost > left:
+            if not kept:  # the last line alone is too long: its end
+                kept.append(_end_within(line, left - 2))
+            break
+        kept.append(line)
+        left -= cost
+    if not kept or not kept[0]:
+        return None
+    note = TAIL_CUT_NOTE.format(lines=len(lines) - len(kept), budget=EVENT_BUDGET)
+    return "\n".join([note, *reversed(kept)])
+
+
+def _content_size(text: str) -> int:
+    """Characters of ``text``'s JSON encoding, quotes excluded."""
+    return _size(text) - 2
+
+
+def _end_within(line: str, room: int) -> str:
+    """The longest end of ``line`` whose JSON encoding after ``...`` fits in ``room`` characters, after ``...``;
+    ``""`` when none does."""
+    low, high = 0, len(line)  # characters kept: low fit, more than high do not
+    while low < high:
+        mid = (low + high + 1) // 2
+        if _content_size("..." + line[len(line) - mid :]) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return "..." + line[len(line) - low :] if low else ""

@@ -63,10 +63,12 @@ from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.triggers import kubernetes_side, log_pacing
 from airflow_trainjob.triggers.args import TriggerArgs
 from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED, TIMED_OUT, event_payload
+from airflow_trainjob.triggers.failed_tails import FailedTailsReader
 from airflow_trainjob.watching import cancel_safe
 from airflow_trainjob.watching.stream_source import WATCH_SECONDS, StreamSource
 
 if TYPE_CHECKING:
+    from airflow_trainjob.domain.failures import ContainerEnd
     from airflow_trainjob.hooks.api_errors import ApiCall
     from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
     from airflow_trainjob.watching.job_stream import JobChanges, JobStream
@@ -112,8 +114,12 @@ class TrainingJobTrigger(BaseEventTrigger):
     every :data:`CURSOR_RECORD_SECONDS`, and when the trigger is cancelled), so the trigger run again after a
     triggerer restart goes on from there; the resumed task copies the rest.
 
+    With ``failed_tails`` (an operator's try that quotes tails), each failed run's log tail is read when the stream's
+    pod watch first keeps the failure (:mod:`~airflow_trainjob.triggers.failed_tails`): the controller may delete the
+    pod with the job's failure, log and all; a failed job's event carries them (``tails``), masked.
+
     Its event's payload (``outcome``: finished, deleted, timeout or error; ``message``; ``job``; ``pods``;
-    ``lead_log``; ``which``) is :func:`~airflow_trainjob.triggers.events.event_payload`: within
+    ``lead_log``; ``tails``; ``which``) is :func:`~airflow_trainjob.triggers.events.event_payload`: within
     :data:`~airflow_trainjob.triggers.events.EVENT_BUDGET` characters of JSON, whatever the job's pod templates hold.
     """
 
@@ -141,6 +147,10 @@ class TrainingJobTrigger(BaseEventTrigger):
         self._announced = False  # the task log was told that the lead's lines are copied
         self._recorded: tuple[LogCursor | None, float] = (None, 0.0)  # the cursor last recorded on the job, and when
         self._pods_followed_on: JobStream | None = None  # the stream whose pod watch keeps this job's failed pods
+        #: Reads each failed run's log tail when the pod watch first keeps it (``failed_tails``), for the event.
+        self._tails_reader: FailedTailsReader | None = None
+        if args.failed_tails and args.log_tail_lines > 0 and args.owner_labels:
+            self._tails_reader = FailedTailsReader(args.namespace, args.log_tail_lines, self._mask_secrets)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return "airflow_trainjob.triggers.training_job.TrainingJobTrigger", self.args.kwargs()
@@ -265,6 +275,8 @@ class TrainingJobTrigger(BaseEventTrigger):
             self._reader = asyncio.create_task(
                 self._follow_lead_log(lambda: stream, running), name=f"lead log of {self._ref}"
             )
+        if self._tails_reader is not None:
+            self._tails_reader.start(self._failed_runs_kept, name=f"failed runs' log tails of {self._ref}")
         event: TriggerEvent | None = None
         try:
             self._follow_failed_pods(stream)
@@ -286,6 +298,8 @@ class TrainingJobTrigger(BaseEventTrigger):
         finally:
             self._follow_failed_pods(None)
             await self._stop_following()
+            if self._tails_reader is not None:
+                await self._tails_reader.stop()
             if event is None and _readable(stream):
                 # Cancelled (the triggerer stops): the trigger's next run goes on from here. Recorded before the
                 # sifter stops: a stream of the trigger's own closes with it.
@@ -358,20 +372,44 @@ class TrainingJobTrigger(BaseEventTrigger):
         stops = self._wait.family.user_run_policy(job).held and bool(self.owner_labels)
         listed = await self._pods(stream) if failed or stops else []
         pods = await self._with_failed_pods_seen(stream, job, listed) if failed else []
+        tails = await self._failed_tails(failed)
         lead_log = await self._stop_pods_at_terminal(stream, job, listed) if stops else None
-        return self._event(FINISHED, finished.message, job, pods=pods, **({"lead_log": lead_log} if lead_log else {}))
+        extra = {**({"lead_log": lead_log} if lead_log else {}), **({"tails": tails} if tails else {})}
+        return self._event(FINISHED, finished.message, job, pods=pods, **extra)
+
+    async def _failed_tails(self, failed: bool) -> dict[str, str]:
+        """The failed runs' tails read while the job ran, and those due now (within the reader's grace), for a job
+        that failed; none else."""
+        reader = self._tails_reader
+        if reader is None:
+            return {}
+        if not failed:
+            await reader.stop()
+            return {}
+        return await reader.finish()
+
+    def _failed_runs_kept(self) -> tuple[AsyncTrainingJobHook | None, list[ContainerEnd]]:
+        """What the tails' reader reads with: the hook of the stream that follows this job's pods (None: no
+        connection now) and the failed runs its pod watch keeps of the job as last seen, oldest first."""
+        stream, job = self._pods_followed_on, self._seen_job
+        if stream is None or stream.failed_pods is None or job is None:
+            return None, []
+        ends = self._wait.family.container_ends(stream.failed_pods.seen.pods_of(self.name, job))
+        return (stream.hook if stream.connected else None), ends
 
     def _follow_failed_pods(self, stream: JobStream | None) -> None:
         """Have ``stream``'s pod watch keep this job's failed pods (None: stop): the trigger reads its job from
         whichever stream the triggerer runs for its source now, and follows the job on that one only."""
         if stream is self._pods_followed_on:
             return
-        before = self._pods_followed_on
+        before, news = self._pods_followed_on, self._tails_reader.news if self._tails_reader is not None else None
         if before is not None and before.failed_pods is not None:
-            before.failed_pods.unfollow(self.name)
+            before.failed_pods.unfollow(self.name, news)
         self._pods_followed_on = stream
         if stream is not None and stream.failed_pods is not None:
-            stream.failed_pods.follow(self.name)
+            stream.failed_pods.follow(self.name, news)
+            if news is not None:
+                news.set()  # what the new stream's watch keeps is read from now on
 
     async def _with_failed_pods_seen(
         self, stream: JobStream, job: Mapping[str, Any], listed: list[dict[str, Any]]

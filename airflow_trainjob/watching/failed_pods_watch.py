@@ -79,24 +79,41 @@ class FailedPodsWatch:
         #: The failed pods kept of the followed jobs.
         self.seen = FailedPodsSeen(family)
         self._wanted = asyncio.Event()  # a job is followed: the watch runs from then on
+        self._news: dict[str, list[asyncio.Event]] = {}  # job name -> set when a failed pod of it is kept
         self._warned: str | None = None
         #: What the watch did: ``lists``, ``watches``, ``expired`` (410), ``failures``.
         self.stats: Counter[str] = Counter()
 
-    def follow(self, name: str) -> None:
+    def follow(self, name: str, news: asyncio.Event | None = None) -> None:
         """A trigger follows job ``name`` (:meth:`FailedPodsSeen.follow`); the first one starts the watch.
 
         :param name: the job's ``metadata.name``.
+        :param news: set each time a pod of the job with a failed run is kept (a new failure, or a kept pod's later
+            state: the trigger reads a failed run's log tail when it first sees it); None: nothing is told.
         """
         self.seen.follow(name)
+        if news is not None:
+            self._news.setdefault(name, []).append(news)
         self._wanted.set()
 
-    def unfollow(self, name: str) -> None:
+    def unfollow(self, name: str, news: asyncio.Event | None = None) -> None:
         """:meth:`FailedPodsSeen.unfollow`.
 
         :param name: the job's ``metadata.name``.
+        :param news: the event :meth:`follow` was given, told no more.
         """
         self.seen.unfollow(name)
+        told = self._news.get(name)
+        if news is not None and told is not None and news in told:
+            told.remove(news)
+            if not told:
+                del self._news[name]
+
+    def _saw(self, pod: dict[str, Any]) -> None:
+        """Take in ``pod``; tell the job's followers when it was kept."""
+        if self.seen.saw(pod) and self._news:
+            for news in self._news.get(self.seen.family.job_name_of(pod) or "", ()):
+                news.set()
 
     async def failed_pods(
         self, name: str, job: Mapping[str, Any] | None, *, catch_up: float = CATCH_UP_SECONDS
@@ -165,7 +182,7 @@ class FailedPodsWatch:
             )
             page: dict[str, Any] = json.loads(text)
             for pod in page.get("items") or []:
-                self.seen.saw(pod)
+                self._saw(pod)
             metadata = page.get("metadata") or {}
             token = metadata.get("continue")
             if not token:
@@ -189,7 +206,7 @@ class FailedPodsWatch:
                 resource_version = (pod.get("metadata") or {}).get("resourceVersion") or resource_version
                 policy.saw(resource_version)
                 if event["type"] != "BOOKMARK":
-                    self.seen.saw(pod)  # a deleted pod's final state counts too
+                    self._saw(pod)  # a deleted pod's final state counts too
         finally:
             await events.aclose()
         return resource_version, delivered

@@ -533,9 +533,13 @@ def test_the_trigger_gets_where_the_secrets_of_the_job_are_not_the_secrets(hook)
     (span,) = kwargs["secret_spans"]
     assert secret not in repr(kwargs)
     assert span == ["/spec/pytorchReplicaSpecs/Master/template/spec/containers/0/env/0/value", 0, len(secret)]
-    without_logs = TrainingJobRun(hook, who, RunSettings(get_logs=False), manifest=manifest, log=LOG)
-    without_logs.job = hook.job(NAME)
-    assert without_logs.trigger().serialize()[1]["secret_spans"] == []  # nothing copied: nothing to mask
+    quiet = TrainingJobRun(hook, who, RunSettings(get_logs=False, log_tail_lines=0), manifest=manifest, log=LOG)
+    quiet.job = hook.job(NAME)
+    assert quiet.trigger().serialize()[1]["secret_spans"] == []  # nothing copied nor read: nothing to mask
+    tails_only = TrainingJobRun(hook, who, RunSettings(get_logs=False), manifest=manifest, log=LOG)
+    tails_only.job = hook.job(NAME)
+    _, kwargs = tails_only.trigger().serialize()  # the failed runs' tails are read, for the event: masked
+    assert kwargs["secret_spans"] == [span] and kwargs["failed_tails"] is True and secret not in repr(kwargs)
 
 
 def test_complete_copies_the_rest_of_the_lead_log_after_the_triggers_cursor(hook, log_text):

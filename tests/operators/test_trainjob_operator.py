@@ -82,11 +82,11 @@ def test_success_returns_summary_streams_node_0_and_deletes_the_trainjob(
     wait_for(lambda: pods_of(core_v1, namespace, name) == [], what="its pods gone with it (JobSet, Jobs, pods)")
 
 
-@pytest.mark.parametrize("mode", ["sync"])
+@pytest.mark.parametrize("mode", MODES)
 def test_a_node_that_fails_with_exit_1_fails_the_task_for_good_and_says_which(ti, namespace, custom_objects, mode):
     """The failed node restarts in place (the JobSet's default ``restartPolicy: OnFailure``) until its Job's
     ``backoffLimit``; the Job's failure deletes it, log and all: its tail is the one the wait read when it first
-    saw it fail."""
+    saw it fail (deferred: the trigger, when its pod watch first kept the failure; the event carries it)."""
     with pytest.raises(AirflowFailException) as raised:
         run(make(NODE_1_FAILS, deferrable=mode == "deferred"), ti, mode)
     message = str(raised.value)

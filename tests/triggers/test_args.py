@@ -38,6 +38,7 @@ STORED_NAMES = [
     "log_tail_lines",
     "follow_lead_log",
     "secret_spans",
+    "failed_tails",
 ]
 
 
@@ -70,7 +71,13 @@ def test_a_trigger_stored_by_an_earlier_version_is_made_again_with_the_defaults(
     }
     trigger = TrainingJobTrigger(**older)
     _, kwargs = trigger.serialize()
-    assert kwargs == {**older, "try_number": None, "follow_lead_log": None, "secret_spans": []}
+    assert kwargs == {
+        **older,
+        "try_number": None,
+        "follow_lead_log": None,
+        "secret_spans": [],
+        "failed_tails": False,  # its spans may be missing: no tail read for its event
+    }
     assert trigger.args.started_at == 100.0 and trigger._deadlines.started_at == 100.0  # not reset by the restart
     assert TrainingJobTrigger(**kwargs).serialize() == trigger.serialize()
 
@@ -136,6 +143,7 @@ def test_a_run_hands_its_settings_by_name_and_get_logs_as_follow_lead_log():
         "log_tail_lines": 7,
         "follow_lead_log": False,
         "secret_spans": [],
+        "failed_tails": False,  # no spans found (None): no tail read
     }
 
 
@@ -165,6 +173,7 @@ def test_a_sensor_hands_its_job_and_its_poke_interval_and_timeout():
         "log_tail_lines": 0,  # the sensor's own log_tail_lines is for its failure message, not the trigger's
         "follow_lead_log": None,
         "secret_spans": [],
+        "failed_tails": False,  # a sensor's wait owns no job: the resumed sensor reads the tails itself
     }
     sensor.timeout = 0  # no timeout
     assert TriggerArgs.for_sensor(sensor, namespace="ml", started_at=9.0).timeout is None

@@ -8,18 +8,23 @@ creates its Master and Worker pods (owned by the job, labelled as the training o
 kubelet runs and which exit 1; then it deletes them and waits until they are gone; only then does it write the
 job's ``Failed`` condition. No ``ExitedWithCode`` event exists (no training operator saw the pods). The trigger,
 run as the triggerer runs a shared-stream trigger, must carry both failed pods in its event, from its pod watch;
-the resumed task (the operator deferred, the deferrable sensor) must name both replicas and their exit code.
+the resumed task (the operator deferred, the deferrable sensor) must name both replicas and their exit code. The
+operator's trigger also reads each failed run's log tail when its pod watch first sees it fail (as a controller with
+``cleanPodPolicy: All`` deletes the pods, logs and all, at the failure): the resumed task quotes them, masked.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from airflow.providers.common.compat.sdk import AirflowFailException, TaskDeferred
+from airflow.providers.common.compat.sdk import AirflowFailException, TaskDeferred, mask_secret
 
 from airflow_trainjob.constants import (
     GROUP,
@@ -45,7 +50,7 @@ REPLICAS = ("Master", "Worker")
 MULTIKUEUE = {"managedBy": ManagedBy.MULTIKUEUE.value}
 
 
-def owned_pod(job: dict[str, Any], replica_type: str) -> dict[str, Any]:
+def owned_pod(job: dict[str, Any], replica_type: str, code: str = FAILS) -> dict[str, Any]:
     """Replica ``replica_type``-0 of ``job`` as the training operator makes it: named, labelled, owned by the job."""
     name = job["metadata"]["name"]
     return {
@@ -65,21 +70,25 @@ def owned_pod(job: dict[str, Any], replica_type: str) -> dict[str, Any]:
                 }
             ],
         },
-        "spec": {"restartPolicy": "Never", "containers": [python_container(FAILS)]},
+        "spec": {"restartPolicy": "Never", "containers": [python_container(code)]},
     }
 
 
-def play_the_controller(core_v1, custom_objects, job: dict[str, Any]) -> None:
-    """Run the job's pods until both failed, delete them, wait until they are gone, then fail the job."""
+def play_the_controller(
+    core_v1, custom_objects, job: dict[str, Any], code: str = FAILS, before_deleting: Callable[[], None] = lambda: None
+) -> None:
+    """Run the job's pods (``code``) until both failed, then ``before_deleting()``; delete them, wait until they are
+    gone, then fail the job."""
     namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
     for replica_type in REPLICAS:
-        core_v1.create_namespaced_pod(namespace, owned_pod(job, replica_type))
+        core_v1.create_namespaced_pod(namespace, owned_pod(job, replica_type, code))
     selector = f"{LABEL_JOB_NAME}={name}"
 
     def phases() -> list[str]:
         return [p.status.phase for p in core_v1.list_namespaced_pod(namespace, label_selector=selector).items]
 
     wait_for(phases, lambda found: found == ["Failed", "Failed"], timeout=60, what="both pods failed")
+    before_deleting()
     for replica_type in REPLICAS:
         core_v1.delete_namespaced_pod(f"{name}-{replica_type.lower()}-0", namespace, grace_period_seconds=0)
     wait_for(phases, lambda found: found == [], timeout=60, what="both pods gone")
@@ -114,9 +123,18 @@ async def as_the_triggerer(trigger: TrainingJobTrigger) -> dict[str, Any]:
         await changes.aclose()  # type: ignore[attr-defined]  # (an async generator)
 
 
-def event_of_a_failure_whose_pods_went_first(trigger: TrainingJobTrigger, core_v1, custom_objects, job) -> dict:
-    """``trigger``'s event, the job's pods failed and deleted before the job failed (:func:`play_the_controller`),
-    once the trigger follows the job (its stream listed the jobs, its pod watch the pods)."""
+def event_of_a_failure_whose_pods_went_first(
+    trigger: TrainingJobTrigger, core_v1, custom_objects, job, code: str = FAILS, tails: int = 0
+) -> dict:
+    """``trigger``'s event, the job's pods (``code``) failed and deleted before the job failed
+    (:func:`play_the_controller`), once the trigger follows the job (its stream listed the jobs, its pod watch the
+    pods); with ``tails``, deleted once the trigger has read that many failed runs' tails (else a race)."""
+
+    def tails_read() -> None:
+        if tails:
+            reader = trigger._tails_reader
+            assert reader is not None, "the trigger reads no tail"
+            wait_for(lambda: len(reader.tails) >= tails, timeout=30, what=f"{tails} tails read by the trigger")
 
     async def scenario() -> dict[str, Any]:
         waiting = asyncio.ensure_future(as_the_triggerer(trigger))
@@ -125,7 +143,7 @@ def event_of_a_failure_whose_pods_went_first(trigger: TrainingJobTrigger, core_v
         while watch is not None and not watch.stats["lists"]:
             assert not waiting.done(), waiting.result()
             await asyncio.sleep(0.05)
-        await asyncio.to_thread(play_the_controller, core_v1, custom_objects, job)
+        await asyncio.to_thread(play_the_controller, core_v1, custom_objects, job, code, tails_read)
         return await asyncio.wait_for(waiting, 60)
 
     return asyncio.run(scenario())
@@ -150,6 +168,11 @@ def assert_names_both(event: dict[str, Any], error: str) -> None:
 def test_a_deferred_task_names_the_replicas_whose_pods_went_before_the_job_failed(
     ti, namespace, core_v1, custom_objects
 ):
+    """... and quotes each one's log tail, read by the trigger when its pod watch first saw it fail, and masked: a
+    secret the task's masker knows is in no event and no message."""
+    secret = f"hf_{uuid.uuid4().hex}"
+    mask_secret(secret)  # what reading a sensitive Variable in a template does (the trigger runs in this process)
+    code = f"import sys; print('bad shard', flush=True); print('token {secret}', flush=True); sys.exit(1)"
     operator = TrainingJobOperator(
         task_id="train",
         kind="PyTorchJob",
@@ -160,10 +183,17 @@ def test_a_deferred_task_names_the_replicas_whose_pods_went_before_the_job_faile
     with pytest.raises(TaskDeferred) as deferred:
         operator.execute({"ti": ti})
     (job,) = jobs(custom_objects, namespace)
-    event = event_of_a_failure_whose_pods_went_first(rebuild(deferred.value.trigger), core_v1, custom_objects, job)
+    trigger = rebuild(deferred.value.trigger)
+    event = event_of_a_failure_whose_pods_went_first(trigger, core_v1, custom_objects, job, code, tails=2)
     with pytest.raises(AirflowFailException) as raised:
         operator.execute_complete({"ti": ti}, event)
     assert_names_both(event, str(raised.value))
+    assert set(event.get("tails") or {}) == {"Master-0", "Worker-0"}, event
+    assert secret not in json.dumps(event)
+    message = str(raised.value)
+    for replica in ("Master-0", "Worker-0"):  # read by the trigger: the pods are gone at resume
+        assert f"Last log lines of {replica}:\n  | bad shard\n  | token ***" in message, message
+    assert secret not in message
 
 
 def test_a_deferrable_sensor_names_the_replicas_whose_pods_went_before_the_job_failed(

@@ -56,7 +56,7 @@ def test_serialize_is_exact():
             "cluster_context": None,
             "config_file": None,
             "in_cluster": None,
-            "target_conditions": ["Succeeded"],
+            "target_conditions": [],  # the job's success, in its family's word
             "started_at": 1.5,
             "timeout": 60,
             "startup_timeout": None,
@@ -68,6 +68,7 @@ def test_serialize_is_exact():
             "log_tail_lines": 7,
             "follow_lead_log": True,
             "secret_spans": [],
+            "failed_tails": False,
         },
     )
 
