@@ -298,7 +298,8 @@ def queue_line(ref: str, deadlines: Deadlines, turn: str | None, now: float) -> 
     state = deadlines.state
     where = state.where() if state else "its queue"
     startup, limit = deadlines.limits[STARTUP_TIMEOUT], deadlines.limits[QUEUE_TIMEOUT]
-    if turn == "admitted":
+    if turn == "admitted":  # its spec no longer suspends it: the queue by name, if any
+        where = f"Kueue queue {state.queue_name!r}" if state and state.queue_name else "its queue"
         return f"{ref} was admitted from {where}" + (
             f"; startup_timeout of {startup:g} s counts from now" if startup else ""
         )

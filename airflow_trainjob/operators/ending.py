@@ -340,10 +340,12 @@ class JobCleanup:
             fate = f"the training operator deletes it {ttl} s after it finished (ttlSecondsAfterFinished)" + (
                 f", in about {left:.0f} s" if left and left > 0 else ", now: that time has passed"
             )
+        # A family without a cleanup field (a TrainJob) says nothing of its pods: its controllers decide (a failed
+        # Job deletes its active pods).
         field = family.cleanup_policy_field
-        pods_fate = f"its pods follow {field} {plan.policy.clean_pod_policy}" if field else "its pods stay with it"
+        pods_fate = f"; its pods follow {field} {plan.policy.clean_pod_policy}" if field else ""
         self.log.info(
-            "Keeping %s %s %s/%s for inspection (on_finish=%r; %s); %s",
+            "Keeping %s %s %s/%s for inspection (on_finish=%r%s); %s",
             family.phase(job.get("status")),
             kind,
             namespace,

@@ -271,8 +271,9 @@ def copy_rest_of_lead_log(
         write_lines(log, copy.take(read, data))
     if copy.cursor.lines:
         log.info(
-            "The lead replica's log: %d lines in this task log (%d copied while the task waited)%s",
+            "The lead replica's log: %d line%s in this task log (%d copied while the task waited)%s",
             copy.cursor.lines,
+            "" if copy.cursor.lines == 1 else "s",
             before,
             f"; cut at {copy.max_bytes} bytes" if copy.cursor.cut else "",
         )

@@ -130,7 +130,7 @@ def test_an_admission_is_said_with_the_startup_timeout_that_starts():
     wait.seen(job("Created", "Suspended", suspend=True), T0)
     admitted = wait.seen(job("Created"), T0 + 5)
     assert admitted.lines.queue == (
-        f"{REF} was admitted from its queue (runPolicy.suspend is true); startup_timeout of 20 s counts from now"
+        f"{REF} was admitted from its queue; startup_timeout of 20 s counts from now"  # (no longer suspended)
     )
     assert admitted.look_again_in == pytest.approx(20 + LOOK_MARGIN)
 

@@ -781,3 +781,13 @@ def test_operator_and_sensor_word_their_shared_checks_alike(hook):
         "JAXJob, TrainJob"
     )
     assert hook.calls == []
+
+
+def test_a_one_line_lead_log_is_counted_in_the_singular(hook, log_text):
+    """(Found by a trial: ``1 lines``.)"""
+    run = make_run(hook, get_logs=True)
+    job = run.create_or_attach()
+    hook.set_status(NAME, SUCCEEDED)
+    hook.add_pod(NAME, "Master", exit_code=0, phase="Succeeded", log="only")
+    run.complete(_event(FINISHED, f"{REF} finished", {**job, "status": SUCCEEDED}))
+    assert "The lead replica's log: 1 line in this task log (0 copied while the task waited)" in log_text()

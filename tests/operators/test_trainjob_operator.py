@@ -83,7 +83,9 @@ def test_success_returns_summary_streams_node_0_and_deletes_the_trainjob(
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_node_that_fails_with_exit_1_fails_the_task_for_good_and_says_which(ti, namespace, custom_objects, mode):
+def test_a_node_that_fails_with_exit_1_fails_the_task_for_good_and_says_which(
+    ti, namespace, custom_objects, capfd, mode
+):
     """The failed node restarts in place (the JobSet's default ``restartPolicy: OnFailure``) until its Job's
     ``backoffLimit``; the Job's failure deletes it, log and all: its tail is the one the wait read when it first
     saw it fail (deferred: the trigger, when its pod watch first kept the failure; the event carries it)."""
@@ -95,6 +97,9 @@ def test_a_node_that_fails_with_exit_1_fails_the_task_for_good_and_says_which(ti
     assert "| bad input" in message  # node 1's log tail, read before the cleanup
     (kept,) = trainjobs(custom_objects, namespace)  # delete_succeeded_job keeps a failed TrainJob
     assert kept["metadata"]["name"] == ti.xcom["job_name"]
+    # Its failed Job deleted its pods: the line says nothing of them (it said "its pods stay with it").
+    keeping = f"Keeping Failed TrainJob {namespace}/{ti.xcom['job_name']} for inspection (on_finish="
+    assert f"{keeping}'delete_succeeded_job'); remove it with: kubectl delete" in capfd.readouterr().out
 
 
 def test_a_node_killed_137_is_retryable(ti, namespace):
