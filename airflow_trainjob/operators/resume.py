@@ -216,6 +216,14 @@ def pods_if_any(hook: Any, job: dict[str, Any], log: Any) -> list[dict[str, Any]
         return []
 
 
+def _lead_log_count(copy: LeadLogCopy, before: int) -> str:
+    """``The lead replica's log: 5 lines in this task log (2 copied while the task waited)``, with its cut."""
+    lines = copy.cursor.lines
+    cut = f"; cut at {copy.max_bytes} bytes" if copy.cursor.cut else ""
+    plural = "" if lines == 1 else "s"
+    return f"The lead replica's log: {lines} line{plural} in this task log ({before} copied while the task waited){cut}"
+
+
 def copy_rest_of_lead_log(
     hook: Any,
     log: Any,
@@ -270,10 +278,4 @@ def copy_rest_of_lead_log(
             return
         write_lines(log, copy.take(read, data))
     if copy.cursor.lines:
-        log.info(
-            "The lead replica's log: %d line%s in this task log (%d copied while the task waited)%s",
-            copy.cursor.lines,
-            "" if copy.cursor.lines == 1 else "s",
-            before,
-            f"; cut at {copy.max_bytes} bytes" if copy.cursor.cut else "",
-        )
+        log.info("%s", _lead_log_count(copy, before))
