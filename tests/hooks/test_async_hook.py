@@ -130,7 +130,8 @@ def test_async_calls_roundtrip(kubernetes_default_conn, namespace):
             with pytest.raises(QuietApiException) as gone:
                 await hook.get_job_async("PyTorchJob", "async-crud", namespace)
         assert not hook.connected
-        pods = await hook.list_job_pods_async("async-crud", namespace)  # outside connect(): a client of its own
+        # Outside connect(): a client of its own.
+        pods = await hook.list_job_pods_async("async-crud", namespace, kind="PyTorchJob")
         return job, page, events, wrong_uid.value, deleted, again, gone.value, pods
 
     job, page, events, wrong_uid, deleted, again, gone, pods = asyncio.run(main())
