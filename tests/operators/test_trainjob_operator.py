@@ -35,11 +35,11 @@ SLEEP = "import time; time.sleep(120)"
 SIGKILL_SELF = "import os, signal; print('about to die', flush=True); os.kill(os.getpid(), signal.SIGKILL)"
 
 
-def make(code: str, nodes: int = 2, **kwargs) -> TrainJobOperator:
+def make(code: str, nodes: int = 2, runtime: str = "torch-distributed", **kwargs) -> TrainJobOperator:
     kwargs.setdefault("poll_interval", 0.5)
     return TrainJobOperator(
         task_id="train",
-        runtime="torch-distributed",
+        runtime=runtime,
         trainer={"numNodes": nodes, "command": ["python", "-c", code]},
         **kwargs,
     )
@@ -272,14 +272,8 @@ def own_runtime(custom_objects, namespace):
 
 def test_a_failed_initializer_step_is_named_with_its_container_and_tail(ti, namespace, own_runtime):
     runtime = own_runtime(fetch="import sys; print('fetching hf://tatsu-lab/alpaca: 401', flush=True); sys.exit(2)")
-    operator = TrainJobOperator(
-        task_id="train",
-        runtime=runtime,
-        trainer={"numNodes": 1, "command": ["python", "-c", OK]},
-        poll_interval=0.5,
-    )
     with pytest.raises(AirflowFailException) as raised:
-        operator.execute({"ti": ti})
+        make(OK, nodes=1, runtime=runtime).execute({"ti": ti})
     message = str(raised.value)
     assert "First failure (permanent: not retried): dataset-initializer-0 (pod " in message, message
     assert "container dataset-initializer): exit code 2" in message, message
@@ -291,14 +285,8 @@ def test_a_failed_init_container_of_a_node_is_named(ti, namespace, own_runtime):
         fetch="print('dataset ready', flush=True)",
         node_init="import sys; print('weights: access denied', flush=True); sys.exit(3)",
     )
-    operator = TrainJobOperator(
-        task_id="train",
-        runtime=runtime,
-        trainer={"numNodes": 1, "command": ["python", "-c", OK]},
-        poll_interval=0.5,
-    )
     with pytest.raises(AirflowFailException) as raised:
-        operator.execute({"ti": ti})
+        make(OK, nodes=1, runtime=runtime).execute({"ti": ti})
     message = str(raised.value)
     assert "First failure (permanent: not retried): node-0 (pod " in message, message
     assert "initContainer fetch-weights): exit code 3" in message and "| weights: access denied" in message, message
