@@ -122,6 +122,12 @@ def airflow_env(
             # Their health servers bind every interface; the api-server's /monitor/health reads the heartbeats.
             "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
             "AIRFLOW__TRIGGERER__ENABLE_HEALTH_CHECK": "False",
+            # A task's process parses its DAG file itself; with four test shards on two cores, six task processes
+            # starting at once took longer than the default 30 s, and each try was rescheduled as "Dag not found"
+            # (up_for_reschedule, 60 s later, again all at once). The DAG processor's limit rises with it.
+            "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "120",
+            "AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT": "150",
+            "AIRFLOW__WORKERS__MISSING_DAG_RETRY_DELAY": "5",
             # A DAG file a test adds after the start is found within seconds, not the default 5 minutes.
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         }
@@ -491,7 +497,8 @@ class AirflowApi:
                 )
             if time.monotonic() > deadline:
                 raise AssertionError(
-                    f"{dag_id}.{task_id} in {run_id} still {ti['state']} after {timeout:g} s, not {sorted(wanted)}"
+                    f"{dag_id}.{task_id} in {run_id} still {ti['state']} after {timeout:g} s, not {sorted(wanted)}; "
+                    "the end of its log:\n" + self._log_tail(dag_id, run_id, task_id, map_index)
                 )
             time.sleep(0.5)
 
