@@ -195,3 +195,23 @@ def test_the_parameter_is_true_false_or_none():
     assert raised.value.problems == [
         "openlineage_inject_parent_job_info: must be True, False or None (the config decides), got str 'yes'"
     ]
+
+
+def test_a_whole_job_gets_it_in_every_replica_types_containers(openlineage_on):
+    whole = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MPIJob",
+        "metadata": {"name": "allreduce"},
+        "spec": {
+            "mpiReplicaSpecs": {
+                "Launcher": {"template": {"spec": {"containers": [{"name": "launcher", "image": "mpi:1"}]}}},
+                "Worker": {"replicas": 2, "template": {"spec": {"containers": [{"name": "worker", "image": "mpi:1"}]}}},
+            }
+        },
+    }
+    ti = LineageTaskInstance()
+    op = TrainingJobOperator(task_id="train", job=whole, openlineage_inject_parent_job_info=True)
+    specs = rendered(op, ti)["spec"]["mpiReplicaSpecs"]
+    for replica in specs.values():
+        (container,) = replica["template"]["spec"]["containers"]
+        assert lineage_env(container)["OPENLINEAGE_PARENT_ID"] == macros.lineage_parent_id(ti)
