@@ -677,3 +677,69 @@ def test_the_last_sight_is_shed_before_the_manifests(monkeypatch):
     latest, oldest = read_records(store.get(RECORD_KEY))
     assert "last_seen" in oldest.omitted and oldest.last_seen is None and oldest.manifest_yaml
     assert latest.last_seen is not None
+
+
+# ---- the training's own progress over the try ----------------------------------------------------------------
+
+
+def trainjob(percent: int, at: str, **metrics: str) -> dict[str, Any]:
+    trainer = {
+        "progressPercentage": percent,
+        "estimatedRemainingSeconds": 100 - percent,
+        "lastUpdatedTime": at,
+        "metrics": [{"name": k, "value": v} for k, v in metrics.items()],
+    }
+    running = [{"name": "node", "active": 1, "ready": 1, "succeeded": 0, "failed": 0, "suspended": 0}]
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "train-job", "namespace": "ml", "uid": "u-1", "labels": identity().labels()},
+        "status": {"jobsStatus": running, "trainerStatus": trainer},
+    }
+
+
+def test_a_running_try_records_a_point_each_time_the_progress_changes_and_its_end_keeps_them():
+    store = Store()
+    rec = recorder(store)
+    rec.started(trainjob(0, "2026-12-07T10:00:00Z"), None, attached=False)
+    rec.seen(trainjob(10, "2026-12-07T10:00:10Z", loss="0.9"))
+    rec.seen(trainjob(10, "2026-12-07T10:00:20Z", loss="0.9"))  # reported again, unchanged: no new point
+    rec.seen(trainjob(40, "2026-12-07T10:00:30Z", loss="0.5"))
+    (running,) = read_records(store.get(RECORD_KEY))
+    assert running.last_seen is not None
+    assert [(p["percentage"], p["metrics"]) for p in running.last_seen.progress] == [
+        (10, {"loss": "0.9"}),
+        (40, {"loss": "0.5"}),
+    ]
+    done = trainjob(100, "2026-12-07T10:01:00Z", loss="0.1")
+    rec.ended("succeeded", done)
+    (ended,) = read_records(store.get(RECORD_KEY))
+    assert ended.final is not None and ended.last_seen is None
+    assert [p["at"] for p in ended.final.progress] == [
+        "2026-12-07T10:00:10Z",
+        "2026-12-07T10:00:30Z",
+        "2026-12-07T10:01:00Z",
+    ]
+
+
+def test_a_deferred_try_records_the_points_its_trigger_kept():
+    store = Store()
+    rec = recorder(store)
+    from_trigger = [
+        {"at": "2026-12-07T10:00:10Z", "percentage": 10, "estimated_remaining_seconds": 90, "metrics": {"l": "1"}},
+        {"at": "2026-12-07T10:00:30Z", "percentage": 60, "estimated_remaining_seconds": 40, "metrics": {"l": "2"}},
+    ]
+    rec.took_over(from_trigger)
+    rec.took_over(None)  # an event without points (an earlier trigger's)
+    rec.ended("failed", trainjob(60, "2026-12-07T10:00:30Z", l="2"), message="boom")
+    (ended,) = read_records(store.get(RECORD_KEY))
+    assert ended.final is not None and ended.final.progress == from_trigger, "the job's last point is the trigger's"
+
+
+def test_a_v1_job_keeps_no_points():
+    store = Store()
+    rec = recorder(store)
+    rec.seen(job())
+    rec.ended("succeeded", job(conditions=[{"type": "Succeeded", "status": "True"}]))
+    (ended,) = read_records(store.get(RECORD_KEY))
+    assert ended.final is not None and ended.final.progress == []
