@@ -743,3 +743,41 @@ def test_a_v1_job_keeps_no_points():
     rec.ended("succeeded", job(conditions=[{"type": "Succeeded", "status": "True"}]))
     (ended,) = read_records(store.get(RECORD_KEY))
     assert ended.final is not None and ended.final.progress == []
+
+
+def test_a_deferred_try_killed_in_the_triggerer_parks_its_progress_points_with_its_end(monkeypatch):
+    """The trigger's points, and the one the job read at ``on_kill`` reports: the tab shows them after the kill."""
+    import asyncio
+    import types
+
+    from airflow.sdk.execution_time.xcom import XCom
+
+    from airflow_trainjob.triggers import kubernetes_side
+    from airflow_trainjob.triggers.training_job import TrainingJobTrigger
+
+    parked: list[Any] = []
+
+    async def aset(key: str, value: Any, **where: Any) -> None:
+        parked.append(json.loads(json.dumps(value)))
+
+    async def list_events_async(namespace: str, names: Any) -> list[dict[str, Any]]:
+        return []
+
+    monkeypatch.setattr(XCom, "aset", aset)
+    trigger = TrainingJobTrigger(kind="TrainJob", name="train-job", namespace="ml", try_number=1)
+    trigger._judge_seen(trainjob(10, "2026-12-07T10:00:10Z", loss="0.9"))  # what its wait saw
+    trigger._judge_seen(trainjob(10, "2026-12-07T10:00:20Z", loss="0.9"))  # reported again: no point
+    ti = types.SimpleNamespace(dag_id="retrain", task_id="train", run_id="manual__1", map_index=-1)
+    hook = types.SimpleNamespace(list_events_async=list_events_async)
+
+    async def park() -> None:
+        await kubernetes_side.load()
+        await trigger._park_end(hook, ti, trainjob(30, "2026-12-07T10:00:30Z", loss="0.7"), [])
+
+    asyncio.run(park())
+    parked_try = job_records.read_parked(parked[0])
+    assert parked_try is not None
+    assert [(p["percentage"], p["metrics"]) for p in parked_try[1].progress] == [
+        (10, {"loss": "0.9"}),
+        (30, {"loss": "0.7"}),
+    ]

@@ -16,6 +16,7 @@ from airflow.exceptions import TaskDeferred
 
 from airflow_trainjob.constants import TRAINER_GROUP, TRAINER_VERSION
 from airflow_trainjob.domain.records import RECORD_KEY, read_records
+from airflow_trainjob.exceptions import TrainingJobStoppedError
 from airflow_trainjob.operators.trainjob import TrainJobOperator
 from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.deferred import MODES, first_event, rebuild
@@ -135,3 +136,30 @@ def _points(store: TaskStateStoreStandIn) -> list[dict]:
     (record,) = read_records(store.get(RECORD_KEY))
     assert record.final is not None and record.final.outcome == "succeeded"
     return record.final.progress
+
+
+def test_a_try_stopped_by_airflow_keeps_the_progress_it_saw(ti, namespace, custom_objects, capfd, tmp_path):
+    """``on_kill`` (marked failed or success, cleared) records the try's end with its points: the tab shows them."""
+    operator = TrainJobOperator(
+        task_id="train",
+        runtime="torch-distributed",
+        trainer={"numNodes": 1, "command": ["python", "-c", training(tmp_path / "never")]},
+        poll_interval=0.5,
+        get_logs=False,
+    )
+    store = TaskStateStoreStandIn()
+    thread, outcome = try_in_thread(operator, {"ti": ti, "task_state_store": store}, "sync")
+    name = wait_for(lambda: running_trainjob(custom_objects, namespace), timeout=120, what="the TrainJob running")
+    (percent, left, metrics), line = STEPS[0], LINES[0]
+    body = {"status": {"trainerStatus": trainer_status(percent, left, metrics)}}
+    custom_objects.patch_namespaced_custom_object_status(
+        TRAINER_GROUP, TRAINER_VERSION, namespace, "trainjobs", name, body
+    )
+    seen: list[str] = []
+    wait_for(lambda: seen.append(capfd.readouterr().out) or "".join(seen), lambda log: line in log, what=line)
+    operator.on_kill()
+    thread.join(60)
+    assert isinstance(outcome.get("error"), TrainingJobStoppedError), outcome
+    (record,) = read_records(store.get(RECORD_KEY))
+    assert record.final is not None and record.final.outcome == "stopped"
+    assert [(p["percentage"], p["metrics"]) for p in record.final.progress] == [(percent, metrics)]
