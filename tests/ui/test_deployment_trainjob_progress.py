@@ -1,15 +1,18 @@
 """A TrainJob's own progress where DAG authors look, in a real Airflow deployment (api-server, scheduler,
-dag-processor, triggerer) on the local cluster: one DAG run holds a synchronous and a deferred TrainJob task whose
-nodes run until the test releases them; meanwhile the test writes each TrainJob's ``status.trainerStatus`` through its
-status subresource in two steps, as a trainer with Kubeflow Trainer's ``TrainJobStatus`` feature would (the local
-trainer's status writes are merge patches: they keep it).
+dag-processor, triggerer) on the local cluster: one DAG run holds four TrainJob tasks whose nodes run until the test
+releases them -- a synchronous and a deferred one that succeed, a deferred one marked failed and a synchronous one
+cleared; meanwhile the test writes each TrainJob's ``status.trainerStatus`` through its status subresource (two steps
+for the first two, one for the others), as a trainer with Kubeflow Trainer's ``TrainJobStatus`` feature would (the
+local trainer's status writes are merge patches: they keep it).
 
 Asserted: each step is one progress line in the task log, in both modes (the deferred one's from its trigger); the
 Training job tab of the running synchronous task, in headless Chromium, shows the progress bar at the last percentage
 (``role=progressbar`` and its ``aria-valuenow``), the estimate in words and the metrics as a table over time (one row per
 report, one column per metric), saved as a screenshot; the Training jobs page shows the progress in the TrainJob's
-row; once both succeeded (and their TrainJobs were deleted), the tab's answer still has both reports of each try,
-the deferred one's handed over by its trigger's event.
+row; the killed try's tab shows the report its trigger saw (parked with its end), the cleared try's the one it
+recorded while it ran (and its next try, whose TrainJob reports nothing, none); once the first two succeeded (and
+their TrainJobs were deleted), the tab's answer still has both reports of each try (the deferred one's handed over by
+its trigger's event), and the XCom summary the last.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ if TYPE_CHECKING:
     from tests.support.browser import Browser
 
 DAG_ID = "e2e_trainjob_progress"
-MODES = ("sync", "deferred")
 #: Where the test releases the nodes (pods are processes of this machine: they see it).
 RELEASES = Path(tempfile.gettempdir()) / f"trainjob-progress-{os.getpid()}"
 #: The two reports the test writes, in order: (percentage, seconds left, metrics).
@@ -46,6 +48,11 @@ LINES = [
     "45% done, about 300 s left; loss 0.2347, accuracy 0.9876",
     "80% done, about 75 s left; loss 0.1021, accuracy 0.9950",
 ]
+#: The tasks: the two that succeed once released; a deferred one marked failed (killed in the triggerer) and a
+#: synchronous one cleared (killed on its worker), each after one report.
+SUCCEEDING = {"train_sync": False, "train_deferred": True}
+KILLED, CLEARED = "killed_deferred", "cleared_sync"
+TASKS = {**SUCCEEDING, KILLED: True, CLEARED: False}
 DAG_SOURCE = textwrap.dedent(
     f"""
     from datetime import datetime
@@ -54,8 +61,8 @@ DAG_SOURCE = textwrap.dedent(
 
     from airflow_trainjob.operators.trainjob import TrainJobOperator
 
-    def until_released(mode):
-        path = {str(RELEASES)!r} + "/" + mode
+    def until_released(task_id):
+        path = {str(RELEASES)!r} + "/" + task_id
         return (
             "import os, time\\n"
             f"while not os.path.exists({{path!r}}):\\n"
@@ -64,12 +71,12 @@ DAG_SOURCE = textwrap.dedent(
         )
 
     with DAG(dag_id={DAG_ID!r}, schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as dag:
-        for mode in {list(MODES)!r}:
+        for task_id, deferrable in {TASKS!r}.items():
             TrainJobOperator(
-                task_id=f"train_{{mode}}",
+                task_id=task_id,
                 runtime="torch-distributed",
-                trainer={{"numNodes": 1, "command": ["python", "-c", until_released(mode)]}},
-                deferrable=mode == "deferred",
+                trainer={{"numNodes": 1, "command": ["python", "-c", until_released(task_id)]}},
+                deferrable=deferrable,
                 poll_interval=1,
                 startup_timeout=180,
                 timeout=600,
@@ -154,24 +161,29 @@ def running_trainjobs(custom_objects, namespace: str) -> dict[str, str]:
     }
 
 
+def report(custom_objects, namespace: str, name: str, step: tuple[int, int, dict[str, str]]) -> None:
+    """Write ``step`` as the TrainJob's ``status.trainerStatus`` through its status subresource."""
+    body = {"status": {"trainerStatus": trainer_status(*step)}}
+    custom_objects.patch_namespaced_custom_object_status(
+        TRAINER_GROUP, TRAINER_VERSION, namespace, "trainjobs", name, body
+    )
+
+
 @pytest.fixture(scope="module")
 def run_id(airflow: AirflowDeployment, custom_objects, module_namespace) -> str:
-    """One run of the DAG, both TrainJobs running; each reported in two steps, each step seen in its task log."""
+    """One run of the DAG, every TrainJob running; the succeeding ones reported in two steps, the others in one,
+    each step seen in its task's log."""
     api = airflow.api(ADMIN)
     run_id = str(api.trigger(DAG_ID)["dag_run_id"])
     names = wait_for(
         lambda: running_trainjobs(custom_objects, module_namespace),
-        lambda found: len(found) == len(MODES),
+        lambda found: len(found) == len(TASKS),
         timeout=300,
-        what="both TrainJobs running",
+        what="every TrainJob running",
     )
-    for (percent, left, metrics), line in zip(STEPS, LINES, strict=True):
-        for mode in MODES:
-            task_id = f"train_{mode}"
-            body = {"status": {"trainerStatus": trainer_status(percent, left, metrics)}}
-            custom_objects.patch_namespaced_custom_object_status(
-                TRAINER_GROUP, TRAINER_VERSION, module_namespace, "trainjobs", names[task_id], body
-            )
+    for index, (step, line) in enumerate(zip(STEPS, LINES, strict=True)):
+        for task_id in TASKS if index == 0 else SUCCEEDING:
+            report(custom_objects, module_namespace, names[task_id], step)
             wait_for(
                 functools.partial(api.task_log_text, DAG_ID, run_id, task_id, 1),
                 functools.partial(has_line, line),
@@ -182,10 +194,10 @@ def run_id(airflow: AirflowDeployment, custom_objects, module_namespace) -> str:
 
 
 def test_each_report_is_one_progress_line_in_the_task_log_in_both_modes(airflow, run_id):
-    for mode in MODES:
-        log = airflow.api(ADMIN).task_log_text(DAG_ID, run_id, f"train_{mode}", 1)
+    for task_id in SUCCEEDING:
+        log = airflow.api(ADMIN).task_log_text(DAG_ID, run_id, task_id, 1)
         for line in LINES:
-            assert log.count(f"1 active, 1 ready; {line}") == 1, f"{mode}: {line!r} not once in:\n{log[-3000:]}"
+            assert log.count(f"1 active, 1 ready; {line}") == 1, f"{task_id}: {line!r} not once in:\n{log[-3000:]}"
 
 
 def test_the_tab_shows_the_bar_the_estimate_and_the_metrics_over_time(
@@ -222,28 +234,69 @@ def test_the_jobs_page_shows_the_progress_in_the_trainjobs_row(airflow: AirflowD
     open_view(browser, f"{airflow.base_url}/plugin/training-jobs")
     cells = wait_for(
         lambda: browser.script(JOBS_PROGRESS_JS),
-        lambda found: len(found) == len(MODES),
+        lambda found: len(found) == len(TASKS),
         timeout=60,
         what="a progress bar in each TrainJob's row",
     )
-    assert all(value == "80" and "80% · about 1 min left" in said for value, said in cells), cells
+    assert sorted(value for value, _ in cells) == ["45", "45", "80", "80"], cells
+    assert all("80% · about 1 min left" in said for value, said in cells if value == "80"), cells
+    assert all("45% · about 5 min left" in said for value, said in cells if value == "45"), cells
+
+
+def test_a_deferred_try_marked_failed_shows_the_progress_its_trigger_saw(airflow: AirflowDeployment, run_id: str):
+    airflow.api(ADMIN).set_task_state(DAG_ID, run_id, KILLED, "failed")
+    latest = wait_for(
+        functools.partial(latest_try, airflow, run_id, KILLED),
+        lambda t: not t["exists"] and t["outcome"] == "stopped",
+        timeout=120,
+        what=f"{KILLED}'s TrainJob deleted and its end parked by its trigger",
+    )
+    assert latest["seen_by"] == "trigger", latest
+    points = [(p["percentage"], p["estimated_remaining_seconds"], p["metrics"]) for p in latest["progress_history"]]
+    assert points == STEPS[:1], points
+
+
+def test_a_cleared_synchronous_try_shows_the_progress_it_recorded_while_it_ran(
+    airflow: AirflowDeployment, run_id: str
+) -> None:
+    # The run's fixture saw the report's line: the synchronous wait records its point as it logs it (a cleared try's
+    # own end is refused: Airflow replaced its task instance's id), so the first try's tab shows it after the clear.
+    wait_for(
+        functools.partial(latest_try, airflow, run_id, CLEARED),
+        lambda t: [p["percentage"] for p in t["progress_history"]] == [45],
+        timeout=60,
+        what=f"{CLEARED}'s report in its tab",
+    )
+    api = airflow.api(ADMIN)
+    api.clear_task(DAG_ID, run_id, [CLEARED])
+    first, second = wait_for(
+        lambda: tries(airflow, run_id, CLEARED)[::-1],
+        lambda found: len(found) == 2 and not found[0]["exists"],
+        timeout=240,
+        what=f"{CLEARED}'s second try, its first try's TrainJob deleted",
+    )
+    points = [(p["percentage"], p["estimated_remaining_seconds"], p["metrics"]) for p in first["progress_history"]]
+    assert points == STEPS[:1], first
+    assert second["progress_history"] == [], "the second try's TrainJob reported nothing"
+    (RELEASES / CLEARED).touch()
+    api.wait_for_task_state(DAG_ID, run_id, CLEARED, "success", timeout=300)
 
 
 def test_after_success_each_try_keeps_both_reports(airflow: AirflowDeployment, run_id: str) -> None:
     api = airflow.api(ADMIN)
-    for mode in MODES:
-        (RELEASES / mode).touch()
-    for mode in MODES:
-        api.wait_for_task_state(DAG_ID, run_id, f"train_{mode}", "success", timeout=300)
+    for task_id in SUCCEEDING:
+        (RELEASES / task_id).touch()
+    for task_id in SUCCEEDING:
+        api.wait_for_task_state(DAG_ID, run_id, task_id, "success", timeout=300)
         latest = wait_for(
-            functools.partial(latest_try, airflow, run_id, f"train_{mode}"),
+            functools.partial(latest_try, airflow, run_id, task_id),
             lambda t: not t["exists"] and t["outcome"] == "succeeded",
             timeout=120,
-            what=f"train_{mode}'s TrainJob deleted and its end recorded",
+            what=f"{task_id}'s TrainJob deleted and its end recorded",
         )
         points = [(p["percentage"], p["estimated_remaining_seconds"], p["metrics"]) for p in latest["progress_history"]]
-        assert points == STEPS, f"{mode}: {points}"
-        path = f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/train_{mode}/xcomEntries/return_value"
+        assert points == STEPS, f"{task_id}: {points}"
+        path = f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/return_value"
         value = api.request("GET", path)["value"]
         summary = json.loads(value) if isinstance(value, str) else value
         assert summary["progress"]["percentage"] == 80 and summary["progress"]["metrics"] == STEPS[1][2], summary
