@@ -63,6 +63,16 @@ def test_a_wait_logs_a_line_when_the_progress_changes_and_not_when_it_is_reporte
     ]
 
 
+def test_a_finished_trainjobs_line_keeps_its_last_percentage_and_metrics_but_no_time_left():
+    complete = {
+        "conditions": [{"type": "Complete", "status": "True", "reason": "AllJobsCompleted"}],
+        **trainer_status(100, 5, "2026-12-07T10:00:00Z", loss="0.1"),
+    }
+    assert progress_line("TrainJob ml/t", TRAINJOB, complete) == (
+        "TrainJob ml/t: Complete (AllJobsCompleted) — 100% done; loss 0.1"
+    )
+
+
 def test_many_metrics_are_counted_past_the_first_eight():
     metrics = {f"m{i}": str(i) for i in range(11)}
     assert metrics_words(metrics) == "m0 0, m1 1, m2 2, m3 3, m4 4, m5 5, m6 6, m7 7, and 3 more metrics"
