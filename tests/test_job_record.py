@@ -781,3 +781,40 @@ def test_a_deferred_try_killed_in_the_triggerer_parks_its_progress_points_with_i
         (10, {"loss": "0.9"}),
         (30, {"loss": "0.7"}),
     ]
+
+
+def test_progress_reports_are_written_at_the_sights_rate_yet_every_point_reaches_the_end(monkeypatch):
+    """A trainer reporting every second writes the record no faster than other changes do (``SEEN_BURST``, then one
+    per ``SEEN_WRITE_SECONDS``); the points held back meanwhile are in the next write, and all of them in the end."""
+    clock = [1000.0]
+    monkeypatch.setattr(job_recorder.time, "monotonic", lambda: clock[0])
+    store, writes = Store(), []
+    original = store.set
+    store.set = lambda key, value, *, retention=None: (writes.append(key), original(key, value, retention=retention))
+    rec = recorder(store)
+    rec.started(trainjob(0, "2026-12-07T10:00:00Z"), None, attached=False)
+    for second in range(1, 21):
+        rec.seen(trainjob(second * 4, f"2026-12-07T10:00:{second:02d}Z", loss=str(1 / second)))
+    assert len(writes) == 1 + job_recorder.SEEN_BURST, "the start, then the burst: the rest held back"
+    clock[0] += job_recorder.SEEN_WRITE_SECONDS
+    rec.seen(trainjob(80, "2026-12-07T10:00:20Z", loss=str(1 / 20)))  # the wait looks again when the write is due
+    (running,) = read_records(store.get(RECORD_KEY))
+    assert running.last_seen is not None and len(running.last_seen.progress) == 20
+    rec.ended("succeeded", trainjob(100, "2026-12-07T10:00:30Z", loss="0.01"))
+    (ended,) = read_records(store.get(RECORD_KEY))
+    assert ended.final is not None and [p["percentage"] for p in ended.final.progress] == [*range(4, 84, 4), 100]
+
+
+def test_an_older_tries_progress_is_shed_after_its_pods_and_before_its_manifest(monkeypatch):
+    monkeypatch.setenv("AIRFLOW__STATE_STORE__MAX_VALUE_STORAGE_BYTES", "9000")
+    store = Store()
+    for n in (1, 2):
+        rec = recorder(store, n)
+        rec.started(trainjob(0, "2026-12-07T10:00:00Z"), manifest("print(1)"), attached=False)
+        for second in range(1, 40):
+            rec.note_progress(trainjob(second, f"2026-12-07T10:00:{second:02d}Z", loss=f"0.{second:04d}"))
+        rec.ended("failed", trainjob(40, "2026-12-07T10:00:40Z", loss="0.0040"), message="boom")
+    assert len(store.values[RECORD_KEY]) <= 9000
+    latest, oldest = read_records(store.get(RECORD_KEY))
+    assert "progress" in oldest.omitted and oldest.final is not None and oldest.final.progress == []
+    assert oldest.manifest_yaml and latest.final is not None and len(latest.final.progress) == 40
