@@ -677,3 +677,144 @@ def test_the_last_sight_is_shed_before_the_manifests(monkeypatch):
     latest, oldest = read_records(store.get(RECORD_KEY))
     assert "last_seen" in oldest.omitted and oldest.last_seen is None and oldest.manifest_yaml
     assert latest.last_seen is not None
+
+
+# ---- the training's own progress over the try ----------------------------------------------------------------
+
+
+def trainjob(percent: int, at: str, **metrics: str) -> dict[str, Any]:
+    trainer = {
+        "progressPercentage": percent,
+        "estimatedRemainingSeconds": 100 - percent,
+        "lastUpdatedTime": at,
+        "metrics": [{"name": k, "value": v} for k, v in metrics.items()],
+    }
+    running = [{"name": "node", "active": 1, "ready": 1, "succeeded": 0, "failed": 0, "suspended": 0}]
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "train-job", "namespace": "ml", "uid": "u-1", "labels": identity().labels()},
+        "status": {"jobsStatus": running, "trainerStatus": trainer},
+    }
+
+
+def test_a_running_try_records_a_point_each_time_the_progress_changes_and_its_end_keeps_them():
+    store = Store()
+    rec = recorder(store)
+    rec.started(trainjob(0, "2026-12-07T10:00:00Z"), None, attached=False)
+    rec.seen(trainjob(10, "2026-12-07T10:00:10Z", loss="0.9"))
+    rec.seen(trainjob(10, "2026-12-07T10:00:20Z", loss="0.9"))  # reported again, unchanged: no new point
+    rec.seen(trainjob(40, "2026-12-07T10:00:30Z", loss="0.5"))
+    (running,) = read_records(store.get(RECORD_KEY))
+    assert running.last_seen is not None
+    assert [(p["percentage"], p["metrics"]) for p in running.last_seen.progress] == [
+        (10, {"loss": "0.9"}),
+        (40, {"loss": "0.5"}),
+    ]
+    done = trainjob(100, "2026-12-07T10:01:00Z", loss="0.1")
+    rec.ended("succeeded", done)
+    (ended,) = read_records(store.get(RECORD_KEY))
+    assert ended.final is not None and ended.last_seen is None
+    assert [p["at"] for p in ended.final.progress] == [
+        "2026-12-07T10:00:10Z",
+        "2026-12-07T10:00:30Z",
+        "2026-12-07T10:01:00Z",
+    ]
+
+
+def test_a_deferred_try_records_the_points_its_trigger_kept():
+    store = Store()
+    rec = recorder(store)
+    from_trigger = [
+        {"at": "2026-12-07T10:00:10Z", "percentage": 10, "estimated_remaining_seconds": 90, "metrics": {"l": "1"}},
+        {"at": "2026-12-07T10:00:30Z", "percentage": 60, "estimated_remaining_seconds": 40, "metrics": {"l": "2"}},
+    ]
+    rec.took_over(from_trigger)
+    rec.took_over(None)  # an event without points (an earlier trigger's)
+    rec.ended("failed", trainjob(60, "2026-12-07T10:00:30Z", l="2"), message="boom")
+    (ended,) = read_records(store.get(RECORD_KEY))
+    assert ended.final is not None and ended.final.progress == from_trigger, "the job's last point is the trigger's"
+
+
+def test_a_v1_job_keeps_no_points():
+    store = Store()
+    rec = recorder(store)
+    rec.seen(job())
+    rec.ended("succeeded", job(conditions=[{"type": "Succeeded", "status": "True"}]))
+    (ended,) = read_records(store.get(RECORD_KEY))
+    assert ended.final is not None and ended.final.progress == []
+
+
+def test_a_deferred_try_killed_in_the_triggerer_parks_its_progress_points_with_its_end(monkeypatch):
+    """The trigger's points, and the one the job read at ``on_kill`` reports: the tab shows them after the kill."""
+    import asyncio
+    import types
+
+    from airflow.sdk.execution_time.xcom import XCom
+
+    from airflow_trainjob.triggers import kubernetes_side
+    from airflow_trainjob.triggers.training_job import TrainingJobTrigger
+
+    parked: list[Any] = []
+
+    async def aset(key: str, value: Any, **where: Any) -> None:
+        parked.append(json.loads(json.dumps(value)))
+
+    async def list_events_async(namespace: str, names: Any) -> list[dict[str, Any]]:
+        return []
+
+    monkeypatch.setattr(XCom, "aset", aset)
+    trigger = TrainingJobTrigger(kind="TrainJob", name="train-job", namespace="ml", try_number=1)
+    trigger._judge_seen(trainjob(10, "2026-12-07T10:00:10Z", loss="0.9"))  # what its wait saw
+    trigger._judge_seen(trainjob(10, "2026-12-07T10:00:20Z", loss="0.9"))  # reported again: no point
+    ti = types.SimpleNamespace(dag_id="retrain", task_id="train", run_id="manual__1", map_index=-1)
+    hook = types.SimpleNamespace(list_events_async=list_events_async)
+
+    async def park() -> None:
+        await kubernetes_side.load()
+        await trigger._park_end(hook, ti, trainjob(30, "2026-12-07T10:00:30Z", loss="0.7"), [])
+
+    asyncio.run(park())
+    parked_try = job_records.read_parked(parked[0])
+    assert parked_try is not None
+    assert [(p["percentage"], p["metrics"]) for p in parked_try[1].progress] == [
+        (10, {"loss": "0.9"}),
+        (30, {"loss": "0.7"}),
+    ]
+
+
+def test_progress_reports_are_written_at_the_sights_rate_yet_every_point_reaches_the_end(monkeypatch):
+    """A trainer reporting every second writes the record no faster than other changes do (``SEEN_BURST``, then one
+    per ``SEEN_WRITE_SECONDS``); the points held back meanwhile are in the next write, and all of them in the end."""
+    clock = [1000.0]
+    monkeypatch.setattr(job_recorder.time, "monotonic", lambda: clock[0])
+    store, writes = Store(), []
+    original = store.set
+    store.set = lambda key, value, *, retention=None: (writes.append(key), original(key, value, retention=retention))
+    rec = recorder(store)
+    rec.started(trainjob(0, "2026-12-07T10:00:00Z"), None, attached=False)
+    for second in range(1, 21):
+        rec.seen(trainjob(second * 4, f"2026-12-07T10:00:{second:02d}Z", loss=str(1 / second)))
+    assert len(writes) == 1 + job_recorder.SEEN_BURST, "the start, then the burst: the rest held back"
+    clock[0] += job_recorder.SEEN_WRITE_SECONDS
+    rec.seen(trainjob(80, "2026-12-07T10:00:20Z", loss=str(1 / 20)))  # the wait looks again when the write is due
+    (running,) = read_records(store.get(RECORD_KEY))
+    assert running.last_seen is not None and len(running.last_seen.progress) == 20
+    rec.ended("succeeded", trainjob(100, "2026-12-07T10:00:30Z", loss="0.01"))
+    (ended,) = read_records(store.get(RECORD_KEY))
+    assert ended.final is not None and [p["percentage"] for p in ended.final.progress] == [*range(4, 84, 4), 100]
+
+
+def test_an_older_tries_progress_is_shed_after_its_pods_and_before_its_manifest(monkeypatch):
+    monkeypatch.setenv("AIRFLOW__STATE_STORE__MAX_VALUE_STORAGE_BYTES", "9000")
+    store = Store()
+    for n in (1, 2):
+        rec = recorder(store, n)
+        rec.started(trainjob(0, "2026-12-07T10:00:00Z"), manifest("print(1)"), attached=False)
+        for second in range(1, 40):
+            rec.note_progress(trainjob(second, f"2026-12-07T10:00:{second:02d}Z", loss=f"0.{second:04d}"))
+        rec.ended("failed", trainjob(40, "2026-12-07T10:00:40Z", loss="0.0040"), message="boom")
+    assert len(store.values[RECORD_KEY]) <= 9000
+    latest, oldest = read_records(store.get(RECORD_KEY))
+    assert "progress" in oldest.omitted and oldest.final is not None and oldest.final.progress == []
+    assert oldest.manifest_yaml and latest.final is not None and len(latest.final.progress) == 40

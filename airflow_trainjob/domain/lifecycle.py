@@ -32,6 +32,7 @@ from airflow_trainjob.domain.cleanup_hold import UserRunPolicy, pods_to_stop
 from airflow_trainjob.domain.deadlines import QUEUE_TIMEOUT, Deadlines, QueueState, queue_line
 from airflow_trainjob.domain.family import JobFamily
 from airflow_trainjob.domain.pods import Pod, pod_name
+from airflow_trainjob.domain.progress import metrics_words
 
 #: The job as a driver read it: an API JSON dict, or any mapping of its shape; a decision hands back the same object.
 JobT = TypeVar("JobT", bound=Mapping[str, Any])
@@ -138,6 +139,23 @@ class Gone(Generic[JobT]):
 Decision = KeepWaiting | Finished[JobT] | TimedOut[JobT] | Gone[JobT]
 
 
+def progress_line(ref: str, family: JobFamily, status: Any, desired: Mapping[str, int] | None = None) -> str:
+    """The line a wait logs of the job each time it changes: ``<ref>: <summary>`` (:meth:`JobFamily.summary`, with a
+    TrainJob's percentage and estimate), then the metrics the training reports (a TrainJob's
+    ``trainerStatus.metrics``: ``; loss 0.2347, accuracy 0.9876``, :func:`~airflow_trainjob.domain.progress.metrics_words`);
+    the words of :func:`~airflow_trainjob.domain.conditions.progress_line` for a v1 job.
+
+    :param ref: the job, ``<Kind> <namespace>/<name>``.
+    :param family: the job's API family.
+    :param status: the job's ``status`` (a dict, or None).
+    :param desired: replica type (or step) -> replicas (nodes) asked for, shown beside the counts; None: none.
+    """
+    line = f"{ref}: {family.summary(status, desired)}"
+    reported = family.trainer_progress(status)
+    metrics = metrics_words({m["name"]: m["value"] for m in reported["metrics"]}) if reported else ""
+    return f"{line}; {metrics}" if metrics else line
+
+
 def _ends_wait(family: JobFamily, job: Mapping[str, Any], targets: Sequence[str] | None) -> tuple[bool, bool]:
     """``(finished, failed)``: the job failed, or has one of ``targets`` (None: it succeeded)."""
     status = job.get("status")
@@ -219,7 +237,7 @@ class JobWait:
         turn = self.deadlines.observe(job, now)  # first: a job admitted and finished between two looks was admitted
         queue = queue_line(self.ref, self.deadlines, turn, now) if self.deadlines.due(turn, now) else None
         desired = family.desired_replicas(job) if self.desired is None else self.desired
-        line = f"{self.ref}: {family.summary(status, desired)}"  # (conditions.progress_line's words)
+        line = progress_line(self.ref, family, status, desired)
         lines = Lines(None if line == self._last_line else line, queue, queue_warns=turn == "requeued")
         self._last_line = line
         finished, failed = _ends_wait(family, job, self.targets)
@@ -284,7 +302,7 @@ def one_look(
     seen = Deadlines(started_at=now, family=family)
     seen.observe(job, now)
     queued = seen.state is not None and seen.state.queued  # Kueue holds it: waiting, not failed
-    lines = Lines(f"{ref}: {summary}", queue_line(ref, seen, None, now) if queued else None)
+    lines = Lines(progress_line(ref, family, job.get("status")), queue_line(ref, seen, None, now) if queued else None)
     finished, failed = _ends_wait(family, job, targets)
     if finished:
         return Finished(ref, job, failed, summary, lines)

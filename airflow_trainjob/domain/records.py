@@ -120,6 +120,9 @@ class FinalState(_Record):
         task did.
     :param summary: after a success, the summary the try returned (its XCom ``return_value``), redacted; None
         otherwise.
+    :param progress: the training's own progress over the try, oldest first: the points of
+        :mod:`airflow_trainjob.domain.progress` (at most :data:`~airflow_trainjob.domain.progress.MAX_POINTS`; empty
+        for a job whose controller reports none).
     """
 
     ended_at: str
@@ -130,6 +133,7 @@ class FinalState(_Record):
     events: list[dict[str, Any]] = []
     recorded_by: str | None = None
     summary: dict[str, Any] | None = None
+    progress: list[dict[str, Any]] = []
 
 
 class LastSeen(_Record):
@@ -138,11 +142,13 @@ class LastSeen(_Record):
     :param seen_at: ISO-8601 UTC time of that sight.
     :param job: the job (:func:`trim_job`).
     :param pods: its pods (:func:`trim_pod`), at most :data:`MAX_PODS`.
+    :param progress: the training's own progress so far, oldest first (see :attr:`FinalState.progress`).
     """
 
     seen_at: str
     job: dict[str, Any]
     pods: list[dict[str, Any]] = []
+    progress: list[dict[str, Any]] = []
 
 
 class JobRecord(_Record):
@@ -387,6 +393,7 @@ def final_state(
     summary: Mapping[str, Any] | None = None,
     redact: Redact | None = None,
     family: PodsReader | None = None,
+    progress: Iterable[Mapping[str, Any]] = (),
 ) -> FinalState:
     """How a try ended, now, with its job as it is: trimmed and redacted (see :class:`FinalState`).
 
@@ -400,6 +407,8 @@ def final_state(
     :param redact: applied to every string kept: the message, the job, pods and events, the summary
         (:data:`Redact`); None: kept as they are.
     :param family: the job's API family (which pods to keep: :func:`chosen_pods`); None: unknown.
+    :param progress: the training's progress points over the try (:mod:`airflow_trainjob.domain.progress`), oldest
+        first, redacted as the rest.
     """
     return FinalState(
         ended_at=now_iso(),
@@ -410,6 +419,7 @@ def final_state(
         events=newest_events(events, redact=redact),
         recorded_by=recorded_by,
         summary=redacted(dict(summary), redact) if summary is not None else None,
+        progress=[redacted(dict(p), redact) for p in progress],
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from airflow_trainjob.domain.progress import summary_entry
 from airflow_trainjob.domain.timestamps import epoch
 
 #: The status fields of Kubeflow Trainer v2's TrainJob a summary carries when the job has them (its steps' child
@@ -23,15 +24,28 @@ class RunTimes(Protocol):
         ...
 
 
+class SummaryFamily(RunTimes, Protocol):
+    """What :func:`job_summary` reads of the job's family: its run's times and the training's own progress."""
+
+    def trainer_progress(self, status: Any) -> dict[str, Any] | None:
+        """The training's own progress as its controller reports it (a TrainJob's ``status.trainerStatus``), or None.
+
+        :param status: the job's ``status`` (a dict, or None).
+        """
+        ...
+
+
 def _seconds_between(start: str | None, end: str | None) -> float | None:
     started, ended = epoch(start), epoch(end)
     return None if started is None or ended is None else ended - started
 
 
-def job_summary(job: Mapping[str, Any], family: RunTimes | None = None) -> dict[str, Any]:
+def job_summary(job: Mapping[str, Any], family: SummaryFamily | None = None) -> dict[str, Any]:
     """The task's XCom ``return_value``: kind, name, namespace, conditions, replicaStatuses, startTime,
     completionTime, duration (seconds, None until both times are known); for a TrainJob also its ``jobsStatus`` and
-    ``trainerStatus`` when it has them. JSON-safe.
+    ``trainerStatus`` when it has them, and with the latter ``progress``: the last report read plainly
+    (:func:`~airflow_trainjob.domain.progress.summary_entry`: ``percentage``, ``estimated_remaining_seconds``,
+    ``metrics`` as name -> value, ``last_updated_time``). JSON-safe.
 
     :param job: the job as last read, an API JSON dict (``status.startTime``, ``status.completionTime``...).
     :param family: the job's API family, which says when its run started and completed
@@ -43,6 +57,7 @@ def job_summary(job: Mapping[str, Any], family: RunTimes | None = None) -> dict[
         start, end = family.run_times(job)
     else:
         start, end = status.get("startTime"), status.get("completionTime")
+    progress = summary_entry(family.trainer_progress(status)) if family is not None else None
     return {
         "kind": job["kind"],
         "name": job["metadata"]["name"],
@@ -53,4 +68,5 @@ def job_summary(job: Mapping[str, Any], family: RunTimes | None = None) -> dict[
         "completionTime": end,
         "duration": _seconds_between(start, end),
         **{k: status[k] for k in TRAINJOB_STATUS_KEYS if status.get(k)},
+        **({"progress": progress} if progress is not None else {}),
     }

@@ -258,7 +258,8 @@ def trainer_progress(status: Any) -> dict[str, Any] | None:
 
 def progress(status: Any) -> str:
     """The trainer's own progress (``status.trainerStatus``, the ``TrainJobStatus`` feature gate), e.g. ``42% done,
-    about 120 s left``; ``""`` when it reports none.
+    about 120 s left``; ``""`` when it reports none. Once the TrainJob is terminal, no time left: the trainer's last
+    estimate is no longer one.
 
     :param status: the TrainJob's ``status`` (API JSON dict, model, or None).
     """
@@ -269,7 +270,7 @@ def progress(status: Any) -> str:
     percent, left = trainer.get("progressPercentage"), trainer.get("estimatedRemainingSeconds")
     if isinstance(percent, int) and not isinstance(percent, bool):
         said.append(f"{percent}% done")
-    if isinstance(left, int) and not isinstance(left, bool):
+    if isinstance(left, int) and not isinstance(left, bool) and not is_terminal(status):
         said.append(f"about {left} s left")
     return ", ".join(said)
 

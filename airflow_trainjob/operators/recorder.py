@@ -45,6 +45,7 @@ from typing import Any
 import yaml
 
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
+from airflow_trainjob.domain.progress import merged, point_of, with_point
 from airflow_trainjob.domain.records import (
     MAX_TRIES,
     RECORD_KEY,
@@ -202,11 +203,11 @@ def rendered_manifest(manifest: Mapping[str, Any], limit: int | None = None) -> 
 
 def _shed(entries: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     """The entries within ``limit`` characters of JSON: leaves out, oldest try first, the events, then the pods,
-    then the last sight, then the manifests, noting each in the entry's ``omitted``; then drops the oldest tries
-    (never the latest)."""
+    then the progress points of a try that ended, then the last sight, then the manifests, noting each in the
+    entry's ``omitted``; then drops the oldest tries (never the latest)."""
     if limit <= 0 or len(json.dumps(entries)) <= limit:
         return entries
-    for field in ("events", "pods", "last_seen", "manifest_yaml"):
+    for field in ("events", "pods", "progress", "last_seen", "manifest_yaml"):
         for entry in reversed(entries):
             holder = entry if field in ("last_seen", "manifest_yaml") else entry.get("final")
             if holder and holder.get(field):
@@ -249,12 +250,14 @@ class JobRecorder:
         self.identity = identity
         self.kubernetes_conn_id = kubernetes_conn_id
         self.log = log
-        self._seen_written: tuple[str, str] | None = None  # the (phase, replica counts) last written as last_seen
+        self._seen_written: tuple[str, str] | None = None  # the (phase, counts and progress) last written as last_seen
         self._seen_allowance = float(SEEN_BURST)  # writes of counts alone that may go now (refilled over time)
         self._seen_counted_at = time.monotonic()  # when the allowance was last refilled
         self._seen_pending = False  # a sight that differs from it waits for the allowance
         self._ended = False  # ended() ran: no more sights
         self.series = series or TrySeries()
+        #: The training's own progress over the try, oldest first (:mod:`airflow_trainjob.domain.progress`).
+        self.progress: list[dict[str, Any]] = []
 
     @property
     def enabled(self) -> bool:
@@ -305,8 +308,10 @@ class JobRecorder:
         """
         if not self.enabled or self._ended:
             return
+        self.note_progress(job)
         status, family = job.get("status"), family_of(job["kind"])
-        sight_key = (family.phase(status), family.summary(status))  # the phase, then its reason and counts
+        # The phase, then its reason, counts and the training's progress (its last point: the metrics too).
+        sight_key = (family.phase(status), f"{family.summary(status)} {self.progress[-1:]}")
         if sight_key == self._seen_written:
             self._seen_pending = False
             return
@@ -319,7 +324,10 @@ class JobRecorder:
         self._seen_written, self._seen_pending = sight_key, False
         phase = sight_key[0]
         sight = LastSeen(
-            seen_at=now_iso(), job=trim_job(job, redact=redact), pods=chosen_pods(pods, family, redact=redact)
+            seen_at=now_iso(),
+            job=trim_job(job, redact=redact),
+            pods=chosen_pods(pods, family, redact=redact),
+            progress=[redacted(p, redact) for p in self.progress],
         )
 
         def change(records: list[JobRecord]) -> list[JobRecord]:
@@ -329,6 +337,25 @@ class JobRecorder:
             return records
 
         self._update(change, f"what try {self.identity.try_number} saw of its job ({phase})")
+
+    def note_progress(self, job: Mapping[str, Any]) -> None:
+        """Keep the training's progress as ``job`` reports it (its family's
+        :meth:`~airflow_trainjob.domain.family.JobFamily.trainer_progress`) when it changed: a point of
+        :attr:`progress`, written with the next sight or the try's end. No API call: ``job`` as already read.
+
+        :param job: the job as read (API JSON).
+        """
+        family = family_or_none(job.get("kind"))
+        if family is not None:
+            self.progress = with_point(self.progress, point_of(family.trainer_progress(job.get("status")), now_iso()))
+
+    def took_over(self, points: Any) -> None:
+        """Keep the progress points the trigger of a deferred try kept (its event's ``progress``) as this try's.
+
+        :param points: the event's ``progress`` (a list of points), or None (an event without them).
+        """
+        if isinstance(points, list):
+            self.progress = merged([points, self.progress])
 
     def seen_due_in(self) -> float | None:
         """Seconds until a sight :meth:`seen` held back may be written (0: now); None when none waits."""
@@ -367,8 +394,20 @@ class JobRecorder:
             handler, which may have interrupted the task's own call to the store); None: write here.
         """
         self._ended, self._seen_pending = True, False
+        if job:
+            self.note_progress(job)
         family = family_or_none((job or {}).get("kind"))
-        final = final_state(outcome, job, pods, events, message=message, summary=summary, redact=redact, family=family)
+        final = final_state(
+            outcome,
+            job,
+            pods,
+            events,
+            message=message,
+            summary=summary,
+            redact=redact,
+            family=family,
+            progress=self.progress,
+        )
 
         def change(records: list[JobRecord]) -> list[JobRecord]:
             mine = next((r for r in records if r.try_number == self.identity.try_number), None)
@@ -440,6 +479,7 @@ class JobRecorder:
             pods=earlier.pods if earlier else [],
             events=earlier.events if earlier else [],
             summary=redacted(dict(summary), redact),
+            progress=earlier.progress if earlier else [],
         )
         record = source.model_copy(
             update={

@@ -278,6 +278,8 @@ class TrainingJobRun:
             self._end.record(error, job, summary=None, look=False)  # gone: its last state is the event's
             raise error
         self.job = job if live else resume.current_job(self.hook, self.identity, job, self.log)
+        if self._recorder is not None:
+            self._recorder.took_over(event.get("progress"))  # the trigger's: the triggerer has no store to write
         self._end.saw(self._progress.held())
         self._progress.start_waiting()
         job = self._progress.held()

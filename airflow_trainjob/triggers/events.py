@@ -15,6 +15,7 @@ from typing import Any
 
 from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME
 from airflow_trainjob.domain.pods import pod_name, sidecar_markers
+from airflow_trainjob.domain.progress import thinned
 from airflow_trainjob.families import family_or_none
 
 # Event outcomes.
@@ -36,6 +37,7 @@ def event_payload(
     *,
     lead_log: dict[str, Any] | None = None,
     tails: Mapping[str, str] | None = None,
+    progress: Sequence[Mapping[str, Any]] = (),
     **extra: Any,
 ) -> dict[str, Any]:
     """The event's payload (a JSON dict), within :data:`EVENT_BUDGET` characters of JSON whatever the job's pod
@@ -60,6 +62,9 @@ def event_payload(
         event keeps them (``tails``, absent when there are none) after the pods, as many as the budget holds, each
         shortened to its last lines when it does not fit whole (:func:`fit_tail`); the resumed task quotes them
         (``known_tails``) as the pods may be gone.
+    :param progress: the training's own progress over the wait, oldest first (the points of
+        :mod:`airflow_trainjob.domain.progress`). The event keeps them (``progress``, absent when there are none) in
+        what the budget leaves after the tails, thinned to fit (:func:`fit_progress`); the resumed task records them.
 
     Further keyword arguments are further keys of the payload: ``which`` for a timeout (``timeout``,
     ``startup_timeout`` or ``queue_timeout``).
@@ -75,7 +80,22 @@ def event_payload(
     family = family_or_none((job or {}).get("kind"))
     keys = frozenset(family.pod_keys) if family is not None else frozenset()
     payload = _within_budget(payload, [_pod_summary(p, keys) for p in _failed_first(pods, job)])
-    return _with_tails(payload, tails or {})
+    return fit_progress(_with_tails(payload, tails or {}), progress)
+
+
+def fit_progress(payload: dict[str, Any], points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``payload`` with as many of ``points`` as fit in :data:`EVENT_BUDGET` (``progress``): all when they fit, else
+    thinned (:func:`~airflow_trainjob.domain.progress.thinned`: the first and the latest kept), else the latest
+    alone; unchanged when not even that fits, or there are none.
+
+    :param payload: the event's payload so far (a JSON dict).
+    :param points: progress points, oldest first.
+    """
+    for count in range(len(points), 0, -1):
+        kept = thinned(points, count) if count >= 2 else list(points[-1:])
+        if _size({**payload, "progress": kept}) <= EVENT_BUDGET:
+            return {**payload, "progress": kept}
+    return payload
 
 
 def _job_summary(job: Mapping[str, Any]) -> dict[str, Any]:

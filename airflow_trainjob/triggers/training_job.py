@@ -58,6 +58,7 @@ from airflow_trainjob.domain.lifecycle import (
 )
 from airflow_trainjob.domain.ownership import why_not_followed
 from airflow_trainjob.domain.pods import pod_name, with_pods_seen
+from airflow_trainjob.domain.progress import point_of, with_point
 from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.triggers import kubernetes_side, log_pacing
@@ -138,6 +139,8 @@ class TrainingJobTrigger(BaseEventTrigger):
         self._masked = False  # the job's secrets were handed to Airflow's masker
         self._seen_uid: str | None = None  # the job's uid once seen (a sensor's wait starts without one)
         self._seen_job: Mapping[str, Any] | None = None  # the job as last seen: which pods are its (owns_pod)
+        #: The training's own progress over the wait, oldest first (:mod:`airflow_trainjob.domain.progress`).
+        self._progress: list[dict[str, Any]] = []
         # What each look at the job means (the progress line logged last and the deadlines are its memory).
         self._wait = JobWait(self._address.ref, self._deadlines, family_of(args.kind), args.target_conditions or None)
         # The copy of the lead replica's log: where it stands, the task that looks at it, when the job may be writing.
@@ -221,6 +224,8 @@ class TrainingJobTrigger(BaseEventTrigger):
     ) -> TriggerEvent:
         if self._lead_copy is not None and "lead_log" not in extra:
             extra["lead_log"] = self._lead_copy.cursor.to_dict()  # a few hundred characters
+        if self._progress:
+            extra["progress"] = self._progress  # for the resumed task's record (the triggerer has no store)
         return TriggerEvent(event_payload(outcome, message, job, pods, **extra))
 
     # --- the shared stream ---------------------------------------------------------------------------
@@ -355,7 +360,10 @@ class TrainingJobTrigger(BaseEventTrigger):
         entering and leaving its queue, and its progress line when it changed, as the synchronous wait does."""
         self._seen(job)
         self._note_phase(job)
-        decision = self._wait.seen(job, time.time())
+        now = time.time()
+        reported = self._wait.family.trainer_progress(job.get("status"))
+        self._progress = with_point(self._progress, point_of(reported, _iso(now)))
+        decision = self._wait.seen(job, now)
         lines = decision.lines
         if lines.queue is not None:
             (self.log.warning if lines.queue_warns else self.log.info)("%s", lines.queue)
@@ -926,6 +934,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             recorded_by="trigger",
             redact=redact,
             family=self._wait.family,
+            progress=self._progress_with(job),
         )
         value = record.parked_end(self.try_number, final)
         where = {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id, "map_index": ti.map_index}
@@ -936,6 +945,13 @@ class TrainingJobTrigger(BaseEventTrigger):
             "Recorded how try %s ended, for the Training job tab: %s was %s", self.try_number, self._ref, seen
         )
         return write
+
+    def _progress_with(self, job: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """The progress points of the wait, with the one ``job`` (as just read; None: gone) reports."""
+        if job is None:
+            return self._progress
+        point = point_of(self._wait.family.trainer_progress(job.get("status")), _iso(time.time()))
+        return with_point(self._progress, point)
 
     async def _next_try_coming(self, ti: Any) -> bool:
         """Whether the task instance's state says a next try is coming (:data:`NEXT_TRY_COMING`); False when it
@@ -1014,6 +1030,11 @@ def _record_modules() -> tuple[Any, Any, Any]:
 
     recorder = importlib.import_module("airflow_trainjob.operators.recorder")
     return importlib.import_module("airflow_trainjob.domain.records"), recorder.redact, XCom
+
+
+def _iso(epoch_seconds: float) -> str:
+    """RFC 3339 UTC of ``epoch_seconds``, to the second, with a ``Z``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch_seconds))
 
 
 def _readable(stream: JobStream | None) -> TypeGuard[JobStream]:

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from airflow_trainjob.domain import pods
+from airflow_trainjob.domain.progress import merged, point_of
 from airflow_trainjob.families import JobFamily
 from airflow_trainjob.ui.views import (
     REFRESH_SECONDS,
@@ -383,11 +384,31 @@ def _job_fields(shown: _Shown, *, known_until: datetime | None, pods_read: bool)
         "restarts": restart_marks([*shown.sight.pods, *removed], shown.relevant, _named(shown), shown.kind),
         "replica_counts": counts,
         **(shape_fields(shown.specced, shown.kind) if job is not None else shape_fields(None, None)),
+        "progress_history": progress_history(shown.record, job, shown.kind),
         "replicas": rows,
         # A finished job that is still there without pods: cleanPodPolicy (or the controller) removed them.
         "pods_gone": shown.on_cluster and shown.exists and shown.finished and pods_read and not shown.sight.pods,
         "events": events(shown.relevant),
     }
+
+
+def progress_history(record: Mapping[str, Any], job: Mapping[str, Any] | None, kind: JobFamily | None) -> list[Json]:
+    """The training's own progress over the try, oldest first, for the tab's metrics table over time: the points the
+    try recorded (at its end, else while it ran: :mod:`airflow_trainjob.domain.progress`), then the one the job shown
+    reports now when it is newer (a deferred try's trigger hands its points over only at its end). Each point:
+    ``at`` (RFC 3339 UTC, ``Z``), ``percentage``, ``estimated_remaining_seconds``, ``metrics`` (name -> value).
+    ``[]`` for a job whose controller reports no progress (a v1 job, a TrainJob without ``trainerStatus``).
+
+    :param record: the try's record (JSON: ``final.progress``, ``last_seen.progress``).
+    :param job: the job shown (live or recorded), or None.
+    :param kind: the job's family, or None.
+    """
+    final, last = record.get("final") or {}, record.get("last_seen") or {}
+    recorded = final.get("progress") or last.get("progress") or []
+    status = (job or {}).get("status") if isinstance(job, Mapping) else None
+    now = point_of(kind.trainer_progress(status), "") if kind is not None and job is not None else None
+    points = [p for p in [*recorded, now] if isinstance(p, Mapping) and p.get("at")]
+    return merged([[{**p, "at": stamp(p["at"])} for p in points]])
 
 
 def _named(shown: _Shown) -> Mapping[str, Any]:

@@ -393,6 +393,9 @@ class TrainJobLike:
     def summary(self, status, desired=None):
         return self.phase(status) + (f" of {desired['node']} nodes" if desired else "")
 
+    def trainer_progress(self, status):
+        return None  # the port's: this family's controller reports no progress of its own
+
     def controller_has_acted(self, status):
         return bool(status)
 

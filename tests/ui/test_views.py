@@ -1170,3 +1170,33 @@ def test_an_ended_trainjob_try_that_succeeded_wears_its_familys_word():
     assert (view["phase"], view["badge"]) == ("Running", "Complete")
     v1_kept = record(outcome="succeeded", job=trim_job(job(RUNNING)))
     assert try_view(v1_kept, live=None, now=NOW, airflow=states(t2=("success", True, None)))["badge"] == "Succeeded"
+
+
+def test_the_tabs_metrics_over_time_are_the_recorded_points_then_the_live_one():
+    earlier = [
+        {
+            "at": "2026-12-07T10:00:10Z",
+            "percentage": 10,
+            "estimated_remaining_seconds": 300,
+            "metrics": {"loss": "0.9"},
+        },
+        {"at": "2026-12-07T10:00:30+00:00", "percentage": 30, "estimated_remaining_seconds": 200, "metrics": {}},
+    ]
+    running = {**TRAINJOB_RECORD, "last_seen": {"seen_at": "2026-12-07T10:00:30Z", "job": {}, "progress": earlier}}
+    view = try_view(running, live=v2.train_job(RUNNING_STEPS), live_pods=node_pods(), now=V2_NOW)
+    assert [(p["at"], p["percentage"], p["metrics"]) for p in view["progress_history"]] == [
+        ("2026-12-07T10:00:10Z", 10, {"loss": "0.9"}),
+        ("2026-12-07T10:00:30Z", 30, {}),
+        ("2026-12-07T10:00:50Z", 42, {"loss": "0.25", "accuracy": "0.91"}),  # the live job's trainerStatus
+    ]
+    ended = {
+        **TRAINJOB_RECORD,
+        "final": {"outcome": "stopped", "job": trim_job(v2.train_job(RUNNING_STEPS)), "progress": earlier},
+    }
+    recorded = try_view(ended, live=None, now=None)
+    assert [p["percentage"] for p in recorded["progress_history"]] == [10, 30, 42], "after a kill: as recorded"
+
+
+def test_a_job_without_trainer_progress_has_no_metrics_over_time():
+    assert try_view(TRAINJOB_RECORD, live=v2.train_job(v2.RESUMED_RUNNING), now=V2_NOW)["progress_history"] == []
+    assert try_view(record(), live=job(RUNNING), now=NOW)["progress_history"] == []

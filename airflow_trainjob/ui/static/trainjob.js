@@ -863,12 +863,21 @@
 
   // ------------------------------------------------------------------ a TrainJob's progress (trainerStatus)
 
-  /** "42% · about 2m left": the trainer's progress percentage and estimated remaining time, as far as reported (no
+  /** A time left as people say it: "45 s", "about 1 min", "2 h 5 min" (whole minutes past a minute). */
+  function leftWords(seconds) {
+    seconds = Math.max(0, Math.round(seconds));
+    if (seconds < 60) return seconds + " s";
+    var minutes = Math.round(seconds / 60);
+    if (minutes < 60) return minutes + " min";
+    return Math.floor(minutes / 60) + " h" + (minutes % 60 ? " " + (minutes % 60) + " min" : "");
+  }
+
+  /** "42% · about 2 min left": the trainer's progress percentage and estimated remaining time, as far as reported (no
    * time left once the job has finished: the trainer's last estimate is no longer one). */
   function progressText(p, finished) {
     var said = [];
     if (typeof p.percentage === "number") said.push(p.percentage + "%");
-    if (typeof p.estimated_remaining_seconds === "number" && !finished) said.push("about " + formatSpan(p.estimated_remaining_seconds) + " left");
+    if (typeof p.estimated_remaining_seconds === "number" && !finished) said.push("about " + leftWords(p.estimated_remaining_seconds) + " left");
     return said.join(" · ");
   }
 
@@ -877,34 +886,102 @@
     var pct = Math.max(0, Math.min(100, p.percentage));
     return h(
       "span",
-      { class: "progress", role: "progressbar", "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": String(pct), title: pct + "% done" },
+      {
+        class: "progress",
+        role: "progressbar",
+        "aria-label": "Training progress",
+        "aria-valuemin": "0",
+        "aria-valuemax": "100",
+        "aria-valuenow": String(pct),
+        "aria-valuetext": pct + "% done",
+        title: pct + "% done",
+      },
       h("span", { class: "progress-fill", style: "width:" + pct + "%" })
     );
   }
 
-  /** The tab's progress: the bar, the time left, the metrics as a table and when the trainer last reported them. */
-  function progressView(p, finished) {
+  /** The metrics the trainer reported, as it last reported them: one row per metric. */
+  function latestMetricsTable(metrics) {
+    return h(
+      "table",
+      { class: "table metrics" },
+      h("caption", { class: "visually-hidden", text: "Training metrics the trainer reported" }),
+      h("thead", null, h("tr", null, h("th", { scope: "col", text: "Metric" }), h("th", { scope: "col", text: "Value" }))),
+      h(
+        "tbody",
+        null,
+        metrics.map(function (m) {
+          return h("tr", null, h("td", { class: "mono", text: m.name }), h("td", { class: "mono", text: m.value === null ? "—" : m.value }));
+        })
+      )
+    );
+  }
+
+  /** The metrics over time (the try's progress points, oldest first): one row per report, one column per metric
+   * name (in the order first reported), with the percentage and the time left then. */
+  function metricsOverTime(history) {
+    var names = [];
+    history.forEach(function (point) {
+      Object.keys(point.metrics || {}).forEach(function (name) {
+        if (names.indexOf(name) < 0) names.push(name);
+      });
+    });
+    var cell = function (value) {
+      return h("td", { class: "mono num", text: value === null || value === undefined ? "—" : String(value) });
+    };
+    return h(
+      "div",
+      { class: "metrics-over-time" },
+      h(
+        "table",
+        { class: "table metrics history" },
+        h("caption", { text: "Metrics over time (" + history.length + " report" + (history.length === 1 ? "" : "s") + ")" }),
+        h(
+          "thead",
+          null,
+          h(
+            "tr",
+            null,
+            h("th", { scope: "col", text: "Reported" }),
+            h("th", { scope: "col", text: "Progress" }),
+            h("th", { scope: "col", text: "Time left" }),
+            names.map(function (name) {
+              return h("th", { scope: "col", class: "mono", text: name });
+            })
+          )
+        ),
+        h(
+          "tbody",
+          null,
+          history.map(function (point) {
+            var left = point.estimated_remaining_seconds;
+            return h(
+              "tr",
+              null,
+              h("th", { scope: "row", class: "nowrap", text: formatTime(point.at) }),
+              cell(typeof point.percentage === "number" ? point.percentage + "%" : null),
+              cell(typeof left === "number" ? leftWords(left) : null),
+              names.map(function (name) {
+                return cell((point.metrics || {})[name]);
+              })
+            );
+          })
+        )
+      )
+    );
+  }
+
+  /** The tab's progress: the bar, the time left, when the trainer last reported, and the metrics: over time when
+   * the try kept its reports, else as last reported. */
+  function progressView(p, finished, history) {
     var metrics = p.metrics || [];
+    history = history || [];
     return h(
       "div",
       { class: "progress-view" },
-      h("div", { class: "progress-line" }, progressBar(p), h("span", { text: progressText(p, finished) || "No progress reported yet" })),
-      metrics.length
-        ? h(
-            "table",
-            { class: "table metrics" },
-            h("caption", { class: "visually-hidden", text: "Training metrics the trainer reported" }),
-            h("thead", null, h("tr", null, h("th", { scope: "col", text: "Metric" }), h("th", { scope: "col", text: "Value" }))),
-            h(
-              "tbody",
-              null,
-              metrics.map(function (m) {
-                return h("tr", null, h("td", { class: "mono", text: m.name }), h("td", { class: "mono", text: m.value === null ? "—" : m.value }));
-              })
-            )
-          )
-        : null,
-      toDate(p.last_updated_time) ? h("span", { class: "muted", text: "Last reported " + formatTime(p.last_updated_time) }) : null
+      h("div", { class: "progress-line" }, progressBar(p), h("span", { class: "progress-text", text: progressText(p, finished) || "No progress reported yet" })),
+      toDate(p.last_updated_time) ? h("span", { class: "muted progress-updated", text: "Last reported " + formatTime(p.last_updated_time) }) : null,
+      history.length ? metricsOverTime(history) : metrics.length ? latestMetricsTable(metrics) : null
     );
   }
 
@@ -1282,7 +1359,7 @@
             tr.runtime ? item("Runtime", h("span", { class: "mono", text: tr.runtime })) : null,
             tr.steps ? item("Nodes", h("span", { text: tr.nodes === null || tr.nodes === undefined ? "as the runtime says" : String(tr.nodes) })) : null,
             tr.steps ? item("Steps", stepCounts(tr), true) : null,
-            tr.progress ? item("Progress", progressView(tr.progress, isTerminal(tr.phase)), true) : null,
+            tr.progress ? item("Progress", progressView(tr.progress, isTerminal(tr.phase), tr.progress_history), true) : null,
             item("In the cluster", existence),
             item("Try", origin),
             item("Try state", tryState(tr)),
