@@ -7,6 +7,10 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import socket
+import ssl
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -283,6 +287,21 @@ def test_the_server_answers_metav1_status_failures(server_for):
         allowed.handle("POST", PATH, "Bearer x", b"{}").code,
         allowed.handle("POST", PATH, "Bearer x", b"{}").body,
     ) == (200, {})
+
+
+def test_a_silent_connection_does_not_keep_others_waiting(server_for, tmp_path: Path):
+    server = server_for(None)
+    server.start()
+    silent = socket.create_connection(("127.0.0.1", server.port))  # connects, never says hello
+    try:
+        context = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
+        request = urllib.request.Request(f"https://127.0.0.1:{server.port}{PATH}")
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(request, context=context, timeout=5)
+        assert info.value.code == 404
+        assert json.loads(info.value.read())["reason"] == "NotFound"
+    finally:
+        silent.close()
 
 
 # --- the process kubelet's volumes ------------------------------------------------------------------------------

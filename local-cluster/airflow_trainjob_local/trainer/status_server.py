@@ -23,6 +23,7 @@ import json
 import logging
 import re
 import ssl
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -185,12 +186,23 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], handler: type, context: ssl.SSLContext) -> None:
         super().__init__(address, handler)
-        self.socket = context.wrap_socket(self.socket, server_side=True)
+        # The TLS handshake happens in the request's thread (Handler.setup), with a timeout: done on accept, one
+        # client that connects and stays silent would stop the server from accepting anyone else.
+        self.socket = context.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A failed handshake or a dropped connection: the client's problem, not worth a traceback.
+        log.debug("status server: connection from %s failed: %s", client_address, sys.exc_info()[1])
 
 
 def _handler_for(server: StatusServer) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
         timeout = SOCKET_TIMEOUT
+
+        def setup(self) -> None:
+            self.request.settimeout(SOCKET_TIMEOUT)
+            self.request.do_handshake()
+            super().setup()
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
