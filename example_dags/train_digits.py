@@ -6,18 +6,75 @@ joins them with the gloo backend, and DistributedDataParallel averages gradients
 each of which trains on its own shard of the data. Rank 0 evaluates and writes the metrics (JSON) to
 the metrics file, creating its directory; the example DAG names it after the job.
 
+Run as a Kubeflow Trainer v2 TrainJob with the TrainJobStatus feature on, each node finds the status server's
+URL, CA certificate and token in KUBEFLOW_TRAINER_SERVER_URL / _CA_CERT / _TOKEN; rank 0 then reports its
+progress after every epoch into the TrainJob's status.trainerStatus (percentage, estimated seconds left, loss
+and test accuracy). Without those variables (a PyTorchJob) nothing is reported. A report that fails costs at
+most a few seconds once: it prints one warning and reporting stops; training never fails because of it.
+
 Usage: python train_digits.py <dataset date> <metrics file> [epochs]
 """
 
+import datetime
 import json
+import os
+import ssl
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
+
+#: Seconds a progress report may take before it is given up.
+REPORT_TIMEOUT_SECONDS = 3.0
+
+
+class ProgressReporter:
+    """Posts progress to the TrainJob status server (Kubeflow Trainer's TrainJobStatus feature), stdlib only.
+
+    :param environ: where the three KUBEFLOW_TRAINER_SERVER_* variables are read from.
+    """
+
+    def __init__(self, environ=os.environ) -> None:
+        self.url = environ.get("KUBEFLOW_TRAINER_SERVER_URL")
+        self.ca_cert = environ.get("KUBEFLOW_TRAINER_SERVER_CA_CERT")
+        self.token_file = environ.get("KUBEFLOW_TRAINER_SERVER_TOKEN")
+        self.enabled = bool(self.url and self.ca_cert and self.token_file)
+
+    def report(self, progress: int, remaining_seconds: int, metrics: dict) -> None:
+        """Report once; on any failure print one warning and stop reporting (training goes on).
+
+        :param progress: percent done, 0..100 (trainerStatus.progressPercentage).
+        :param remaining_seconds: estimated seconds left (trainerStatus.estimatedRemainingSeconds).
+        :param metrics: metric name -> number (trainerStatus.metrics, values sent as strings).
+        """
+        if not self.enabled:
+            return
+        status = {
+            "progressPercentage": max(0, min(100, int(progress))),
+            "estimatedRemainingSeconds": max(0, int(remaining_seconds)),
+            "metrics": [{"name": name, "value": f"{value:.4f}"} for name, value in metrics.items()],
+            "lastUpdatedTime": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        try:
+            # Read the token each time: the kubelet may rotate it.
+            token = Path(self.token_file).read_text().strip()
+            request = urllib.request.Request(
+                self.url,
+                data=json.dumps({"trainerStatus": status}).encode(),
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+                method="POST",
+            )
+            context = ssl.create_default_context(cafile=self.ca_cert)
+            with urllib.request.urlopen(request, context=context, timeout=REPORT_TIMEOUT_SECONDS) as response:
+                response.read()
+        except Exception as exc:  # reporting must never stop training
+            self.enabled = False
+            print(f"warning: progress not reported to the TrainJob status, reporting stops: {exc}", flush=True)
 
 
 def main(dataset_date: str, metrics_file: str, epochs: int) -> None:
@@ -37,6 +94,7 @@ def main(dataset_date: str, metrics_file: str, epochs: int) -> None:
     )
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
+    reporter = ProgressReporter() if rank == 0 else None
     started = time.monotonic()
     for epoch in range(1, epochs + 1):
         permutation = torch.randperm(len(x))
@@ -48,11 +106,13 @@ def main(dataset_date: str, metrics_file: str, epochs: int) -> None:
             optimizer.step()
         if rank == 0:
             print(f"epoch {epoch}/{epochs}: loss {loss.item():.4f}", flush=True)
+        if reporter is not None and reporter.enabled:
+            per_epoch = (time.monotonic() - started) / epoch
+            metrics = {"loss": loss.item(), "accuracy": _accuracy(model.module, x_test, y_test)}
+            reporter.report(epoch * 100 // epochs, round(per_epoch * (epochs - epoch)), metrics)
 
     if rank == 0:
-        with torch.no_grad():
-            predicted = model(torch.tensor(x_test, dtype=torch.float32)).argmax(dim=1)
-        accuracy = (predicted == torch.tensor(y_test)).float().mean().item()
+        accuracy = _accuracy(model, x_test, y_test)
         metrics = {
             "dataset_date": dataset_date,
             "accuracy": round(accuracy, 4),
@@ -68,6 +128,12 @@ def main(dataset_date: str, metrics_file: str, epochs: int) -> None:
         out.write_text(json.dumps(metrics, indent=2))
         print(f"test accuracy {accuracy:.4f}; metrics written to {out}", flush=True)
     dist.destroy_process_group()
+
+
+def _accuracy(model, x_test, y_test) -> float:
+    with torch.no_grad():
+        predicted = model(torch.tensor(x_test, dtype=torch.float32)).argmax(dim=1)
+    return (predicted == torch.tensor(y_test)).float().mean().item()
 
 
 if __name__ == "__main__":

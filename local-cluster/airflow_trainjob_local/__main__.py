@@ -30,13 +30,17 @@ def _parser() -> argparse.ArgumentParser:
         "--port-base",
         type=int,
         help=f"apiserver = N, etcd client = N+1, etcd peer = N+2, "
-        f"kubelet = N+3 (default: the ports of the last up, else {DEFAULT_PORT_BASE})",
+        f"kubelet = N+3, TrainJob status server = N+4 (default: the ports of the last up, else {DEFAULT_PORT_BASE})",
     )
     common.add_argument("--apiserver-port", type=int, help="kube-apiserver secure port on 127.0.0.1")
     common.add_argument("--etcd-port", type=int, help="etcd client port on 127.0.0.1")
     common.add_argument("--etcd-peer-port", type=int, help="etcd peer port on 127.0.0.1")
     common.add_argument("--kubelet-port", type=int, help="process kubelet's HTTPS port on 127.0.0.1")
     common.add_argument("--node-name", help="name of the Node the process kubelet registers")
+    common.add_argument(
+        "--feature-gates",
+        help="the local training controller's feature gates, e.g. TrainJobStatus=false (default: TrainJobStatus on)",
+    )
     common.add_argument(
         "--no-workloads", action="store_true", help="Kubernetes only: no local training controller, no process kubelet"
     )
@@ -56,7 +60,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cluster(args: argparse.Namespace) -> LocalCluster:
-    cluster = LocalCluster(args.state_dir, node_name=args.node_name, workloads=not args.no_workloads)
+    cluster = LocalCluster(
+        args.state_dir, node_name=args.node_name, workloads=not args.no_workloads, feature_gates=args.feature_gates
+    )
     singles = {
         "apiserver": args.apiserver_port,
         "etcd_client": args.etcd_port,
@@ -70,6 +76,7 @@ def _cluster(args: argparse.Namespace) -> LocalCluster:
             replace(ports, **{k: v for k, v in singles.items() if v is not None}),
             node_name=args.node_name,
             workloads=not args.no_workloads,
+            feature_gates=args.feature_gates,
         )
     return cluster
 

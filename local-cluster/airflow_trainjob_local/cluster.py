@@ -6,7 +6,8 @@ Everything binds to 127.0.0.1 and lives in one state directory (default
 
     cluster.json        ports and node name of the last ``up`` (``down``/``status`` read them from here)
     kubeconfig          admin kubeconfig (mode 0600: it holds the admin token)
-    pki/                CA, serving certificate, tokens.csv, service-account key, the controller-manager's kubeconfig
+    pki/                CA, serving certificates (apiserver, TrainJob status server), tokens.csv, service-account
+                        key, the controller-manager's kubeconfig
     etcd/               etcd's data (kept across down/up; ``down(purge=True)`` deletes the whole directory)
     kubelet/            the process kubelet's own state
     logs/<name>.log     each component's stdout and stderr
@@ -43,11 +44,14 @@ import yaml
 
 from airflow_trainjob_local import build, crds, pki, port_reservation
 
-#: Default ports: apiserver = base, etcd client = base + 1, etcd peer = base + 2, kubelet = base + 3. Chosen
-#: away from every Kubernetes and etcd default (6443, 2379/2380, 10250) and below Linux's ephemeral range.
+#: Default ports: apiserver = base, etcd client = base + 1, etcd peer = base + 2, kubelet = base + 3, the
+#: controller's TrainJob status server = base + 4. Chosen away from every Kubernetes and etcd default (6443,
+#: 2379/2380, 10250) and below Linux's ephemeral range.
 DEFAULT_PORT_BASE = 26443
-#: How many consecutive ports :meth:`Ports.from_base` uses (base .. base + 3).
-PORT_BLOCK = 4
+#: How many consecutive ports a cluster uses (base .. base + 4).
+PORT_BLOCK = 5
+#: The status server's port is the apiserver's plus this.
+STATUS_SERVER_OFFSET = 4
 DEFAULT_NODE_NAME = "airflow-trainjob-local"
 CLUSTER_NAME = "airflow-trainjob-local"
 #: ClusterIP range of Services (only allocated, never routed: there is no kube-proxy).
@@ -80,8 +84,15 @@ class Ports:
 
     @classmethod
     def from_base(cls, base: int) -> Ports:
-        """apiserver = base, etcd client = base + 1, etcd peer = base + 2, kubelet = base + 3."""
+        """apiserver = base, etcd client = base + 1, etcd peer = base + 2, kubelet = base + 3 (and the status
+        server base + 4, :attr:`status_server`)."""
         return cls(apiserver=base, etcd_client=base + 1, etcd_peer=base + 2, kubelet=base + 3)
+
+    @property
+    def status_server(self) -> int:
+        """The TrainJob status server of the controller: apiserver + 4 (derived, so a saved ``cluster.json`` of
+        an older cluster still reads)."""
+        return self.apiserver + STATUS_SERVER_OFFSET
 
 
 @dataclass(frozen=True)
@@ -153,6 +164,8 @@ class LocalCluster:
     :param ports: default: the ports of the last ``up`` in this state dir, else ``Ports.from_base(26443)``.
     :param node_name: the Node the process kubelet registers.
     :param workloads: also start the local training controller and the process kubelet.
+    :param feature_gates: the controller's ``--feature-gates`` (e.g. ``TrainJobStatus=false``); default: its own
+        defaults (``TrainJobStatus`` on).
     """
 
     def __init__(
@@ -162,12 +175,14 @@ class LocalCluster:
         *,
         node_name: str | None = None,
         workloads: bool = True,
+        feature_gates: str | None = None,
     ) -> None:
         self.state_dir = Path(state_dir or default_state_dir()).expanduser().absolute()
         saved = self._saved()
         self.ports = ports or (Ports(**saved["ports"]) if saved else Ports.from_base(DEFAULT_PORT_BASE))
         self.node_name = node_name or (saved or {}).get("node_name") or DEFAULT_NODE_NAME
         self.workloads = workloads
+        self.feature_gates = feature_gates
 
     # --- paths -------------------------------------------------------------------------------------------
 
@@ -291,9 +306,12 @@ class LocalCluster:
             ),
             Component(
                 "controller",
-                (python, "-m", "airflow_trainjob_local.controller", "--kubeconfig", str(self.kubeconfig)),
+                self._controller_argv(python),
+                # Ready once its TrainJob status server listens (with the gate off it only has to stay alive).
+                ports=(p.status_server,),
                 module="airflow_trainjob_local.controller",
                 workload=True,
+                ready=None if self._status_server_off() else (lambda: _accepts_connections(p.status_server)),
             ),
             Component(
                 "kubelet",
@@ -317,6 +335,21 @@ class LocalCluster:
                 ready=lambda: _accepts_connections(p.kubelet),
             ),
         ]
+
+    def _controller_argv(self, python: str) -> tuple[str, ...]:
+        pki_dir = self.state_dir / "pki"
+        argv = [python, "-m", "airflow_trainjob_local.controller", "--kubeconfig", str(self.kubeconfig)]
+        argv += ["--status-server-port", str(self.ports.status_server)]
+        argv += ["--status-server-cert", str(pki_dir / "status-server.crt")]
+        argv += ["--status-server-key", str(pki_dir / "status-server.key")]
+        argv += ["--status-server-ca", str(self.ca_cert)]
+        if self.feature_gates:
+            argv += ["--feature-gates", self.feature_gates]
+        return tuple(argv)
+
+    def _status_server_off(self) -> bool:
+        gates = (self.feature_gates or "").replace(" ", "").lower()
+        return "trainjobstatus=false" in gates.split(",")
 
     # --- up / down / status ------------------------------------------------------------------------------
 
@@ -350,6 +383,7 @@ class LocalCluster:
         """The body of :meth:`up` once the ports are held: start each wanted component that is not running."""
         binaries = build.ensure_binaries()
         creds = pki.ensure_credentials(self.state_dir / "pki")
+        pki.ensure_status_server_certificate(self.state_dir / "pki")
         for sub in ("logs", "run", "etcd", "kubelet"):
             (self.state_dir / sub).mkdir(parents=True, exist_ok=True)
         os.chmod(self.state_dir / "etcd", 0o700)  # etcd refuses a data dir others can read

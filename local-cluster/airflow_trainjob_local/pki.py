@@ -244,3 +244,20 @@ def issue_serving_certificate(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+def ensure_status_server_certificate(pki_dir: Path) -> tuple[Path, Path]:
+    """The TrainJob status server's serving certificate and key in ``pki_dir`` (``status-server.crt``/``.key``,
+    for ``127.0.0.1`` and ``localhost``, signed by the cluster CA), issued when missing or older than the CA.
+
+    :returns: ``(certificate path, key path)``.
+    :raises OSError: the CA files are missing or the files cannot be written.
+    """
+    cert_path, key_path = pki_dir / "status-server.crt", pki_dir / "status-server.key"
+    ca_path = credential_paths(pki_dir).ca_cert
+    fresh = cert_path.exists() and key_path.exists() and cert_path.stat().st_mtime >= ca_path.stat().st_mtime
+    if not fresh:
+        cert, key = issue_serving_certificate(pki_dir, "trainer-status-server")
+        write_atomic(key_path, key, 0o600)
+        write_atomic(cert_path, cert, 0o644)
+    return cert_path, key_path

@@ -439,7 +439,11 @@ def test_up_warns_when_its_ports_are_in_the_ephemeral_range(
     with cluster._ports_reserved(cluster.components()):
         pass
     err = capsys.readouterr().err
-    assert f"warning: port(s) {base + 1}-{base + 2} lie in the kernel's ephemeral port range {base + 1}-60999" in err
+    # base + 3 is reserved; base + 4 is the controller's TrainJob status server.
+    warning = (
+        f"warning: port(s) {base + 1}-{base + 2}, {base + 4} lie in the kernel's ephemeral port range {base + 1}-60999"
+    )
+    assert warning in err
     assert f"--port-base of at most {base + 1 - PORT_BLOCK}" in err
 
     monkeypatch.setattr(port_reservation, "ephemeral_range", lambda: (base + PORT_BLOCK, 60999))

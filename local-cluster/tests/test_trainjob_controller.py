@@ -192,7 +192,7 @@ def identity_patch() -> dict[str, Any]:
     }
 
 
-def test_torch_trainjob_with_two_nodes_gets_its_jobset(custom_objects, core_v1, namespace, runtimes):
+def test_torch_trainjob_with_two_nodes_gets_its_jobset(local_cluster, custom_objects, core_v1, namespace, runtimes):
     """plugins/jobset/{jobset.go,builder.go}, plugins/torch/torch.go, core/trainingruntime.go (runtime patches),
     core/snapshot.go: the JobSet named like the TrainJob, owned by it, node x2, torch env, patches applied."""
     runtime = runtimes(torch_runtime(jobset_managed_by=MULTIKUEUE))
@@ -242,6 +242,11 @@ def test_torch_trainjob_with_two_nodes_gets_its_jobset(custom_objects, core_v1, 
         "PET_NODE_RANK": "metadata.annotations['batch.kubernetes.io/job-completion-index']",
         "PET_MASTER_ADDR": "127.0.0.1",
         "PET_MASTER_PORT": port,
+        # plugins/trainjobstatus: the TrainJobStatus gate is on in the local cluster
+        "KUBEFLOW_TRAINER_SERVER_URL": f"https://127.0.0.1:{local_cluster.ports.status_server}"
+        f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs/two-nodes/status",
+        "KUBEFLOW_TRAINER_SERVER_CA_CERT": "/var/run/secrets/kubeflow/trainer/ca.crt",
+        "KUBEFLOW_TRAINER_SERVER_TOKEN": "/var/run/secrets/kubeflow/trainer/token",
     }
     assert [p["containerPort"] for p in node["ports"]] == [int(port)]
     snapshot = core_v1.read_namespaced_config_map("two-nodes-runtime-snapshot", namespace)

@@ -82,3 +82,15 @@ def test_the_digits_example_trains_to_the_same_accuracy_as_a_trainjob(custom_obj
     assert v2["train_images"] == v1["train_images"] == 1346
     print(f"PyTorchJob {v1}\nTrainJob {v2}")  # the figures, with -s
     assert v2["accuracy"] == v1["accuracy"] >= 0.8, (v1, v2)
+
+    # The TrainJob's nodes were given the status server (TrainJobStatus, on locally): rank 0 reported every epoch,
+    # the last report being the end of training with the model's test accuracy.
+    v2_job = custom_objects.get_namespaced_custom_object(
+        "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", "digits-v2"
+    )
+    reported = v2_job["status"]["trainerStatus"]
+    assert (reported["progressPercentage"], reported["estimatedRemainingSeconds"]) == (100, 0), reported
+    metrics = {m["name"]: float(m["value"]) for m in reported["metrics"]}
+    assert list(metrics) == ["loss", "accuracy"]
+    assert metrics["accuracy"] == pytest.approx(v2["accuracy"], abs=1e-4)
+    assert metrics["loss"] == pytest.approx(v2["final_loss"], abs=1e-4)

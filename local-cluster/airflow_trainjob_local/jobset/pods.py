@@ -3,6 +3,10 @@
 the completion index as label and annotation, the ``JOB_COMPLETION_INDEX`` variable read from that annotation,
 hostname ``<job>-<index>``, the job-name and controller-uid labels, ``generateName`` ``<job>-<index>-``, and the
 Job as controller owner. Pure.
+
+Local: a pod whose volumes project a service-account token and that names no service account gets
+``serviceAccountName: default`` -- what the ServiceAccount admission plugin, which the local apiserver runs
+without, sets on every pod; without it the apiserver refuses such a pod (the TrainJobStatus token volume).
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ from typing import Any
 from airflow_trainjob_local.jobset import constants as c
 
 __all__ = ["build_pod", "pod_index"]
+
+#: The service account the ServiceAccount admission plugin names when a pod names none.
+DEFAULT_SERVICE_ACCOUNT = "default"
 
 _INDEX_ENV = {
     "name": c.JOB_COMPLETION_INDEX_ENV,
@@ -37,6 +44,8 @@ def build_pod(job: dict[str, Any], index: int) -> dict[str, Any]:
     annotations = {**(template_meta.get("annotations") or {}), c.JOB_COMPLETION_INDEX: str(index)}
     spec = template.get("spec") or {}
     spec["hostname"] = f"{name}-{index}"
+    if not spec.get("serviceAccountName") and _projects_token(spec):
+        spec["serviceAccountName"] = DEFAULT_SERVICE_ACCOUNT
     for key in ("initContainers", "containers"):
         for container in spec.get(key) or []:
             env = container.setdefault("env", [])
@@ -63,6 +72,14 @@ def build_pod(job: dict[str, Any], index: int) -> dict[str, Any]:
         },
         "spec": spec,
     }
+
+
+def _projects_token(spec: dict[str, Any]) -> bool:
+    return any(
+        "serviceAccountToken" in source
+        for volume in spec.get("volumes") or []
+        for source in (volume.get("projected") or {}).get("sources") or []
+    )
 
 
 def pod_index(pod: dict[str, Any]) -> int | None:

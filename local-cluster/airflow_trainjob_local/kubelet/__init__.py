@@ -23,8 +23,11 @@ container needs an explicit ``command`` (or ``args``). Processes run as the kube
 network (pod IP = host IP = 127.0.0.1) and filesystem; a container without ``workingDir`` starts in a fresh
 per-pod directory under the state dir, deleted with the pod.
 
-Not supported (compared with a real kubelet): volumes and volume mounts (no mounted service-account token,
-ConfigMap or Secret files — env references work), probes (a running container is ready), lifecycle hooks,
-ports/hostPort checks, securityContext (user, capabilities), CPU limits, ephemeral containers, exec/attach/
+Volumes (:mod:`.volumes`): only ``configMap`` volumes and ``projected`` volumes of ``serviceAccountToken`` and
+``configMap`` sources are materialized, as files under the pod's directory (no mount namespace: an env value naming
+a path under a ``mountPath`` is rewritten to that directory); the token comes from a TokenRequest bound to the pod
+and is not refreshed. Not supported (compared with a real kubelet): other volumes (no automatically mounted
+service-account token, no Secret, emptyDir or PVC files — env references work), probes (a running container is
+ready), lifecycle hooks, ports/hostPort checks, securityContext (user, capabilities), CPU limits, ephemeral containers, exec/attach/
 port-forward (404), service-link environment variables, static pods, resource accounting when binding.
 """

@@ -12,6 +12,7 @@ State dir layout::
     pods/<ns>_<pod>_<uid>/<container>/<n>.log  container logs, instance n (= restartCount when it started)
     pods/<ns>_<pod>_<uid>/<container>/<n>.pid  its process group, for cleanup after a kubelet crash
     pods/<ns>_<pod>_<uid>/workdir/             working directory of containers without ``workingDir``
+    pods/<ns>_<pod>_<uid>/volumes/<volume>/    the files of its configMap and projected volumes (``volumes``)
 """
 
 from __future__ import annotations

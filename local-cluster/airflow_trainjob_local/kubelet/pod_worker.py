@@ -39,7 +39,7 @@ from kubernetes import client
 from kubernetes.utils import parse_quantity
 
 from airflow_trainjob_local.kube import MERGE_PATCH, ApiException, format_time
-from airflow_trainjob_local.kubelet import environment, events, status
+from airflow_trainjob_local.kubelet import environment, events, status, volumes
 from airflow_trainjob_local.kubelet.events import EventRecorder
 from airflow_trainjob_local.kubelet.logs import LogStore
 from airflow_trainjob_local.kubelet.process import (
@@ -409,7 +409,36 @@ class PodWorker:
                 node_allocatable=self._config.node_allocatable,
             )
         )
-        return env
+        mounts = volumes.materialize_volumes(
+            pod,
+            container,
+            self._workdir.parent / "volumes",
+            get_config_map=fetch(core.read_namespaced_config_map),
+            request_token=self._request_token,
+        )
+        return volumes.rewrite_env_paths(env, mounts)
+
+    def _request_token(self, account: str, audience: str, expiration_seconds: int) -> str:
+        """A token of ``account`` for ``audience``, bound to this pod (TokenRequest, as the kubelet's token manager)."""
+        request = client.AuthenticationV1TokenRequest(
+            spec=client.V1TokenRequestSpec(
+                audiences=[audience] if audience else [],
+                expiration_seconds=expiration_seconds,
+                bound_object_ref=client.V1BoundObjectReference(
+                    kind="Pod", api_version="v1", name=self.name, uid=self.uid
+                ),
+            )
+        )
+        try:
+            return str(
+                self._config.core.create_namespaced_service_account_token(account, self.namespace, request).status.token
+            )
+        except ApiException as e:
+            raise environment.ContainerConfigError(
+                f'cannot request a token of serviceaccount "{account}": {e.reason}'
+            ) from e
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise environment.ContainerConfigError(f'cannot request a token of serviceaccount "{account}": {e}') from e
 
     def _set_waiting(self, slot: _Slot, waiting: bool) -> None:
         """Tell the log store the container waits to start again after an instance (``previous`` reads that one)."""

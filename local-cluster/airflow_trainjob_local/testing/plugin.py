@@ -10,9 +10,9 @@ if it started it. Environment variables, so that several people can run separate
 ``AIRFLOW_TRAINJOB_TEST_STATE_DIR``
     state dir of the test cluster; default: the command's default, so the cluster CI started is reused.
 ``AIRFLOW_TRAINJOB_TEST_PORT_BASE``
-    apiserver port = N, etcd client = N+1, etcd peer = N+2, kubelet = N+3 (a private second cluster uses
-    N+10..N+13, :func:`kubernetes_only_cluster` N+40..N+43); default: the ports of the last ``up`` in that state
-    dir, else 26443.
+    apiserver port = N, etcd client = N+1, etcd peer = N+2, kubelet = N+3, TrainJob status server = N+4 (a
+    private second cluster uses N+10..N+14, :func:`kubernetes_only_cluster` N+40..N+44); default: the ports of
+    the last ``up`` in that state dir, else 26443.
 ``AIRFLOW_TRAINJOB_TEST_NO_WORKLOADS``
     ``1``: start Kubernetes only, without the local training controller and the process kubelet.
 ``AIRFLOW_TRAINJOB_TEST_NO_CLUSTER``

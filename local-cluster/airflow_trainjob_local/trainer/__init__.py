@@ -52,8 +52,14 @@ Where it differs from, or is simpler than, upstream:
 - **ML policies** (``pkg/runtime/framework/plugins``): torch and the plain policy only; a runtime with an
   ``mpi``, ``jax``, ``xgboost`` or ``flux`` policy fails validation. torchtune's command rewrite is not done (a
   ``tune run`` command fails validation). ``podGroupPolicy`` (``coscheduling``, ``volcano``) is ignored: no
-  PodGroup, no scheduler labels on the pods. The ``TrainJobStatus`` feature (``trainerStatus``, the status
-  server env and its ConfigMap) is off, as upstream's default.
+  PodGroup, no scheduler labels on the pods.
+- **TrainJobStatus** (``pkg/runtime/framework/plugins/trainjobstatus``, ``pkg/statusserver``): the feature gate
+  is on by default (upstream: alpha, off). The trainer's containers get upstream's env and token volume
+  (:mod:`.trainjob_status`); the status server (:mod:`.status_server`, :mod:`.status_auth`,
+  :mod:`.status_payload`) listens on 127.0.0.1 at the cluster's port base + 4 with a certificate of the cluster's
+  CA, checks tokens with TokenReviews (401 for a missing or unknown token, 403 for another TrainJob's; upstream:
+  403 for both), checks the payload against upstream's CRD limits itself and refuses unknown fields, and writes
+  ``status.trainerStatus`` with a merge patch (upstream: server-side apply); the controller never writes it.
 - **Runtimes' finalizers** (``pkg/controller/{trainingruntime,clustertrainingruntime}_controller.go``): no
   ``resource-in-use`` finalizer is put on runtimes; a runtime in use can be deleted (the snapshot keeps its
   TrainJobs running).

@@ -10,7 +10,8 @@ The order is upstream's (``pkg/runtime/core/trainingruntime.go`` ``newRuntimeInf
    ``ancestor=trainer`` job the runtime's ``mlPolicy.numNodes`` (when the runtime has an mlPolicy); on that job's
    ``node`` container, ``trainer.resourcesPerNode`` merged into its resources;
 4. the ML policy (:mod:`.torch`, or the plain one): ``trainer.numNodes`` as the trainer's count, the trainer env
-   and, for torch, the ``PET_`` env and the master port on the ``node`` container;
+   and, for torch, the ``PET_`` env and the master port on the ``node`` container; with the ``TrainJobStatus``
+   gate on, the status server's env and token volume on the trainer's containers (:mod:`.trainjob_status`);
 5. every replicated job's ``parallelism`` and ``completions`` set to its pod set's count;
 6. the initializers (``replicas`` 1, ``STORAGE_URI``, env, ``secretRef``), the trainer (``replicas`` 1; image,
    command, args, env on ``node``), ``spec.suspend`` from the TrainJob;
@@ -35,16 +36,25 @@ from airflow_trainjob_local.trainer.template import (
     trainer_node_container,
 )
 from airflow_trainjob_local.trainer.torch import enforce_torch_policy, is_torch
+from airflow_trainjob_local.trainer.trainjob_status import StatusServerSettings, enforce_trainjob_status
 
 __all__ = ["build_jobset", "patched_spec"]
 
 
-def build_jobset(trainjob: TrainJobView, runtime: RuntimeView, *, master_port: int) -> dict[str, Any]:
+def build_jobset(
+    trainjob: TrainJobView,
+    runtime: RuntimeView,
+    *,
+    master_port: int,
+    status_server: StatusServerSettings | None = None,
+) -> dict[str, Any]:
     """The JobSet that runs ``trainjob`` on ``runtime``.
 
     :param trainjob: the TrainJob (its spec: trainer, initializer, runtimePatches, suspend).
     :param runtime: the TrainingRuntime or ClusterTrainingRuntime it names (or its snapshot).
     :param master_port: the loopback port of the torch master (``PET_MASTER_PORT``; upstream's fixed 29500).
+    :param status_server: the status server, when the ``TrainJobStatus`` feature gate is on: the trainer's
+        containers get its env vars and token volume (:mod:`.trainjob_status`); ``None``: the gate is off.
     :returns: the JobSet in the API's JSON shape, without status.
     """
     template = copy.deepcopy(runtime.template)
@@ -57,6 +67,8 @@ def build_jobset(trainjob: TrainJobView, runtime: RuntimeView, *, master_port: i
         enforce_torch_policy(spec, pod_sets, ml_policy or {}, trainjob, master_port=master_port)
     elif _is_plain(ml_policy):
         _enforce_plain_policy(spec, pod_sets, trainjob.raw_trainer)
+    if status_server is not None:
+        enforce_trainjob_status(spec, trainjob, status_server)
     for replicated_job, pod_set in zip(spec.get("replicatedJobs") or [], pod_sets, strict=True):
         job_spec = replicated_job.setdefault("template", {}).setdefault("spec", {})
         job_spec["parallelism"] = job_spec["completions"] = pod_set.count

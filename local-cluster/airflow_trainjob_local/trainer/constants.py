@@ -107,3 +107,6 @@ REASON_FAILED_VALIDATION = "FailedValidation"
 ANNOTATION_LOCAL_MASTER_PORT = "airflow-trainjob-local/master-port"
 #: Local: the torch master address (all pods are processes on one host).
 LOCAL_MASTER_ADDR = "127.0.0.1"
+
+#: The TrainJob status field the status server writes (``status.trainerStatus``); the controller never writes it.
+STATUS_TRAINER_STATUS = "trainerStatus"

@@ -22,6 +22,7 @@ from airflow_trainjob_local.controller.ports import PortAllocator
 from airflow_trainjob_local.informer import Informer
 from airflow_trainjob_local.trainer import constants as c
 from airflow_trainjob_local.trainer.reconciler import CleanupKey, Reconciler, TrainJobKey
+from airflow_trainjob_local.trainer.trainjob_status import StatusServerSettings
 
 __all__ = ["TrainJobController"]
 
@@ -33,6 +34,7 @@ class TrainJobController(ControllerLoop):
     :param ports: the loopback port allocator; share the v1 controller's so both never hand out the same port.
     :param resync_seconds: how often every TrainJob is reconciled even without events.
     :param workers: reconcile threads.
+    :param status_server: the status server, when the ``TrainJobStatus`` feature gate is on; ``None``: off.
     """
 
     def __init__(
@@ -42,10 +44,11 @@ class TrainJobController(ControllerLoop):
         ports: PortAllocator | None = None,
         resync_seconds: float = 30.0,
         workers: int = 2,
+        status_server: StatusServerSettings | None = None,
     ) -> None:
         super().__init__(workers=workers, thread_prefix="reconcile-trainjob")
         self.ports = ports if ports is not None else PortAllocator()
-        self.reconciler = Reconciler(api_client, EventRecorder(api_client), self.ports)
+        self.reconciler = Reconciler(api_client, EventRecorder(api_client), self.ports, status_server=status_server)
         custom = client.CustomObjectsApi(api_client)
         self.watchers = [
             Informer(

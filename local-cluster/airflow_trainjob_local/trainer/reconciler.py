@@ -54,6 +54,7 @@ from airflow_trainjob_local.trainer.runtime_ref import (
 from airflow_trainjob_local.trainer.spec import RuntimeView, SpecError, TrainJobView
 from airflow_trainjob_local.trainer.template import owner_reference
 from airflow_trainjob_local.trainer.torch import is_torch
+from airflow_trainjob_local.trainer.trainjob_status import StatusServerSettings, tls_configmap
 from airflow_trainjob_local.trainer.validation import validate
 
 __all__ = ["CleanupKey", "Reconciler", "RetryLater", "TrainJobKey"]
@@ -102,6 +103,9 @@ class Reconciler:
     :param recorder: where events go.
     :param ports: the loopback port allocator (shared with the v1 controller).
     :param clock: the current time (tests may pin it).
+    :param status_server: the status server when the ``TrainJobStatus`` feature gate is on (the trainer's
+        containers get its env and token volume, each TrainJob its ``<trainjob>-tls-config`` ConfigMap);
+        ``None``: the gate is off.
     """
 
     def __init__(
@@ -110,12 +114,14 @@ class Reconciler:
         recorder: EventRecorder,
         ports: PortAllocator,
         clock: Callable[[], dt.datetime] = now,
+        status_server: StatusServerSettings | None = None,
     ) -> None:
         self.core = client.CoreV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
         self.recorder = recorder
         self.ports = ports
         self.clock = clock
+        self.status_server = status_server
 
     # --- entry points ---------------------------------------------------------------------------
 
@@ -248,6 +254,9 @@ class _Run:
         if status != self.old_status:
             # A merge patch keeps what it does not name: name the fields that went away as null.
             body = {**{field: None for field in self.old_status if field not in status}, **status}
+            # trainerStatus belongs to the status server (upstream's field manager "trainer-status"): sending
+            # the copy read at the start could put back an older report written meanwhile.
+            body.pop(c.STATUS_TRAINER_STATUS, None)
             self.r.custom.patch_namespaced_custom_object_status(
                 c.GROUP, c.VERSION, tj.namespace, c.TRAINJOBS, tj.name, {"status": body}, _content_type=MERGE_PATCH
             )
@@ -276,7 +285,10 @@ class _Run:
             return  # upstream leaves a running JobSet alone
         # Only torch runtimes get a master port (the PET_ environment).
         master_port = self._master_port() if is_torch(runtime.ml_policy) else 0
-        desired = build_jobset(tj, runtime, master_port=master_port)
+        settings = self.r.status_server
+        if settings is not None:
+            self._ensure_tls_configmap(settings)
+        desired = build_jobset(tj, runtime, master_port=master_port, status_server=settings)
         if existing is None:
             try:
                 self.r.custom.create_namespaced_custom_object(
@@ -291,6 +303,20 @@ class _Run:
             self.r.custom.replace_namespaced_custom_object(
                 c.JOBSET_GROUP, c.JOBSET_VERSION, tj.namespace, c.JOBSETS, tj.name, updated
             )
+
+    def _ensure_tls_configmap(self, settings: StatusServerSettings) -> None:
+        """Create the ``<trainjob>-tls-config`` ConfigMap, or put back its CA certificate (upstream applies it)."""
+        body = tls_configmap(self.trainjob, settings)
+        meta = body["metadata"]
+        try:
+            self.r.core.create_namespaced_config_map(meta["namespace"], body)
+            return
+        except ApiException as exc:
+            if not is_already_exists(exc):
+                raise
+        existing = self.r.core.read_namespaced_config_map(meta["name"], meta["namespace"])
+        if (existing.data or {}) != body["data"]:
+            self.r.core.patch_namespaced_config_map(meta["name"], meta["namespace"], {"data": body["data"]})
 
     def _runtime(self, kind: RuntimeKind) -> dict[str, Any]:
         tj = self.trainjob
