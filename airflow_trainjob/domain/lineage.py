@@ -31,7 +31,7 @@ CONDITION_MESSAGE_CHARS = 500
 #: stores and file systems; ``gcs`` is spelled ``gs``). Any other scheme: namespace ``<scheme>``, name
 #: ``<authority><path>`` (``hf://org/repo`` -> ``hf``, ``org/repo``), as the openlineage provider names an Airflow
 #: ``File`` of a scheme it does not know.
-AUTHORITY_SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gs", "gcs": "gs", "hdfs": "hdfs", "file": "file", "abfss": "abfss"}
+AUTHORITY_SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gs", "gcs": "gs", "hdfs": "hdfs", "abfss": "abfss"}
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,8 @@ def is_trainjob(job: Mapping[str, Any]) -> bool:
 
 
 def dataset_of_uri(uri: str, job_namespace: str = "", role: str = "") -> DatasetName | None:
-    """The dataset a storage URI names (:data:`AUTHORITY_SCHEMES` says how); ``pvc://<claim>/<path>``: namespace
+    """The dataset a storage URI names (:data:`AUTHORITY_SCHEMES` says how); ``file:///<path>``: namespace ``file``,
+    name the path (as the openlineage provider names a ``file://`` Asset); ``pvc://<claim>/<path>``: namespace
     ``pvc://<job namespace>/<claim>`` (a claim is namespaced), name the path. None: not a ``scheme://...`` URI.
 
     :param uri: a ``storageUri`` (``s3://bucket/key``, ``hf://org/repo``), or an Airflow ``File``'s URL.
@@ -77,6 +78,8 @@ def dataset_of_uri(uri: str, job_namespace: str = "", role: str = "") -> Dataset
         authority = f"{authority}:{parts.port}"
     if not scheme or not (authority or path.strip("/")):
         return None
+    if scheme == "file":  # a local path: as the openlineage provider names a file:// Asset
+        return DatasetName("file", path or "/", role)
     if scheme == "pvc":
         return DatasetName(f"pvc://{job_namespace}/{authority}", path.lstrip("/") or "/", role)
     if scheme in AUTHORITY_SCHEMES:
@@ -207,24 +210,31 @@ def describe_run(job: Mapping[str, Any], family: JobFamily) -> dict[str, Any]:
 
 
 def describe_failure(ends: Iterable[ContainerEnd], permanent: bool) -> dict[str, Any]:
-    """The failure facet's fields: ``permanent`` (retrying cannot help), and ``failedReplicas``: per failed container
-    run, oldest first, its ``replica`` (``Worker-1``), ``pod``, ``container``, ``exitCode`` (None: it never ran),
-    ``reason`` (the kubelet's) and ``exitClass`` (``Permanent``, ``Retryable``, ``OOMKilled``, ``Evicted``,
-    ``Unknown``); never its message or log.
+    """The failure facet's fields: ``permanent`` (retrying cannot help), and ``failedReplicas``: per failed replica
+    (and init container), in the order they first failed, its first failed run -- ``replica`` (``Worker-1``), ``pod``,
+    ``container``, ``exitCode`` (None: it never ran), ``reason`` (the kubelet's), ``exitClass`` (``Permanent``,
+    ``Retryable``, ``OOMKilled``, ``Evicted``, ``Unknown``) -- and ``failedRuns``, how many of its runs failed (a
+    restarted container fails again, or is stopped: ``143``); never a run's message or log.
 
-    :param ends: the container runs the verdict judged the job by (:attr:`~airflow_trainjob.domain.verdict.Verdict.ends`).
+    :param ends: the container runs the verdict judged the job by, oldest first
+        (:attr:`~airflow_trainjob.domain.verdict.Verdict.ends`).
     :param permanent: the verdict's :attr:`~airflow_trainjob.domain.verdict.Verdict.permanent`.
     """
-    failed = [
-        {
+    replicas: dict[tuple[str, str], dict[str, Any]] = {}
+    for end in ends:
+        if not end.failed:
+            continue
+        key = (end.replica, end.container if end.init else "")
+        if key in replicas:
+            replicas[key]["failedRuns"] += 1
+            continue
+        replicas[key] = {
             "replica": end.replica,
             "pod": end.pod,
             "container": end.container,
             "exitCode": end.exit_code,
             "reason": end.reason,
             "exitClass": end.exit_class.value,
+            "failedRuns": 1,
         }
-        for end in ends
-        if end.failed
-    ]
-    return {"permanent": permanent, "failedReplicas": failed}
+    return {"permanent": permanent, "failedReplicas": list(replicas.values())}

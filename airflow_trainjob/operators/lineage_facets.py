@@ -104,8 +104,9 @@ class TrainingJobFailureRunFacet(RunFacet):
     """The failed container runs the verdict judged the job by (:func:`airflow_trainjob.domain.lineage.describe_failure`).
 
     :param permanent: retrying cannot help (the first failure's exit code is 1-127): Airflow does not retry.
-    :param failedReplicas: per failed container run, oldest first: ``replica``, ``pod``, ``container``,
-        ``exitCode``, ``reason``, ``exitClass``.
+    :param failedReplicas: per failed replica (and init container), in the order they first failed, its first
+        failed run: ``replica``, ``pod``, ``container``, ``exitCode``, ``reason``, ``exitClass``; and
+        ``failedRuns``, how many of its runs failed.
     :param producer: ``_producer``, the URI of what made the facet; default: the openlineage provider's.
     """
 

@@ -226,12 +226,14 @@ def test_a_running_job_has_no_completion_nor_duration():
 # ---- the failure facet ---------------------------------------------------------------------------------------------
 
 
-def test_the_failure_names_each_failed_replica_with_its_exit_code_and_class_never_its_message():
+def test_the_failure_names_each_failed_replica_by_its_first_failed_run_never_its_message():
     ends = [
         ContainerEnd("j-worker-1", "Worker-1", "pytorch", 1, "Error", message=SECRET),
         ContainerEnd("j-master-0", "Master-0", "pytorch", 0, "Completed"),  # not a failure
         ContainerEnd("j-worker-2", "Worker-2", "pytorch", 137, "OOMKilled"),
         ContainerEnd("j-worker-0", "Worker-0", "", None, "Evicted"),
+        ContainerEnd("j-worker-1", "Worker-1", "pytorch", 143, "Error"),  # restarted, then stopped
+        ContainerEnd("j-worker-1", "Worker-1", "fetch", 2, "Error", init=True),  # its init container: apart
     ]
     failure = describe_failure(ends, permanent=True)
     assert failure == {
@@ -244,6 +246,7 @@ def test_the_failure_names_each_failed_replica_with_its_exit_code_and_class_neve
                 "exitCode": 1,
                 "reason": "Error",
                 "exitClass": "Permanent",
+                "failedRuns": 2,
             },
             {
                 "replica": "Worker-2",
@@ -252,6 +255,7 @@ def test_the_failure_names_each_failed_replica_with_its_exit_code_and_class_neve
                 "exitCode": 137,
                 "reason": "OOMKilled",
                 "exitClass": "OOMKilled",
+                "failedRuns": 1,
             },
             {
                 "replica": "Worker-0",
@@ -260,6 +264,16 @@ def test_the_failure_names_each_failed_replica_with_its_exit_code_and_class_neve
                 "exitCode": None,
                 "reason": "Evicted",
                 "exitClass": "Evicted",
+                "failedRuns": 1,
+            },
+            {
+                "replica": "Worker-1",
+                "pod": "j-worker-1",
+                "container": "fetch",
+                "exitCode": 2,
+                "reason": "Error",
+                "exitClass": "Permanent",
+                "failedRuns": 1,
             },
         ],
     }
@@ -293,7 +307,7 @@ def test_a_v1_job_and_a_trainjob_without_initializer_have_no_datasets():
         ("gcs://bucket/dir/", "gs://bucket", "dir/"),
         ("gs://bucket", "gs://bucket", "/"),
         ("hdfs://namenode:8020/data/x", "hdfs://namenode:8020", "data/x"),
-        ("file:///mnt/data/set", "file://", "mnt/data/set"),
+        ("file:///mnt/data/set", "file", "/mnt/data/set"),
         ("s3://AKIA:secret@bucket/key?token=1#frag", "s3://bucket", "key"),
         ("hf://meta-llama/Llama-3.2-1B-Instruct", "hf", "meta-llama/Llama-3.2-1B-Instruct"),
         ("cache://schema/table", "cache", "schema/table"),

@@ -1,0 +1,331 @@
+"""OpenLineage events of real runs: ``airflow dags test`` of :mod:`tests.integration.lineage_dag` on the local cluster,
+with the openlineage provider's file transport; the START and COMPLETE/FAIL events of a succeeded and a failed
+PyTorchJob and TrainJob, field by field, both modes; and without the openlineage provider, nothing emitted and the
+same DAG run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from airflow_trainjob import __version__
+from airflow_trainjob.constants import TRAINER_GROUP, TRAINER_VERSION
+from tests.support.examples import airflow_command, migrated_database
+
+DAG_FILE = Path(__file__).with_name("lineage_dag.py")
+DAG_ID = "lineage_events"
+SECRET = "lineage-secret-value"
+SCHEMAS = f"https://raw.githubusercontent.com/airflow-trainjob/airflow-trainjob/v{__version__}/docs/lineage-facets.json"
+
+pytestmark = pytest.mark.usefixtures("kubernetes_default_conn")
+
+
+@pytest.fixture(scope="module")
+def airflow_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return migrated_database(tmp_path_factory.mktemp("lineage-airflow-home"))
+
+
+@pytest.fixture
+def initializer_runtime(custom_objects, namespace):
+    """A ClusterTrainingRuntime with ``dataset-initializer`` and ``model-initializer`` steps (each prints the
+    ``STORAGE_URI`` it was given) before the ``node`` step; deleted afterwards."""
+    name = f"lineage-{namespace}"[:63]
+    steps = [
+        {
+            "name": step,
+            **(
+                {"dependsOn": [{"name": "dataset-initializer", "status": "Complete"}]}
+                if step == "model-initializer"
+                else {}
+            ),
+            "template": {
+                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": step}},
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": step,
+                                    "image": f"ghcr.io/kubeflow/trainer/{step}",
+                                    "command": [sys.executable, "-c", "import os; print(os.environ['STORAGE_URI'])"],
+                                }
+                            ]
+                        }
+                    }
+                },
+            },
+        }
+        for step in ("dataset-initializer", "model-initializer")
+    ]
+    node = {
+        "name": "node",
+        "dependsOn": [{"name": "model-initializer", "status": "Complete"}],
+        "template": {
+            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "pytorch/pytorch"}]}}},
+        },
+    }
+    body = {
+        "apiVersion": f"{TRAINER_GROUP}/{TRAINER_VERSION}",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": name, "labels": {"trainer.kubeflow.org/framework": "torch"}},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {"spec": {"replicatedJobs": [*steps, node]}},
+        },
+    }
+    custom_objects.create_cluster_custom_object(TRAINER_GROUP, TRAINER_VERSION, "clustertrainingruntimes", body)
+    yield name
+    custom_objects.delete_cluster_custom_object(TRAINER_GROUP, TRAINER_VERSION, "clustertrainingruntimes", name)
+
+
+def dags_test(tmp_path: Path, airflow_db: Path, runtime: str, *, deferrable: bool, env: dict | None = None):
+    """``airflow dags test lineage_events`` in an Airflow home of its own, events to ``tmp_path/events.jsonl``.
+
+    :returns: the completed process and the events file."""
+    home, dags, events = tmp_path / "airflow", tmp_path / "dags", tmp_path / "events.jsonl"
+    home.mkdir()
+    dags.mkdir()
+    (home / "airflow.db").write_bytes(airflow_db.read_bytes())
+    (dags / DAG_FILE.name).write_text(DAG_FILE.read_text())
+    run_env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "log_file_path": str(events), "append": True}),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": "lineage-tests",
+        "LINEAGE_DEFERRABLE": "1" if deferrable else "0",
+        "LINEAGE_RUNTIME": runtime,
+        "LINEAGE_PYTHON": sys.executable,
+        **(env or {}),
+    }
+    ran = subprocess.run(
+        [airflow_command(), "dags", "test", DAG_ID, "2026-12-01"],
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    return ran, events
+
+
+def task_events(events: Path, task_id: str) -> dict[str, dict]:
+    """The events of task ``task_id``, by type (``START`` ... the last of each type)."""
+    found: dict[str, dict] = {}
+    for line in events.read_text().splitlines():
+        event = json.loads(line)
+        if event["job"]["name"] == f"{DAG_ID}.{task_id}":
+            found[event["eventType"]] = event
+    return found
+
+
+def facet(event: dict, where: str, key: str) -> dict:
+    """The facet ``key`` of the event's ``run`` or ``job``, its schema URL checked."""
+    value = event[where]["facets"][key]
+    definition = {
+        "airflowTrainjob_job": "TrainingJobJobFacet",
+        "airflowTrainjob_run": "TrainingJobRunFacet",
+        "airflowTrainjob_failure": "TrainingJobFailureRunFacet",
+    }[key]
+    assert value["_schemaURL"] == f"{SCHEMAS}#/$defs/{definition}"
+    return value
+
+
+def datasets(items: list[dict]) -> list[tuple[str, str]]:
+    return [(d["namespace"], d["name"]) for d in items]
+
+
+def check_pytorch_ok(events: dict[str, dict], namespace: str) -> None:
+    start, complete = events["START"], events["COMPLETE"]
+    for event in (start, complete):
+        job = facet(event, "job", "airflowTrainjob_job")
+        assert {k: v for k, v in job.items() if not k.startswith("_")} == {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "namespace": namespace,
+            "replicas": {"Master": 1, "Worker": 1},
+            "images": {"Master": ["pytorch/pytorch:2.4"], "Worker": ["pytorch/pytorch:2.4"]},
+            "runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "All"},
+        }
+        assert datasets(event["inputs"]) == [("file", "/data/digits/train.csv")]
+        assert datasets(event["outputs"]) == [("file", "/models/digits/model.pt")]
+    started = facet(start, "run", "airflowTrainjob_run")
+    assert started["namespace"] == namespace and started["name"].startswith("lineage-events-pytorch-ok")
+    run = facet(complete, "run", "airflowTrainjob_run")
+    assert run["name"] == started["name"] and run["namespace"] == namespace
+    assert len(run["uid"]) == 36 and run["phase"] == "Succeeded"
+    assert [(c["type"], c["status"]) for c in run["conditions"]][-1] == ("Succeeded", "True")
+    assert run["conditions"][-1]["reason"] == "PyTorchJobSucceeded"
+    assert run["startTime"] <= run["completionTime"] and 0 <= run["durationSeconds"] < 300
+    assert "airflowTrainjob_failure" not in complete["run"]["facets"]
+
+
+def check_pytorch_fails(events: dict[str, dict], namespace: str) -> None:
+    assert "COMPLETE" not in events
+    fail = events["FAIL"]
+    job = facet(fail, "job", "airflowTrainjob_job")
+    assert (job["kind"], job["replicas"], job["runPolicy"]) == (
+        "PyTorchJob",
+        {"Master": 1, "Worker": 1},
+        {"backoffLimit": 0, "cleanPodPolicy": "Running"},  # the default the provider writes
+    )
+    run = facet(fail, "run", "airflowTrainjob_run")
+    assert run["phase"] == "Failed" and run["conditions"][-1]["type"] == "Failed" and run["uid"]
+    failure = facet(fail, "run", "airflowTrainjob_failure")
+    assert failure["permanent"] is True
+    (replica,) = failure["failedReplicas"]
+    assert {k: replica[k] for k in ("replica", "container", "exitCode", "reason", "exitClass", "failedRuns")} == {
+        "failedRuns": 1,
+        "replica": "Master-0",
+        "container": "pytorch",
+        "exitCode": 3,
+        "reason": "Error",
+        "exitClass": "Permanent",
+    }
+    assert replica["pod"] == f"{run['name']}-master-0"
+    assert "First failure (permanent: not retried): Master-0" in fail["run"]["facets"]["errorMessage"]["message"]
+
+
+def check_trainjob_ok(events: dict[str, dict], namespace: str, runtime: str) -> None:
+    start, complete = events["START"], events["COMPLETE"]
+    for event in (start, complete):
+        job = facet(event, "job", "airflowTrainjob_job")
+        assert {k: v for k, v in job.items() if not k.startswith("_")} == {
+            "apiVersion": f"{TRAINER_GROUP}/{TRAINER_VERSION}",
+            "kind": "TrainJob",
+            "namespace": namespace,
+            "runtime": {"name": runtime, "kind": "ClusterTrainingRuntime", "apiGroup": TRAINER_GROUP},
+            "replicas": {"node": 1},
+            "images": {"node": ["ghcr.io/example/train:1"]},
+            "runPolicy": {"activeDeadlineSeconds": 600},
+            "initializers": ["dataset", "model"],
+        }
+        assert datasets(event["inputs"]) == [("hf", "tatsu-lab/alpaca"), ("s3://model-bucket", "llama/3b")]
+        assert datasets(event["outputs"]) == [("file", "/models/alpaca/adapter")]
+    run = facet(complete, "run", "airflowTrainjob_run")
+    assert run["namespace"] == namespace and run["uid"] and run["phase"] == "Complete"
+    assert run["conditions"][-1]["type"] == "Complete" and run["conditions"][-1]["status"] == "True"
+    assert run["startTime"] <= run["completionTime"] and 0 <= run["durationSeconds"] < 300
+
+
+def check_trainjob_fails(events: dict[str, dict], namespace: str) -> None:
+    assert "COMPLETE" not in events
+    fail = events["FAIL"]
+    job = facet(fail, "job", "airflowTrainjob_job")
+    assert (job["kind"], job["runtime"]["name"], job["replicas"]) == ("TrainJob", "torch-distributed", {"node": 1})
+    assert fail["inputs"] == [] and fail["outputs"] == []
+    run = facet(fail, "run", "airflowTrainjob_run")
+    assert run["phase"] == "Failed" and run["conditions"][-1]["type"] == "Failed"
+    failure = facet(fail, "run", "airflowTrainjob_failure")
+    assert failure["permanent"] is True
+    (replica,) = failure["failedReplicas"]  # one replica; its container may have been restarted and stopped since
+    assert replica["pod"].startswith(f"{run['name']}-node-0-0-") and replica["failedRuns"] >= 1
+    assert {k: replica[k] for k in ("replica", "container", "exitCode", "exitClass")} == {
+        "replica": "node-0",
+        "container": "node",
+        "exitCode": 3,
+        "exitClass": "Permanent",
+    }
+
+
+def print_trimmed(events: dict[str, dict]) -> None:
+    """Print an event as the docs quote it (the Airflow facets left out)."""
+    for event in events.values():
+        trimmed = {
+            "eventType": event["eventType"],
+            "job": {
+                "name": event["job"]["name"],
+                "facets": {k: v for k, v in event["job"]["facets"].items() if "Trainjob" in k},
+            },
+            "run": {
+                "facets": {k: v for k, v in event["run"]["facets"].items() if "Trainjob" in k or k == "errorMessage"}
+            },
+            "inputs": event["inputs"],
+            "outputs": event["outputs"],
+        }
+        print(json.dumps(trimmed, indent=1)[:4000])
+
+
+@pytest.mark.parametrize("deferrable", [False, True], ids=["sync", "deferred"])
+def test_the_events_of_a_succeeded_and_a_failed_job_of_each_family(
+    tmp_path, airflow_db, namespace, initializer_runtime, deferrable
+):
+    ran, events_file = dags_test(tmp_path, airflow_db, initializer_runtime, deferrable=deferrable)
+    output = ran.stdout + ran.stderr
+    assert events_file.exists(), output[-5000:]
+    assert SECRET not in events_file.read_text()
+    by_task = {t: task_events(events_file, t) for t in ("pytorch_ok", "pytorch_fails", "trainjob_ok", "trainjob_fails")}
+    for task, events in by_task.items():
+        assert "START" in events, f"{task}: {sorted(events)}\n{output[-5000:]}"
+    check_pytorch_ok(by_task["pytorch_ok"], namespace)
+    check_pytorch_fails(by_task["pytorch_fails"], namespace)
+    check_trainjob_ok(by_task["trainjob_ok"], namespace, initializer_runtime)
+    check_trainjob_fails(by_task["trainjob_fails"], namespace)
+    if not deferrable:
+        print_trimmed(by_task["pytorch_ok"])
+        print_trimmed(by_task["pytorch_fails"])
+
+
+#: Put first on the path of a process: importing the openlineage provider or the OpenLineage client fails there.
+BLOCKER = textwrap.dedent(
+    """
+    import sys
+
+    class NoOpenLineage:
+        def find_spec(self, name, path=None, target=None):
+            if name == "openlineage" or name.startswith(("openlineage.", "airflow.providers.openlineage")):
+                raise ImportError(f"{name} is blocked: the test runs without the openlineage provider")
+            return None
+
+    sys.meta_path.insert(0, NoOpenLineage())
+    """
+)
+
+
+def test_without_the_openlineage_provider_nothing_is_emitted_and_the_dag_runs(
+    tmp_path, airflow_db, namespace, initializer_runtime
+):
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / "sitecustomize.py").write_text(BLOCKER)
+    path = os.pathsep.join([str(blocked), os.environ.get("PYTHONPATH", "")])
+    check = subprocess.run(
+        [sys.executable, "-c", METHODS_WITHOUT_OPENLINEAGE],
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert check.returncode == 0 and "lineage: None None None" in check.stdout, check.stdout + check.stderr
+    ran, events_file = dags_test(tmp_path, airflow_db, initializer_runtime, deferrable=False, env={"PYTHONPATH": path})
+    output = ran.stdout + ran.stderr
+    assert not events_file.exists()
+    for task in ("pytorch_ok", "trainjob_ok"):
+        assert f"task_id={task}, run_id=" in output and "PyTorchJob" in output, output[-5000:]
+    assert output.count("Marking task as SUCCESS") >= 2 and output.count("Marking task as FAILED") >= 2, output[-5000:]
+
+
+METHODS_WITHOUT_OPENLINEAGE = textwrap.dedent(
+    """
+    import importlib.util
+    try:
+        import airflow.providers.openlineage
+    except ImportError:
+        pass
+    else:
+        raise SystemExit("the openlineage provider was importable")
+    from airflow_trainjob.operators.training_job import TrainingJobOperator
+    from airflow_trainjob.operators.trainjob import TrainJobOperator
+    op = TrainJobOperator(task_id="t", runtime="torch-distributed", trainer={"numNodes": 1})
+    v1 = TrainingJobOperator(task_id="v", kind="PyTorchJob", replica_specs={"Master": {"template": {"spec": {}}}})
+    print("lineage:", op.get_openlineage_facets_on_start(), op.get_openlineage_facets_on_complete(None),
+          v1.get_openlineage_facets_on_failure(None))
+    """
+)
