@@ -111,7 +111,7 @@ class TrainingJobFailureRunFacet(RunFacet):
     """
 
     permanent: bool
-    failedReplicas: list[dict[str, Any]] = Factory(list)
+    failedReplicas: list[dict[str, Any]]
 
     @staticmethod
     def _get_schema() -> str:
