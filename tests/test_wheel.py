@@ -156,14 +156,36 @@ class Distribution:
     id: str
     root: Path  # the directory of its pyproject.toml
     package: str
-    #: extra -> the subpackage (relative to ``root``) that alone may import what the extra declares
-    extras_used_by: dict[str, str]
+    #: extra -> the subpackages and modules (relative to ``root``) that alone may import what the extra declares
+    extras_used_by: dict[str, tuple[str, ...]]
+
+    def scope_of(self, rel: str) -> str:
+        """The extra whose imports the file ``rel`` (relative to ``root``) may make, else ``dependencies``."""
+        for extra, places in self.extras_used_by.items():
+            if any(rel == place or rel.startswith(f"{place}/") for place in places):
+                return extra
+        return "dependencies"
 
 
 DISTRIBUTIONS = [
-    Distribution("provider", REPO, PACKAGE, {}),
+    # The openlineage provider is imported (lazily) by the lineage modules only: without it they do nothing.
     Distribution(
-        "local-cluster", REPO / "local-cluster", "airflow_trainjob_local", {"testing": "airflow_trainjob_local/testing"}
+        "provider",
+        REPO,
+        PACKAGE,
+        {
+            "openlineage": (
+                "airflow_trainjob/operators/parent_run.py",
+                "airflow_trainjob/operators/lineage.py",
+                "airflow_trainjob/operators/lineage_facets.py",
+            )
+        },
+    ),
+    Distribution(
+        "local-cluster",
+        REPO / "local-cluster",
+        "airflow_trainjob_local",
+        {"testing": ("airflow_trainjob_local/testing",)},
     ),
 ]
 
@@ -243,7 +265,7 @@ def import_table(dist: Distribution, file_owners: dict[str, str]) -> dict[str, d
     table: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for path in sorted((dist.root / dist.package).rglob("*.py")):
         rel = path.relative_to(dist.root).as_posix()
-        scope = next((extra for extra, sub in dist.extras_used_by.items() if rel.startswith(f"{sub}/")), "dependencies")
+        scope = dist.scope_of(rel)
         for module, line in absolute_imports(path):
             top = module.split(".")[0]
             if top in sys.stdlib_module_names or top == dist.package:
@@ -281,7 +303,7 @@ def test_every_dependency_is_imported(dist: Distribution, file_owners: dict[str,
     scopes.update({extra: project["optional-dependencies"][extra] for extra in dist.extras_used_by})
     unused = {}
     for scope, requirements in scopes.items():
-        # An extra's requirements are used by its subpackage; the dependencies anywhere in the package.
+        # An extra's requirements are used by its places; the dependencies anywhere in the package.
         imported = set(table[scope]) if scope != "dependencies" else {n for owners in table.values() for n in owners}
         for text in requirements:
             name = canonicalize_name(Requirement(text).name)
@@ -289,7 +311,7 @@ def test_every_dependency_is_imported(dist: Distribution, file_owners: dict[str,
                 unused[text] = (
                     "[project].dependencies"
                     if scope == "dependencies"
-                    else (f"extra {scope!r}, for {dist.extras_used_by[scope]}")
+                    else (f"extra {scope!r}, for {', '.join(dist.extras_used_by[scope])}")
                 )
     lines = [f"  {text} ({where})" for text, where in sorted(unused.items())]
     assert unused == {}, "\n".join(

@@ -81,6 +81,17 @@ def flag_problem(field: str, value: object) -> str | None:
     return f"{field}: must be True or False, got {type(value).__name__} {value!r}"
 
 
+def optional_flag_problem(field: str, value: object) -> str | None:
+    """``value`` of parameter ``field`` is not ``True``, ``False`` or ``None`` (None: a config decides).
+
+    :param field: the parameter's name, leading the problem (``openlineage_inject_parent_job_info``).
+    :param value: its value as given.
+    """
+    if value is None or isinstance(value, bool):
+        return None
+    return f"{field}: must be True, False or None (the config decides), got {type(value).__name__} {value!r}"
+
+
 def seconds_problem(field: str, value: object, *, optional: bool = True) -> str | None:
     """``value`` of parameter ``field`` is not a positive number of seconds (an int or float, not a bool, a string
     or a timedelta); None is allowed when ``optional`` (no limit).
@@ -323,6 +334,7 @@ PARAMS: tuple[Param, ...] = (
     Param("reattach_on_restart", flag_problem, _OPERATORS),
     Param("deferrable", flag_problem, _ALL),
     Param("durable", flag_problem, _OPERATORS),
+    Param("openlineage_inject_parent_job_info", optional_flag_problem, _OPERATORS),
     Param("on_finish", _on_finish, _OPERATORS),
     Param("poll_interval", seconds_problem, _OPERATORS),
     Param("poke_interval", _required_seconds, _SENSOR),

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from airflow_trainjob.constants import JOB_COMPLETION_INDEX
 from airflow_trainjob.domain.failures import EndsOfContainers
+from airflow_trainjob.domain.parent_run import without_parent_run_env
 from airflow_trainjob.domain.pods import Pod, pod_name, sidecar_markers
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobStoppedError, TrainingJobTimeoutError
 
@@ -458,9 +459,12 @@ def with_parked(records: list[JobRecord], parked: tuple[int, FinalState] | None)
 
 def spec_digest(manifest: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of the job's ``kind`` and ``spec``: what it trains, not which try sent it (the try's labels and
-    annotations are in ``metadata``). Two tries that built the same job have the same digest.
+    annotations are in ``metadata``, the OpenLineage parent run its containers are given in their ``env``: see
+    :func:`~airflow_trainjob.domain.parent_run.without_parent_run_env`). Two tries that built the same job have the
+    same digest.
 
     :param manifest: the job object as built (a JSON dict).
     """
-    canonical = json.dumps({"kind": manifest.get("kind"), "spec": manifest.get("spec")}, sort_keys=True, default=str)
+    spec = without_parent_run_env(manifest.get("spec"))
+    canonical = json.dumps({"kind": manifest.get("kind"), "spec": spec}, sort_keys=True, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()

@@ -28,6 +28,7 @@ from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.links.training_job import TrainingJobLink
 from airflow_trainjob.models.job import to_plain
 from airflow_trainjob.operators.lineage import lineage_at_end, lineage_on_start
+from airflow_trainjob.operators.parent_run import with_parent_run
 from airflow_trainjob.operators.recorder import JobRecorder, rendered_manifest
 from airflow_trainjob.operators.request import TrainingJobRequest, build_request
 from airflow_trainjob.operators.run import JOB_GONE, JOB_NOT_REUSED, TrainingJobRun
@@ -95,6 +96,13 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     :param deferrable: wait in the triggerer (a shared watch, no worker slot) instead of watching from the
         worker; default: Airflow's ``[operators] default_deferrable``. The verdict, messages and
         cleanup are the same; the lead replica's log is copied in batches instead of streamed.
+    :param openlineage_inject_parent_job_info: give every training container (each replica type's ``containers``,
+        not ``initContainers``) the task's OpenLineage run as its parent, in the environment variables the
+        OpenLineage clients read (``OPENLINEAGE_PARENT_ID``, ``OPENLINEAGE_ROOT_PARENT_ID``, ``OPENLINEAGE_CONTEXT``),
+        so the training's own lineage events link to this task; a container that sets any of them keeps its own.
+        None (default): the openlineage provider's ``[openlineage] spark_inject_parent_job_info`` (default False).
+        Nothing without the openlineage provider, or with OpenLineage disabled. See
+        :mod:`~airflow_trainjob.operators.parent_run`.
 
     Returns (XCom ``return_value``) a JSON-safe summary: kind, name, namespace, conditions,
     replicaStatuses, startTime, completionTime, duration (seconds). Pushes ``job_name`` and
@@ -175,6 +183,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         on_finish: str = DEFAULTS.on_finish,
         reattach_on_restart: bool = DEFAULTS.reattach_on_restart,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        openlineage_inject_parent_job_info: bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -200,6 +209,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         self.on_finish = on_finish
         self.reattach_on_restart = reattach_on_restart
         self.deferrable = deferrable
+        self.openlineage_inject_parent_job_info = openlineage_inject_parent_job_info
         #: The job object this task sends, as YAML text, for the rendered template view; set after rendering. Text,
         #: not a dict: Airflow's secret masker stops a few levels deep in a dict, a container's env is deeper.
         self.manifest: str | None = None
@@ -233,6 +243,14 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             namespace=namespace,
         )
 
+    def _try_request(self, context: Mapping[str, Any]) -> TrainingJobRequest:
+        """The request the try sends: :meth:`_build_request`'s, with the try's OpenLineage parent run in its training
+        containers when asked (:func:`~airflow_trainjob.operators.parent_run.with_parent_run`).
+
+        :raises InvalidJobSpecError: bad input, naming each field."""
+        request = self._build_request(context)
+        return with_parent_run(request, context, self.openlineage_inject_parent_job_info, self.log)
+
     def build_job(self, context: Mapping[str, Any], namespace: str) -> dict[str, Any]:
         """The manifest for this task instance (validated), with the cleanup held.
 
@@ -253,7 +271,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if "ti" not in context:
             return
         try:
-            self._keep(self._build_request(context))  # execute sends it: built once per try
+            self._keep(self._try_request(context))  # execute sends it: built once per try
         except InvalidJobSpecError:
             self.manifest, self._request = None, None
 
@@ -345,7 +363,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         once); log its input notes; push ``job_name``/``job_namespace``. Called once per try, by its run."""
         request = self._request  # built by render_template_fields
         if request is None or request.identity != TaskInstanceIdentity.from_context(context):
-            request = self._build_request(context)
+            request = self._try_request(context)
             self._keep(request)
         for note in request.notes:
             self.log.info("Input: %s", note)

@@ -111,6 +111,15 @@ class TrainJobOperator(TrainingJobOperator):
         instead of starting over (it keeps its own pod token).
     :param durable: (``ResumableJobMixin``, Airflow 3.3+) as for ``TrainingJobOperator``.
     :param deferrable: wait in the triggerer instead of the worker; default: ``[operators] default_deferrable``.
+    :param openlineage_inject_parent_job_info: give the trainer the task's OpenLineage run as its parent, in the
+        environment variables the OpenLineage clients read (``OPENLINEAGE_PARENT_ID``, ``OPENLINEAGE_ROOT_PARENT_ID``,
+        ``OPENLINEAGE_CONTEXT``), appended to ``trainer.env`` (``spec.trainer.env``, created when ``trainer`` is not
+        given), which the trainer merges into the runtime's trainer containers (named ``node``), so the training's
+        own lineage events link to this task. Not the initializers' containers, nor a runtime container of another
+        name; a ``trainer.env`` that sets any of the three keeps its own, and a value the runtime sets is
+        overridden, as ``trainer.env`` always overrides it. None (default): the openlineage provider's
+        ``[openlineage] spark_inject_parent_job_info`` (default False). Nothing without the openlineage provider,
+        or with OpenLineage disabled. See :mod:`~airflow_trainjob.operators.parent_run`.
 
     Returns, pushes and records what ``TrainingJobOperator`` does; the rendered ``manifest`` field is the TrainJob as
     sent, as YAML.
@@ -180,6 +189,7 @@ class TrainJobOperator(TrainingJobOperator):
         on_finish: str = DEFAULTS.on_finish,
         reattach_on_restart: bool = DEFAULTS.reattach_on_restart,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        openlineage_inject_parent_job_info: bool | None = None,
         **kwargs: Any,
     ) -> None:
         _refuse_v1_parts(kwargs)
@@ -200,6 +210,7 @@ class TrainJobOperator(TrainingJobOperator):
             on_finish=on_finish,
             reattach_on_restart=reattach_on_restart,
             deferrable=deferrable,
+            openlineage_inject_parent_job_info=openlineage_inject_parent_job_info,
             **kwargs,
         )
         # Plain data (models as their API form): Jinja renders inside it.
