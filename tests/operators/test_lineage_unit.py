@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import attrs
 import pytest
@@ -21,7 +22,7 @@ from airflow_trainjob.operators.training_job import TrainingJobOperator
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "lineage-facets.json").read_text())
 
-MANIFEST = {
+MANIFEST: dict[str, Any] = {
     "apiVersion": "trainer.kubeflow.org/v1alpha1",
     "kind": "TrainJob",
     "metadata": {"name": "tj", "namespace": "ml"},
