@@ -1,7 +1,9 @@
 """The DAG of tests/integration/test_lineage_events.py: a PyTorchJob and a TrainJob that succeed, and one of each that
 fails, on the local cluster (the test's namespace through ``kubernetes_default``). Read from the environment:
 ``LINEAGE_DEFERRABLE`` (``1``: every task defers), ``LINEAGE_RUNTIME`` (a ClusterTrainingRuntime with dataset and model
-initializer steps), ``LINEAGE_PYTHON`` (the interpreter the process kubelet runs the containers with)."""
+initializer steps), ``LINEAGE_PYTHON`` (the interpreter the process kubelet runs the containers with),
+``LINEAGE_SECONDS`` (how long each container runs first: a deployment's scheduler must see a deferred task's first
+process end before its trigger fires, or it takes the resumed process for one that should not run)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from airflow_trainjob.operators.trainjob import TrainJobOperator
 
 PYTHON = os.environ.get("LINEAGE_PYTHON", "python")
 DEFERRABLE = os.environ.get("LINEAGE_DEFERRABLE") == "1"
-OK = "print('trained', flush=True)"
-FAILS = "import sys; print('bad input', flush=True); sys.exit(3)"
+PAUSE = f"import time; time.sleep({float(os.environ.get('LINEAGE_SECONDS', '0'))})\n"
+OK = PAUSE + "print('trained', flush=True)"
+FAILS = PAUSE + "import sys; print('bad input', flush=True); sys.exit(3)"
 SECRET = "lineage-secret-value"
 
 
