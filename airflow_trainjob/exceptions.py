@@ -7,7 +7,7 @@ All derive from Airflow's exceptions so that Airflow's retry logic reads them th
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 
@@ -101,6 +101,22 @@ def exception_for(decision: Judged) -> AirflowFailException | TrainingJobError:
     the task without retries), else :class:`TrainingJobError` (Airflow may retry); its message is the decision's.
     The one place a decision's retry class becomes an exception class.
 
-    :param decision: a :class:`~airflow_trainjob.domain.verdict.Verdict` (``permanent``, ``message``).
+    :param decision: a :class:`~airflow_trainjob.domain.verdict.Verdict` (``permanent``, ``message``); kept on the
+        exception (:func:`decision_of`).
     """
-    return AirflowFailException(decision.message) if decision.permanent else TrainingJobError(decision.message)
+    error = AirflowFailException(decision.message) if decision.permanent else TrainingJobError(decision.message)
+    vars(error)[_DECISION] = decision
+    return error
+
+
+#: The attribute of an exception :func:`exception_for` made that holds its decision.
+_DECISION = "_airflow_trainjob_decision"
+
+
+def decision_of(error: BaseException | None) -> Any:
+    """The decision :func:`exception_for` made ``error`` from (a :class:`~airflow_trainjob.domain.verdict.Verdict`:
+    what the task's OpenLineage failure facet reads of the failed runs); None for any other exception, or None.
+
+    :param error: the task's exception, or None.
+    """
+    return None if error is None else vars(error).get(_DECISION)

@@ -169,7 +169,18 @@ class Distribution:
 
 DISTRIBUTIONS = [
     # The openlineage provider is imported (lazily) by the lineage modules only: without it they do nothing.
-    Distribution("provider", REPO, PACKAGE, {"openlineage": ("airflow_trainjob/operators/parent_run.py",)}),
+    Distribution(
+        "provider",
+        REPO,
+        PACKAGE,
+        {
+            "openlineage": (
+                "airflow_trainjob/operators/parent_run.py",
+                "airflow_trainjob/operators/lineage.py",
+                "airflow_trainjob/operators/lineage_facets.py",
+            )
+        },
+    ),
     Distribution(
         "local-cluster",
         REPO / "local-cluster",

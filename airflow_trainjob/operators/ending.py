@@ -462,6 +462,11 @@ class TryEnd:
         """
         self._last_seen = job
 
+    @property
+    def last_seen(self) -> dict[str, Any] | None:
+        """The job as the wait (or the trigger's event) last showed it (:meth:`saw`); None before."""
+        return self._last_seen
+
     def seen(self, job: dict[str, Any]) -> None:
         """Record the job as the wait sees it now, with its pods as last seen, when its phase or replica counts
         changed (:meth:`JobRecorder.seen`): a try killed where it cannot record its end (a clear) still says what it

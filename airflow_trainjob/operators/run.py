@@ -81,6 +81,10 @@ class TrainingJobRun:
         self._kind: str | None = None
         #: The summary, once the job succeeded (the XCom ``return_value``).
         self.summary: dict[str, Any] | None = None
+        #: The job at its end, as the verdict judged it (None before, or when the try ended otherwise).
+        self.final_job: dict[str, Any] | None = None
+        #: The exception the try ended with (the verdict, a deadline, a deletion...); None: none (yet).
+        self.error: BaseException | None = None
         self._recorder = recorder
         self._progress = TryProgress()  # where the try is, the job it holds, the end it recorded
         self._earlier: Reuse | None = None  # what earlier_success found: an earlier try's success, maybe this try's
@@ -229,11 +233,13 @@ class TrainingJobRun:
         outcome = "killed"
         try:
             final, pods = judge()
+            self.final_job = final
             outcome = "failed" if not family_of(final["kind"]).is_succeeded(final.get("status")) else outcome
             summary = self.summary = ending.verdict(
                 self.hook, self.log, ref, final, pods, self.settings.log_tail_lines, self._sync.early_tails
             )
         except BaseException as e:
+            self.error = e
             if on_error is not None:
                 on_error()
             self._end.record(e, summary=self.summary)
@@ -274,7 +280,7 @@ class TrainingJobRun:
         metadata = lambda: self.manifest["metadata"]
         event, job, live = resume.event_job(self.hook, self.identity, self.kind, metadata, event)
         if event["outcome"] == DELETED or job is None:
-            error = JobDeletedError(event["message"])
+            error = self.error = JobDeletedError(event["message"])
             self._end.record(error, job, summary=None, look=False)  # gone: its last state is the event's
             raise error
         self.job = job if live else resume.current_job(self.hook, self.identity, job, self.log)
@@ -292,6 +298,12 @@ class TrainingJobRun:
             return job, pods
 
         return self._judged(job_ref(job), end)
+
+    @property
+    def last_known_job(self) -> dict[str, Any] | None:
+        """The job as this try last knew it: at its end (:attr:`final_job`), else as the wait (or the trigger's event)
+        last showed it, else as taken up; None when the try holds none (read by the task's OpenLineage facets)."""
+        return self.final_job or self._end.last_seen or self._progress.job
 
     # ---- stopped by Airflow ------------------------------------------------------------------------
 

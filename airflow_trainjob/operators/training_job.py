@@ -27,6 +27,7 @@ from airflow_trainjob.families import success_conditions
 from airflow_trainjob.hooks.training_job import TrainingJobHook
 from airflow_trainjob.links.training_job import TrainingJobLink
 from airflow_trainjob.models.job import to_plain
+from airflow_trainjob.operators.lineage import lineage_at_end, lineage_on_start
 from airflow_trainjob.operators.parent_run import with_parent_run
 from airflow_trainjob.operators.recorder import JobRecorder, rendered_manifest
 from airflow_trainjob.operators.request import TrainingJobRequest, build_request
@@ -427,6 +428,27 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             :class:`~airflow_trainjob.triggers.training_job.TrainingJobTrigger`).
         """
         return self._run_for(context).complete(event)
+
+    # ---- OpenLineage (the openlineage provider's listener calls these; see docs/lineage.md) ----------------------
+
+    def get_openlineage_facets_on_start(self) -> Any:
+        """The START event's lineage: the job facet of this try's manifest, the datasets (a TrainJob's initializer
+        ``storageUri`` values and ``inlets`` as inputs, ``outlets`` as outputs). None without the openlineage provider.
+        See :mod:`airflow_trainjob.operators.lineage`."""
+        return lineage_on_start(self._manifest, self.inlets, self.outlets)
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """The COMPLETE event's lineage: as at the start, with the run facet of the job at its end.
+
+        :param task_instance: the task instance (unused: the try's run holds what is described)."""
+        return lineage_at_end(self._manifest, self._run, self.inlets, self.outlets)
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+        """The FAIL event's lineage: as on completion, with the failure facet when the job failed (its failed
+        replicas' exit codes and classes).
+
+        :param task_instance: the task instance (unused: the try's run holds what is described)."""
+        return lineage_at_end(self._manifest, self._run, self.inlets, self.outlets)
 
     def on_kill(self) -> None:
         """The task was killed (marked failed/success, cleared, or timed out): delete the job."""
