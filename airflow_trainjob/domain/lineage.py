@@ -31,7 +31,20 @@ CONDITION_MESSAGE_CHARS = 500
 #: stores and file systems; ``gcs`` is spelled ``gs``). Any other scheme: namespace ``<scheme>``, name
 #: ``<authority><path>`` (``hf://org/repo`` -> ``hf``, ``org/repo``), as the openlineage provider names an Airflow
 #: ``File`` of a scheme it does not know.
-AUTHORITY_SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gs", "gcs": "gs", "hdfs": "hdfs", "abfss": "abfss"}
+AUTHORITY_SCHEMES = {
+    "s3": "s3",
+    "s3a": "s3",
+    "gs": "gs",
+    "gcs": "gs",
+    "hdfs": "hdfs",
+    "abfss": "abfss",
+    "abfs": "abfs",
+    "wasbs": "wasbs",
+    "wasb": "wasb",
+}
+#: Schemes whose URI's user part is the storage container, which OpenLineage keeps in the namespace
+#: (``abfss://<container>@<account>.dfs.core.windows.net``), not credentials.
+CONTAINER_IN_USER_SCHEMES = frozenset({"abfss", "abfs", "wasbs", "wasb"})
 
 
 @dataclass(frozen=True)
@@ -73,9 +86,12 @@ def dataset_of_uri(uri: str, job_namespace: str = "", role: str = "") -> Dataset
         parts = urlsplit(uri.strip())
     except ValueError:
         return None
-    scheme, authority, path = parts.scheme.lower(), parts.hostname or "", parts.path
-    if parts.port is not None:
-        authority = f"{authority}:{parts.port}"
+    scheme, path = parts.scheme.lower(), parts.path
+    # The host as written (``hf://Meta-Llama/...`` names an organisation, whose case matters), without user info
+    # (credentials), except where the scheme puts the container there (``abfss://<container>@<account>...``).
+    authority = parts.netloc.rpartition("@")[2]
+    if scheme in CONTAINER_IN_USER_SCHEMES and parts.username:
+        authority = f"{parts.username}@{authority}"
     if not scheme or not (authority or path.strip("/")):
         return None
     if scheme == "file":  # a local path: as the openlineage provider names a file:// Asset

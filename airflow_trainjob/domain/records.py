@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from airflow_trainjob.constants import JOB_COMPLETION_INDEX
+from airflow_trainjob.constants import JOB_COMPLETION_INDEX, RUNTIME_PATCH_MANAGER
 from airflow_trainjob.domain.failures import EndsOfContainers
 from airflow_trainjob.domain.parent_run import without_parent_run_env
 from airflow_trainjob.domain.pods import Pod, pod_name, sidecar_markers
@@ -467,14 +467,27 @@ def with_parked(records: list[JobRecord], parked: tuple[int, FinalState] | None)
     ]
 
 
+def _without_provider_patch(spec: Any) -> Any:
+    """A TrainJob's ``spec`` without the provider's own ``runtimePatches`` entry (manager
+    :data:`~airflow_trainjob.constants.RUNTIME_PATCH_MANAGER`): it carries the try's labels and a pod token drawn for
+    each TrainJob, not what the job trains."""
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("runtimePatches"), list):
+        return spec
+    patches = [
+        p for p in spec["runtimePatches"] if not (isinstance(p, Mapping) and p.get("manager") == RUNTIME_PATCH_MANAGER)
+    ]
+    return {**spec, "runtimePatches": patches}
+
+
 def spec_digest(manifest: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of the job's ``kind`` and ``spec``: what it trains, not which try sent it (the try's labels and
     annotations are in ``metadata``, the OpenLineage parent run its containers are given in their ``env``: see
-    :func:`~airflow_trainjob.domain.parent_run.without_parent_run_env`). Two tries that built the same job have the
+    :func:`~airflow_trainjob.domain.parent_run.without_parent_run_env`, a TrainJob's pod labels in the provider's
+    runtime patch). Two tries that built the same job have the
     same digest.
 
     :param manifest: the job object as built (a JSON dict).
     """
-    spec = without_parent_run_env(manifest.get("spec"))
+    spec = _without_provider_patch(without_parent_run_env(manifest.get("spec")))
     canonical = json.dumps({"kind": manifest.get("kind"), "spec": spec}, sort_keys=True, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()

@@ -100,6 +100,18 @@ def redact(value: str, name: str | None = None) -> str:
     return masked if isinstance(masked, str) else value
 
 
+def redact_error(error: BaseException) -> BaseException:
+    """``error`` with its text arguments passed through :func:`redact`, in place, and returned. A try's error quotes
+    what the job's containers printed (a failed replica's last lines), which may hold a secret the task rendered into
+    the job; Airflow masks it in the task log, but the exception itself also reaches places that do not (an
+    OpenLineage ``errorMessage`` facet, an ``on_failure_callback``).
+
+    :param error: the exception the try ends with.
+    """
+    error.args = tuple(redact(a) if isinstance(a, str) else a for a in error.args)
+    return error
+
+
 class _Dumper(yaml.SafeDumper):
     """Block style for multi-line strings (an embedded script reads as the script); no line folding, so a secret
     is never split over two lines where the masker would miss it; no anchors and aliases (``*id001``) for parts

@@ -32,7 +32,7 @@ from airflow_trainjob.domain.verdict import job_ref
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobError
 from airflow_trainjob.families import family_of
 from airflow_trainjob.operators import ending, resume
-from airflow_trainjob.operators.recorder import KILL_WRITE_SECONDS, JobRecorder
+from airflow_trainjob.operators.recorder import KILL_WRITE_SECONDS, JobRecorder, redact_error
 from airflow_trainjob.operators.sync_wait import SynchronousWait
 from airflow_trainjob.operators.take_up import JOB_GONE, JOB_NOT_REUSED, TakeUp, is_earlier_result, with_summary
 from airflow_trainjob.operators.try_state import TryProgress
@@ -239,7 +239,7 @@ class TrainingJobRun:
                 self.hook, self.log, ref, final, pods, self.settings.log_tail_lines, self._sync.early_tails
             )
         except BaseException as e:
-            self.error = e
+            self.error = redact_error(e)
             if on_error is not None:
                 on_error()
             self._end.record(e, summary=self.summary)
@@ -280,7 +280,7 @@ class TrainingJobRun:
         metadata = lambda: self.manifest["metadata"]
         event, job, live = resume.event_job(self.hook, self.identity, self.kind, metadata, event)
         if event["outcome"] == DELETED or job is None:
-            error = self.error = JobDeletedError(event["message"])
+            error = self.error = redact_error(JobDeletedError(event["message"]))
             self._end.record(error, job, summary=None, look=False)  # gone: its last state is the event's
             raise error
         self.job = job if live else resume.current_job(self.hook, self.identity, job, self.log)

@@ -311,6 +311,14 @@ def test_a_v1_job_and_a_trainjob_without_initializer_have_no_datasets():
         ("s3://AKIA:secret@bucket/key?token=1#frag", "s3://bucket", "key"),
         ("hf://meta-llama/Llama-3.2-1B-Instruct", "hf", "meta-llama/Llama-3.2-1B-Instruct"),
         ("cache://schema/table", "cache", "schema/table"),
+        ("hf://Meta-Llama/Llama-3.1-8B", "hf", "Meta-Llama/Llama-3.1-8B"),  # an organisation's case kept
+        (
+            "abfss://mycontainer@myaccount.dfs.core.windows.net/data/train",
+            "abfss://mycontainer@myaccount.dfs.core.windows.net",
+            "data/train",
+        ),
+        ("wasbs://box@acct.blob.core.windows.net/k", "wasbs://box@acct.blob.core.windows.net", "k"),
+        ("s3://user@bucket/key", "s3://bucket", "key"),  # user info is credentials elsewhere
         ("pvc://claim-a/datasets/train", "pvc://ml/claim-a", "datasets/train"),
     ],
 )

@@ -327,6 +327,28 @@ def test_permanent_failure_is_not_retried_and_the_failed_job_is_kept(hook, log_t
     ) in log_text()
 
 
+def test_a_secret_a_failed_replica_printed_is_masked_in_the_tries_error(hook):
+    """The try's error quotes the failed replica's last lines; a secret the task rendered into the job (a Variable
+    the masker knows) is masked in the exception itself, which reaches places Airflow's log masker does not (an
+    OpenLineage FAIL event's ``errorMessage``)."""
+    from airflow.providers.common.compat.sdk import mask_secret
+
+    secret = "pw_RUNUNITfailure0123456789"
+    mask_secret(secret)
+    run = make_run(hook)
+    run.create_or_attach()
+
+    def fails(h):
+        h.add_pod(NAME, "Master", phase="Failed", exit_code=3, log=f"pw is {secret}\nbad input")
+        h.set_status(NAME, FAILED)
+
+    hook.on_get(becomes(RUNNING), fails)
+    with pytest.raises(AirflowFailException) as raised:
+        run.wait()
+    assert secret not in str(raised.value) and "| pw is ***" in str(raised.value), str(raised.value)
+    assert run.error is raised.value
+
+
 def test_retryable_failure_137(hook):
     run = make_run(hook, on_finish="delete_job")
     run.create_or_attach()

@@ -16,6 +16,7 @@ from kubeflow_trainer_api.models import TrainerV1alpha1Trainer, TrainerV1alpha1T
 from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME, LABEL_POD_TOKEN, LABEL_TRY_NUMBER, RUNTIME_PATCH_MANAGER
 from airflow_trainjob.domain.ownership import RESERVED_ANNOTATIONS, RESERVED_LABELS
 from airflow_trainjob.domain.params import TRAINJOB, read_by
+from airflow_trainjob.domain.records import spec_digest
 from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.operators.request import TrainingJobRequest
 from airflow_trainjob.operators.trainjob import TrainJobOperator
@@ -132,6 +133,20 @@ def test_each_build_has_its_own_pod_token_and_a_new_try_its_own_labels():
     pod_labels = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
     assert pod_labels["metadata"]["labels"][LABEL_TRY_NUMBER] == "2"
     assert second_try.name == first.name  # the same task instance: the same name on every try
+
+
+def test_two_tries_of_the_same_trainjob_have_the_same_spec_digest():
+    """The provider's runtime patch differs per try (labels, pod token): it is not what the job trains, so a retry that
+    returns an earlier try's success does not warn that the job changed; a user's own runtime patch still counts."""
+    op = operator(runtime="torch-distributed", trainer=TRAINER)
+    ti = TaskInstanceStandIn()
+    first = op._build_request({"ti": ti})
+    second = op._build_request({"ti": TaskInstanceStandIn(run_id=ti.run_id, try_number=2)})
+    assert first.manifest["spec"]["runtimePatches"] != second.manifest["spec"]["runtimePatches"]
+    assert spec_digest(first.manifest) == spec_digest(second.manifest)
+    user_patch = {"manager": "team-a/tuning", "trainingRuntimeSpec": {"template": {"spec": {}}}}
+    patched = operator(runtime="torch-distributed", trainer=TRAINER, runtime_patches=[user_patch])
+    assert spec_digest(patched._build_request({"ti": ti}).manifest) != spec_digest(first.manifest)
 
 
 def test_the_queue_label_and_the_notes():
