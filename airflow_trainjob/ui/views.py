@@ -331,27 +331,28 @@ def _counted_with(
 def times(
     job: Mapping[str, Any] | None, phase: str, now: datetime | None
 ) -> tuple[str | None, str | None, float | None]:
-    """``(start_time, completion_time, duration_seconds)``: ``status.startTime`` and ``status.completionTime``;
-    the duration runs to the completion, else (finished) the deciding condition's turn, else ``now``. A job run as
-    steps (a TrainJob) reports neither time: once it has started, its duration runs from its creation.
+    """``(start_time, completion_time, duration_seconds)`` as its family dates the run
+    (:meth:`~airflow_trainjob.domain.family.JobFamily.run_times`: a v1 job's ``status.startTime`` and
+    ``completionTime``; a TrainJob's last admission, else its creation, once it has started, and its deciding
+    condition's turn); the duration runs to the completion, else (finished) the deciding condition's turn, else
+    ``now``.
 
     :param job: the job as an API JSON dict, or None.
     :param phase: its :func:`job_phase`.
     :param now: the time to measure a running job's duration to; None: a job read from a record (no duration
         unless it finished).
     """
-    status = _status(job)
-    start, completion = stamp(status.get("startTime")), stamp(status.get("completionTime"))
+    status, family = _status(job), _kind_of((job or {}).get("kind"))
+    started, ended = family.run_times(job or {}) if family else (status.get("startTime"), status.get("completionTime"))
+    if family is not None and family.steps(status) is not None and not family.has_started(status):
+        started = None  # a TrainJob dates its start by its creation: not before it has started
+    start, completion = stamp(started), stamp(ended)
     end = parse_time(completion)
     if end is None and is_finished(phase):
         end = parse_time(deciding_condition(job).get("lastTransitionTime"))
     if end is None and not is_finished(phase):
         end = now
-    begin = parse_time(start)
-    family = _kind_of((job or {}).get("kind"))
-    if begin is None and family is not None and family.steps(status) is not None and family.has_started(status):
-        begin = parse_time(_meta(job).get("creationTimestamp"))
-    return start, completion, _seconds(begin, end)
+    return start, completion, _seconds(parse_time(start), end)
 
 
 # --- the pods ---------------------------------------------------------------------------------------

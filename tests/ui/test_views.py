@@ -1023,6 +1023,14 @@ RUNNING_STEPS = {
 V2_NOW = datetime(2026, 12, 7, 10, 1, 0, tzinfo=timezone.utc)
 
 
+def test_a_trainjobs_start_and_completion_are_its_admission_or_creation_and_its_deciding_condition():
+    """A TrainJob's status has no startTime or completionTime: the tab shows what its family dates the run by."""
+    assert views.times(v2.train_job(RUNNING_STEPS), "Running", V2_NOW) == (v2.T0, None, 60.0)
+    assert views.times(v2.train_job(v2.RESUMED_RUNNING), "Running", V2_NOW) == (v2.T1, None, 55.0)
+    assert views.times(v2.train_job(v2.COMPLETE), "Complete", V2_NOW) == (v2.T0, v2.T2, 60.0)
+    assert views.times(v2.train_job(v2.SUSPENDED), "Suspended", V2_NOW) == (None, None, None)  # not started yet
+
+
 def node_pods(*, failed: int | None = None) -> list[dict]:
     """The nodes' pods (node 1 failed with exit ``failed`` when given) and the dataset initializer's, succeeded."""
     done = v2.terminated("dataset-initializer", 0, "Completed", v2.T1)
@@ -1074,7 +1082,10 @@ def test_a_trainjobs_row_shows_its_runtime_nodes_steps_and_progress():
         None,
         None,
     ]
-    assert (row["start_time"], row["duration_seconds"]) == (None, 60.0)
+    assert (row["start_time"], row["duration_seconds"]) == (
+        v2.T0,
+        60.0,
+    )  # the start its family dates it by: the creation
     failed = views.job_row(v2.train_job(v2.FAILED_JOBS), IDENTITY, V2_NOW)
     assert (failed["phase"], failed["reason"], failed["progress"]) == ("Failed", "FailedJobs", None)
     assert failed["last_failure_reason"].startswith("FailedJobs: jobset failed due to one or more job failures")
@@ -1121,7 +1132,7 @@ def test_a_running_trainjobs_tab_shows_its_steps_pods_by_step_and_progress():
     assert view["summary"] == (
         "Running — dataset-initializer: 1 succeeded; node (2 nodes): 1 active, 1 ready; 42% done, about 120 s left"
     )
-    assert (view["start_time"], view["duration_seconds"]) == (None, 60.0)
+    assert (view["start_time"], view["duration_seconds"]) == (v2.T0, 60.0)
 
 
 def test_a_failed_trainjobs_tab_marks_the_failed_node_as_its_error_does():
