@@ -5,9 +5,10 @@ TrainJob on ``torch-distributed`` (2 nodes) and ``report`` reads its metrics.
 
 The training's own progress as users see it: node 0 reports each epoch into the TrainJob's ``status.trainerStatus``
 (the local cluster's status server, Kubeflow Trainer's ``TrainJobStatus``). Asserted in both modes: the train task's
-log has a progress line per report it saw (percentages rising to 100, with the loss and the test accuracy), the
-Training job tab's answer (``GET /trainjob/api/task-instance``) has the same points in ``progress_history``, and the
-XCom summary's ``progress`` is the last (100%, the final loss and accuracy of the metrics file). The synchronous wait
+log has a progress line per report it saw (percentages rising to 100, with the epoch's training loss, which falls,
+and the test accuracy), the Training job tab's answer (``GET /trainjob/api/task-instance``) has the same points in
+``progress_history``, and the XCom summary's ``progress`` is the last (100%, the final loss and accuracy of the
+metrics file). The synchronous wait
 follows the TrainJob by its watch, so it sees every report: one point per epoch. The deferred try's trigger looks at
 the shared stream's latest state of the job when it wakes, so reports that come faster than it wakes are seen as the
 latest of them: its points are a rising part of the epochs', ending at 100%. The synchronous try's tab, in headless
@@ -105,6 +106,8 @@ def _check_progress(
         assert percentages[-1:] == [100], train_log[-3000:]
     else:  # the watch saw each
         assert percentages == EPOCH_PERCENTAGES, train_log[-3000:]
+    losses = [float(loss) for _, loss, _ in logged]
+    assert losses == sorted(losses, reverse=True), f"the epochs' training loss does not fall: {logged}"
     final = (100, f"{metrics['final_loss']:.4f}", f"{metrics['accuracy']:.4f}")
     assert logged[-1] == final, (logged, metrics)
 
