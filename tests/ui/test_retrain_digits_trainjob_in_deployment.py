@@ -144,7 +144,8 @@ def _check_tab(
         what="the tab's progress at 100% with a row per epoch",
     )
     assert (shown["min"], shown["max"]) == ("0", "100"), shown
-    assert shown["text"].startswith("100%"), shown
+    assert shown["text"] == "100%", shown  # the TrainJob finished: no time left said
+    assert shown["updated"].startswith("Last reported "), shown
     assert shown["columns"] == ["Reported", "Progress", "Time left", "loss", "accuracy"], shown
     assert [(row[1], row[3], row[4]) for row in shown["rows"]] == [
         (f"{p['percentage']}%", p["metrics"]["loss"], p["metrics"]["accuracy"]) for p in points
