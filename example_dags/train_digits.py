@@ -8,9 +8,10 @@ the metrics file, creating its directory; the example DAG names it after the job
 
 Run as a Kubeflow Trainer v2 TrainJob with the TrainJobStatus feature on, each node finds the status server's
 URL, CA certificate and token in KUBEFLOW_TRAINER_SERVER_URL / _CA_CERT / _TOKEN; rank 0 then reports its
-progress after every epoch into the TrainJob's status.trainerStatus (percentage, estimated seconds left, loss
-and test accuracy). Without those variables (a PyTorchJob) nothing is reported. A report that fails costs at
-most a few seconds once: it prints one warning and reporting stops; training never fails because of it.
+progress after every epoch into the TrainJob's status.trainerStatus (percentage, estimated seconds left, the
+epoch's training loss over every node's images, and test accuracy). Without those variables (a PyTorchJob)
+nothing is reported. A report that fails costs at most a few seconds once: it prints one warning and reporting
+stops; training never fails because of it.
 
 Usage: python train_digits.py <dataset date> <metrics file> [epochs]
 """
@@ -31,6 +32,8 @@ from sklearn.model_selection import train_test_split
 
 #: Seconds a progress report may take before it is given up.
 REPORT_TIMEOUT_SECONDS = 3.0
+#: Images per optimizer step.
+BATCH_SIZE = 32
 
 
 class ProgressReporter:
@@ -97,26 +100,20 @@ def main(dataset_date: str, metrics_file: str, epochs: int) -> None:
     reporter = ProgressReporter() if rank == 0 else None
     started = time.monotonic()
     for epoch in range(1, epochs + 1):
-        permutation = torch.randperm(len(x))
-        for start in range(0, len(x), 32):
-            batch = permutation[start : start + 32]
-            optimizer.zero_grad()
-            loss = loss_fn(model(x[batch]), y[batch])
-            loss.backward()
-            optimizer.step()
+        loss = _mean_over_nodes(_train_epoch(model, optimizer, loss_fn, x, y))
         if rank == 0:
-            print(f"epoch {epoch}/{epochs}: loss {loss.item():.4f}", flush=True)
+            print(f"epoch {epoch}/{epochs}: loss {loss:.4f}", flush=True)
         if reporter is not None and reporter.enabled:
             per_epoch = (time.monotonic() - started) / epoch
-            metrics = {"loss": loss.item(), "accuracy": _accuracy(model.module, x_test, y_test)}
-            reporter.report(epoch * 100 // epochs, round(per_epoch * (epochs - epoch)), metrics)
+            reported = {"loss": loss, "accuracy": _accuracy(model.module, x_test, y_test)}
+            reporter.report(epoch * 100 // epochs, round(per_epoch * (epochs - epoch)), reported)
 
     if rank == 0:
         accuracy = _accuracy(model, x_test, y_test)
         metrics = {
             "dataset_date": dataset_date,
             "accuracy": round(accuracy, 4),
-            "final_loss": round(loss.item(), 4),
+            "final_loss": round(loss, 4),
             "epochs": epochs,
             "world_size": world,
             "train_images": shard * world,
@@ -128,6 +125,28 @@ def main(dataset_date: str, metrics_file: str, epochs: int) -> None:
         out.write_text(json.dumps(metrics, indent=2))
         print(f"test accuracy {accuracy:.4f}; metrics written to {out}", flush=True)
     dist.destroy_process_group()
+
+
+def _train_epoch(model, optimizer, loss_fn, x, y) -> float:
+    """One pass over this node's shard in shuffled batches of BATCH_SIZE. Its training loss: the mean over the
+    shard's images of their batch's loss (the last batch may hold one image: its loss alone says little)."""
+    permutation = torch.randperm(len(x))
+    total = 0.0
+    for start in range(0, len(x), BATCH_SIZE):
+        batch = permutation[start : start + BATCH_SIZE]
+        optimizer.zero_grad()
+        loss = loss_fn(model(x[batch]), y[batch])
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(batch)
+    return total / len(x)
+
+
+def _mean_over_nodes(value: float) -> float:
+    """The mean of ``value`` over every node (their shards are the same size); every node must call it."""
+    tensor = torch.tensor([value], dtype=torch.float64)
+    dist.all_reduce(tensor)
+    return tensor.item() / dist.get_world_size()
 
 
 def _accuracy(model, x_test, y_test) -> float:
