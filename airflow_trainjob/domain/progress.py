@@ -11,7 +11,8 @@ latest points as they came.
 
 Where the points live: the synchronous wait keeps them in the try's record (``last_seen.progress`` while it runs,
 ``final.progress`` at its end: :mod:`airflow_trainjob.domain.records`); the trigger keeps them in memory and hands
-them over in its event (``progress``, as many of the latest as its budget holds), which the resumed task records.
+them over in its event (``progress``, :func:`packed`, thinned when its budget cannot hold them all), which the
+resumed task records.
 """
 
 from __future__ import annotations
@@ -59,6 +60,46 @@ def same_progress(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> b
     :param b: another, or None.
     """
     return a is not None and b is not None and _numbers(a) == _numbers(b)
+
+
+def packed(points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``points`` as a trigger's event carries them: each metric's name once (``metrics``), then one row per point
+    (``rows``: ``[at, percentage, estimated_remaining_seconds, value of each metric or None]``). About a third of the
+    points' own JSON, so a deferred try hands over its whole course within the event's budget.
+
+    :param points: points, oldest first.
+    """
+    names: list[str] = []
+    for point in points:
+        names.extend(n for n in point.get("metrics") or {} if n not in names)
+    rows = [
+        [p.get("at"), p.get("percentage"), p.get("estimated_remaining_seconds")]
+        + [(p.get("metrics") or {}).get(n) for n in names]
+        for p in points
+    ]
+    return {"metrics": names, "rows": rows}
+
+
+def unpacked(value: Any) -> list[Point]:
+    """The points of a trigger's event's ``progress``: :func:`packed` rows (a metric a point did not report left
+    out), or a list of points as they are; ``[]`` for anything else.
+
+    :param value: the event's ``progress``, or None.
+    """
+    if isinstance(value, list):
+        return [dict(p) for p in value if isinstance(p, Mapping)]
+    if not isinstance(value, Mapping) or not isinstance(value.get("rows"), list):
+        return []
+    names = [str(n) for n in value.get("metrics") or []]
+    points = []
+    for row in value["rows"]:
+        if isinstance(row, list) and len(row) >= 3:
+            values = row[3 : 3 + len(names)]
+            metrics = {n: v for n, v in zip(names, values, strict=False) if v is not None}
+            points.append(
+                {"at": row[0], "percentage": row[1], "estimated_remaining_seconds": row[2], "metrics": metrics}
+            )
+    return points
 
 
 def thinned(points: Sequence[Mapping[str, Any]], limit: int = MAX_POINTS) -> list[Point]:

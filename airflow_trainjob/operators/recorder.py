@@ -45,7 +45,7 @@ from typing import Any
 import yaml
 
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
-from airflow_trainjob.domain.progress import merged, point_of, with_point
+from airflow_trainjob.domain.progress import merged, point_of, unpacked, with_point
 from airflow_trainjob.domain.records import (
     MAX_TRIES,
     RECORD_KEY,
@@ -364,10 +364,11 @@ class JobRecorder:
     def took_over(self, points: Any) -> None:
         """Keep the progress points the trigger of a deferred try kept (its event's ``progress``) as this try's.
 
-        :param points: the event's ``progress`` (a list of points), or None (an event without them).
+        :param points: the event's ``progress`` (:func:`~airflow_trainjob.domain.progress.packed`, or a list of
+            points), or None (an event without them).
         """
-        if isinstance(points, list):
-            self.progress = merged([points, self.progress])
+        if points is not None:
+            self.progress = merged([unpacked(points), self.progress])
 
     def seen_due_in(self) -> float | None:
         """Seconds until a sight :meth:`seen` held back may be written (0: now); None when none waits."""

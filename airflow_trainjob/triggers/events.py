@@ -15,7 +15,7 @@ from typing import Any
 
 from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME
 from airflow_trainjob.domain.pods import pod_name, sidecar_markers
-from airflow_trainjob.domain.progress import thinned
+from airflow_trainjob.domain.progress import packed, thinned
 from airflow_trainjob.families import family_or_none
 
 # Event outcomes.
@@ -84,15 +84,16 @@ def event_payload(
 
 
 def fit_progress(payload: dict[str, Any], points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``payload`` with as many of ``points`` as fit in :data:`EVENT_BUDGET` (``progress``): all when they fit, else
-    thinned (:func:`~airflow_trainjob.domain.progress.thinned`: the first and the latest kept), else the latest
-    alone; unchanged when not even that fits, or there are none.
+    """``payload`` with as many of ``points`` as fit in :data:`EVENT_BUDGET` (``progress``,
+    :func:`~airflow_trainjob.domain.progress.packed`): all when they fit, else thinned
+    (:func:`~airflow_trainjob.domain.progress.thinned`: the first and the latest kept), else the latest alone;
+    unchanged when not even that fits, or there are none.
 
     :param payload: the event's payload so far (a JSON dict).
     :param points: progress points, oldest first.
     """
     for count in range(len(points), 0, -1):
-        kept = thinned(points, count) if count >= 2 else list(points[-1:])
+        kept = packed(thinned(points, count) if count >= 2 else list(points[-1:]))
         if _size({**payload, "progress": kept}) <= EVENT_BUDGET:
             return {**payload, "progress": kept}
     return payload

@@ -15,6 +15,7 @@ import pytest
 from airflow.exceptions import TaskDeferred
 
 from airflow_trainjob.constants import TRAINER_GROUP, TRAINER_VERSION
+from airflow_trainjob.domain.progress import unpacked
 from airflow_trainjob.domain.records import RECORD_KEY, read_records
 from airflow_trainjob.exceptions import TrainingJobStoppedError
 from airflow_trainjob.operators.trainjob import TrainJobOperator
@@ -125,7 +126,7 @@ def test_each_report_of_a_running_trainjob_is_one_progress_line_and_one_recorded
     reported = [(p["percentage"], p["estimated_remaining_seconds"], p["metrics"]) for p in _points(store)]
     assert reported == STEPS, "the try's record keeps each report once"
     if mode == "deferred":
-        event_points = [(p["percentage"], p["metrics"]) for p in outcome["event"]["progress"]]
+        event_points = [(p["percentage"], p["metrics"]) for p in unpacked(outcome["event"]["progress"])]
         assert event_points == [(s[0], s[2]) for s in STEPS], "the trigger hands its points over in its event"
     progress = outcome["result"]["progress"]
     assert (progress["percentage"], progress["estimated_remaining_seconds"], progress["metrics"]) == STEPS[1]
