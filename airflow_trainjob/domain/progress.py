@@ -18,7 +18,10 @@ resumed task records.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_trainjob.domain.family import JobFamily
 
 #: Points a try keeps (see the module's docstring): about 100 bytes each with a few metrics.
 MAX_POINTS = 48
@@ -130,6 +133,18 @@ def with_point(points: Sequence[Point], point: Point | None, limit: int = MAX_PO
     if point is None or (points and same_progress(points[-1], point)):
         return list(points)
     return thinned([*points, point], limit)
+
+
+def with_report(points: Sequence[Point], family: JobFamily, status: Any, seen_at: str) -> list[Point]:
+    """``points`` with the report a look at the job found (:meth:`JobFamily.trainer_progress` of its ``status``),
+    when it is a change (:func:`with_point`): what every wait keeps of each look.
+
+    :param points: the try's points, oldest first.
+    :param family: the job's API family.
+    :param status: the job's ``status`` as read (a dict, or None).
+    :param seen_at: RFC 3339 time of the look (:func:`point_of`'s).
+    """
+    return with_point(points, point_of(family.trainer_progress(status), seen_at))
 
 
 def merged(series: Iterable[Iterable[Any]]) -> list[Point]:

@@ -45,7 +45,7 @@ from typing import Any
 import yaml
 
 from airflow_trainjob.domain.ownership import TaskInstanceIdentity
-from airflow_trainjob.domain.progress import merged, point_of, unpacked, with_point
+from airflow_trainjob.domain.progress import merged, unpacked, with_report
 from airflow_trainjob.domain.records import (
     MAX_TRIES,
     RECORD_KEY,
@@ -359,7 +359,7 @@ class JobRecorder:
         """
         family = family_or_none(job.get("kind"))
         if family is not None:
-            self.progress = with_point(self.progress, point_of(family.trainer_progress(job.get("status")), now_iso()))
+            self.progress = with_report(self.progress, family, job.get("status"), now_iso())
 
     def took_over(self, points: Any) -> None:
         """Keep the progress points the trigger of a deferred try kept (its event's ``progress``) as this try's.

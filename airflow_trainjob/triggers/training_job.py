@@ -58,7 +58,7 @@ from airflow_trainjob.domain.lifecycle import (
 )
 from airflow_trainjob.domain.ownership import why_not_followed
 from airflow_trainjob.domain.pods import pod_name, with_pods_seen
-from airflow_trainjob.domain.progress import point_of, with_point
+from airflow_trainjob.domain.progress import with_report
 from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.addressing import JobAddress
 from airflow_trainjob.triggers import kubernetes_side, log_pacing
@@ -361,8 +361,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         self._seen(job)
         self._note_phase(job)
         now = time.time()
-        reported = self._wait.family.trainer_progress(job.get("status"))
-        self._progress = with_point(self._progress, point_of(reported, _iso(now)))
+        self._progress = with_report(self._progress, self._wait.family, job.get("status"), _iso(now))
         decision = self._wait.seen(job, now)
         lines = decision.lines
         if lines.queue is not None:
@@ -950,8 +949,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         """The progress points of the wait, with the one ``job`` (as just read; None: gone) reports."""
         if job is None:
             return self._progress
-        point = point_of(self._wait.family.trainer_progress(job.get("status")), _iso(time.time()))
-        return with_point(self._progress, point)
+        return with_report(self._progress, self._wait.family, job.get("status"), _iso(time.time()))
 
     async def _next_try_coming(self, ti: Any) -> bool:
         """Whether the task instance's state says a next try is coming (:data:`NEXT_TRY_COMING`); False when it
