@@ -66,10 +66,24 @@ def test_the_deferred_sensor_fails_with_the_operators_message_when_the_trainjob_
     assert "node-0" in str(raised.value) and "exit code 1" in str(raised.value)
 
 
-def test_a_poking_sensor_that_finds_the_failed_node_gone_says_so_and_lets_airflow_retry(ti, namespace, custom_objects):
-    """Pokes read the TrainJob only: when it fails, its Job has deleted the restarting node's pod, and no event has
-    its exit code. The error says that nothing is left to judge by, and is retryable."""
+def failed_and_its_pods_gone(custom_objects, core_v1, namespace: str, name: str) -> bool:
+    job = custom_objects.get_namespaced_custom_object(TRAINER_GROUP, TRAINER_VERSION, namespace, "trainjobs", name)
+    failed = any(c["type"] == "Failed" and c["status"] == "True" for c in job.get("status", {}).get("conditions", []))
+    return failed and not core_v1.list_namespaced_pod(namespace).items
+
+
+def test_a_poking_sensor_that_finds_the_failed_node_gone_says_so_and_lets_airflow_retry(
+    ti, namespace, custom_objects, core_v1
+):
+    """Pokes read the TrainJob only: when it fails, its Job deletes the restarting node's pod, and no event has its
+    exit code. A poke after the pod has gone (waited for here: a poke while it terminates names its exit code) says
+    that nothing is left to judge by, and is retryable."""
     create(custom_objects, namespace, "broken", EXIT_1)
+    wait_for(
+        lambda: failed_and_its_pods_gone(custom_objects, core_v1, namespace, "broken"),
+        timeout=120,
+        what="the TrainJob Failed and its pod deleted",
+    )
     with pytest.raises(TrainingJobError) as raised:
         watch(sensor("broken"), ti, "sync")
     assert not isinstance(raised.value, AirflowFailException)
