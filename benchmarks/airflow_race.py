@@ -8,10 +8,14 @@ triggerer; SQLite) on the tests' local cluster (``$AIRFLOW_TRAINJOB_TEST_STATE_D
 base + 60 (as ``tests/ui``: not while those run). Each round triggers two runs of a DAG of ``--tasks`` deferrable
 tasks (``retries=2``, ``retry_delay`` 1 s) whose PyTorchJob succeeds within 2 s: a trigger that fires before the
 deferring worker's exit has reached the scheduler sets the race off. Whether it strikes is up to the scheduler and the
-machine's load. Prints a Markdown table per round and the total; ``--keep`` keeps the deployments' directories
-(task logs, component logs) and prints them.
+machine's load (``--busy K`` adds K processes that spin on the CPU during each round). ``--holds`` runs the rounds
+once per value of ``[trainjob] min_deferral_seconds`` (the trigger's hold after a deferral:
+:mod:`airflow_trainjob.domain.deferral_hold`), alternating round by round so that each value meets the same load.
+Prints a Markdown table per round and the total per hold; ``--keep`` keeps the deployments' directories (task logs,
+component logs) and prints them.
 
-Run: ``.venv/bin/python benchmarks/airflow_race.py --tasks 8 --rounds 4`` (about 1-5 minutes a round).
+Run: ``.venv/bin/python benchmarks/airflow_race.py --tasks 8 --rounds 4 --holds 0,10 --busy 4`` (about 1-5 minutes a
+round).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -71,7 +76,7 @@ def first_provider_line(log: Path) -> str:
     return "(none)"
 
 
-def one_round(cluster, tasks: int, work: Path) -> dict:
+def one_round(cluster, tasks: int, work: Path, hold: float) -> dict:
     from kubernetes import client
 
     from airflow_trainjob.constants import LABEL_RUN_ID, LABEL_TASK_ID
@@ -91,6 +96,7 @@ def one_round(cluster, tasks: int, work: Path) -> dict:
             dags={"airflow_race.py": dag_source(tasks)},
             dag_ids=[DAG_ID],
             connection=cluster.airflow_connection(namespace),
+            env={"AIRFLOW__TRAINJOB__MIN_DEFERRAL_SECONDS": str(hold)},
         ) as airflow:
             api = airflow.api("admin")
             runs = [api.trigger(DAG_ID)["dag_run_id"] for _ in range(2)]
@@ -117,6 +123,7 @@ def one_round(cluster, tasks: int, work: Path) -> dict:
         if ti["try_number"] > 1
     ]  # fmt: skip
     return {
+        "hold": hold,
         "tasks": len(finished),
         "succeeded": sum(ti["state"] == "success" for _, _, ti in finished),
         "run_again": len(again),
@@ -128,12 +135,26 @@ def one_round(cluster, tasks: int, work: Path) -> dict:
     }
 
 
+def busy(count: int) -> list[subprocess.Popen]:
+    """``count`` processes that spin on the CPU (the load of a busy scheduler's machine); stopped by :func:`stop`."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def stop(processes: list[subprocess.Popen]) -> None:
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=8, help="deferrable tasks per DAG run (two runs a round)")
-    parser.add_argument("--rounds", type=int, default=1, help="deployments, one after the other")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds per hold, one deployment each")
+    parser.add_argument("--holds", default="10", help="values of [trainjob] min_deferral_seconds, comma-separated")
+    parser.add_argument("--busy", type=int, default=0, help="processes spinning on the CPU during each round")
     parser.add_argument("--keep", action="store_true", help="keep the deployments' directories")
     args = parser.parse_args()
+    holds = [float(value) for value in args.holds.split(",")]
 
     from airflow_trainjob_local.cluster import LocalCluster, Ports
 
@@ -145,29 +166,44 @@ def main() -> int:
     results = []
     try:
         for number in range(1, args.rounds + 1):
-            result = one_round(cluster, args.tasks, work)
-            results.append(result)
-            print(f"\nround {number}: {json.dumps({k: v for k, v in result.items() if k != 'again'})}")
-            for task_id, try_number, line in result["again"]:
-                print(f"  {task_id} try {try_number}: {line}")
+            for hold in holds:
+                spinning = busy(args.busy)
+                try:
+                    result = one_round(cluster, args.tasks, work, hold)
+                finally:
+                    stop(spinning)
+                result["round"] = number
+                results.append(result)
+                print(f"\nround {number}: {json.dumps({k: v for k, v in result.items() if k != 'again'})}")
+                for task_id, try_number, line in result["again"]:
+                    print(f"  {task_id} try {try_number}: {line}")
     finally:
         if owned:
             cluster.down()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print("\n| round | tasks | run again after their job succeeded | jobs created | most per task | succeeded |")
-    print("|---|---|---|---|---|---|")
-    for number, r in enumerate(results, 1):
-        print(
-            f"| {number} | {r['tasks']} | {r['run_again']} | {r['jobs']} | {r['most_jobs_per_task']} | "
-            f"{r['succeeded']} |"
-        )
-    total = {k: sum(r[k] for r in results) for k in ("tasks", "run_again", "jobs", "succeeded")}
+    print(f"\n--busy {args.busy}, {args.tasks} tasks x 2 runs a round")
     print(
-        f"| all | {total['tasks']} | {total['run_again']} | {total['jobs']} | "
-        f"{max((r['most_jobs_per_task'] for r in results), default=0)} | {total['succeeded']} |"
+        "\n| hold (s) | round | tasks | races in the scheduler's log | run again after their job succeeded "
+        "| jobs created | most per task | succeeded |"
     )
-    return 0 if total["jobs"] == total["tasks"] == total["succeeded"] else 1
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(
+            f"| {r['hold']:g} | {r['round']} | {r['tasks']} | {sum(r['races'].values())} | {r['run_again']} | "
+            f"{r['jobs']} | {r['most_jobs_per_task']} | {r['succeeded']} |"
+        )
+    ok = True
+    for hold in holds:
+        mine = [r for r in results if r["hold"] == hold]
+        total = {k: sum(r[k] for r in mine) for k in ("tasks", "run_again", "jobs", "succeeded")}
+        races = sum(sum(r["races"].values()) for r in mine)
+        print(
+            f"| {hold:g} | all | {total['tasks']} | {races} | {total['run_again']} | {total['jobs']} | "
+            f"{max((r['most_jobs_per_task'] for r in mine), default=0)} | {total['succeeded']} |"
+        )
+        ok = ok and total["jobs"] == total["tasks"] == total["succeeded"]
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -95,9 +95,11 @@ suite_start=$(date +%s)
 pids=()
 for i in 1 2 3; do
   declare -n shard="SHARD_$i"
-  "${pytest_cmd[@]}" -m "not alone" "$@" "${shard[@]}" >"$logs/$i.log" 2>&1 & pids+=($!)
+  "${pytest_cmd[@]}" -m "not alone" --junitxml="$logs/shard-$i.xml" "$@" "${shard[@]}" >"$logs/$i.log" 2>&1 &
+  pids+=($!)
 done
-"${pytest_cmd[@]}" -m "not alone" "$@" tests local-cluster/tests "${ignore[@]}" >"$logs/4.log" 2>&1 & pids+=($!)
+"${pytest_cmd[@]}" -m "not alone" --junitxml="$logs/shard-4.xml" "$@" tests local-cluster/tests "${ignore[@]}" \
+  >"$logs/4.log" 2>&1 & pids+=($!)
 status=0
 for i in $(seq 1 "$SHARDS"); do
   rc=0; wait "${pids[$((i - 1))]}" || rc=$?
@@ -107,6 +109,8 @@ for i in $(seq 1 "$SHARDS"); do
 done
 echo "==> the tests marked alone, with nothing else on the cluster"
 "${pytest_cmd[@]}" -m alone "$@" tests local-cluster/tests || status=1
+echo "==> seconds per test file in each shard (what balancing the shards above goes by)"
+"$VENV/bin/python" -m tests.support.file_times "$logs"/shard-*.xml || true
 if [ -s "$AIRFLOW_TRAINJOB_REPORT" ]; then
   echo "==> report of the whole suite (all processes, summed)"
   "$VENV/bin/python" -m tests.support.report "$AIRFLOW_TRAINJOB_REPORT"

@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 _AIRFLOW_HOME = tempfile.mkdtemp(prefix="airflow-trainjob-tests-")
 os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+# Triggers run in the test process fire as soon as they decide: the hold against Airflow's race around the resume
+# (a scheduler's, absent here) has tests of its own, and the real deployments (tests/support/deployment.py, which
+# drops these variables) run with its default.
+os.environ["AIRFLOW__TRAINJOB__MIN_DEFERRAL_SECONDS"] = "0"
 atexit.register(shutil.rmtree, _AIRFLOW_HOME, ignore_errors=True)
 
 

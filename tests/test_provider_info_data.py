@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import airflow_trainjob
+from airflow_trainjob.domain.deferral_hold import DEFAULT_MIN_DEFERRAL_SECONDS
 
 
 def test_get_provider_info_returns_the_constant():
@@ -15,7 +16,12 @@ def test_a_caller_changing_its_copy_changes_no_other_callers():
     mine["config"]["trainjob"]["options"].clear()
     theirs = airflow_trainjob.get_provider_info()
     assert theirs["versions"] == [airflow_trainjob.__version__]
-    assert set(theirs["config"]["trainjob"]["options"]) == {"job_url_template", "ui_connections", "triggerer_gc_freeze"}
+    assert set(theirs["config"]["trainjob"]["options"]) == {
+        "job_url_template",
+        "ui_connections",
+        "triggerer_gc_freeze",
+        "min_deferral_seconds",
+    }
     assert mine is not theirs
 
 
@@ -30,4 +36,7 @@ def test_every_option_is_described_typed_and_defaulted():
     }
     assert options["ui_connections"]["default"] == "kubernetes_default"
     assert options["job_url_template"]["default"] == ""
+    # The trigger's fallback when the option is unset is the documented default.
+    assert options["min_deferral_seconds"]["type"] == "float"
+    assert float(options["min_deferral_seconds"]["default"]) == DEFAULT_MIN_DEFERRAL_SECONDS
     assert all(o["description"].endswith(".") for o in options.values())

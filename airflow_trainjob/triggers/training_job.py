@@ -9,7 +9,8 @@ falls back to polling is described in :mod:`~airflow_trainjob.watching.job_strea
 
 Deadlines count from ``started_at`` (epoch seconds in the kwargs) and from the job's own queue transitions (see
 :mod:`airflow_trainjob.domain.deadlines`), so a triggerer restart neither resets nor falsely trips them; they are judged
-only on a cache that is in sync with the server. What the status means
+only on a cache that is in sync with the server. No event fires sooner than ``[trainjob] min_deferral_seconds`` after
+``started_at`` (:mod:`airflow_trainjob.domain.deferral_hold`: Airflow's race around the resume). What the status means
 is decided by :mod:`airflow_trainjob.domain.conditions`, as on the synchronous path; whether a job is still this task's
 by :mod:`airflow_trainjob.domain.ownership`. Every request goes through the stream's
 :class:`~airflow_trainjob.hooks.training_job.AsyncTrainingJobHook`: the trigger builds no client.
@@ -34,6 +35,7 @@ from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_trainjob.constants import JobConditionType
 from airflow_trainjob.domain.deadlines import Deadlines
+from airflow_trainjob.domain.deferral_hold import DEFAULT_MIN_DEFERRAL_SECONDS, hold_seconds
 from airflow_trainjob.domain.lead_log import (
     ANNOTATION_LEAD_LOG_CURSOR,
     LIVE_READ_BYTES,
@@ -310,7 +312,23 @@ class TrainingJobTrigger(BaseEventTrigger):
                 # sifter stops: a stream of the trigger's own closes with it.
                 await self._record_cursor(stream, now=True)
             await cancel_safe.stop(sifter)
+        await self._wait_out_deferral()
         yield event
+
+    async def _wait_out_deferral(self) -> None:
+        """Hold the event until ``[trainjob] min_deferral_seconds`` have passed since the task deferred: a try that
+        resumes sooner may meet Airflow's race around the resume (:mod:`~airflow_trainjob.domain.deferral_hold`)."""
+        min_deferral = _min_deferral_seconds()
+        hold = hold_seconds(self.args.started_at, time.time(), min_deferral)
+        if hold > 0:
+            self.log.info(
+                "%s: the task resumes in %.1f s, %g s after the task deferred ([trainjob] min_deferral_seconds: a "
+                "task that resumes sooner may meet Airflow's race around the resume, apache/airflow#72716)",
+                self._ref,
+                hold,
+                min_deferral,
+            )
+            await asyncio.sleep(hold)
 
     async def _judge(self, stream: JobStream) -> TriggerEvent | None:
         """This trigger's event, from the stream's cache, or None to keep waiting: what the job's state means is the
@@ -1011,6 +1029,17 @@ NEXT_TRY_COMING = frozenset({None, "scheduled", "queued", "restarting", "up_for_
 NEXT_TRY_LOOK_SECONDS = 1.0
 #: Seconds of ``on_kill``'s time kept for recording the end again once the next try has started.
 NEXT_TRY_WRITE_SECONDS = 3.0
+
+
+def _min_deferral_seconds() -> float:
+    """``[trainjob] min_deferral_seconds`` as the triggerer has it; a value that is not a number: the default."""
+    from airflow.providers.common.compat.sdk import conf
+
+    value = conf.get("trainjob", "min_deferral_seconds", fallback="") or ""
+    try:
+        return float(value) if value.strip() else DEFAULT_MIN_DEFERRAL_SECONDS
+    except ValueError:
+        return DEFAULT_MIN_DEFERRAL_SECONDS
 
 
 def _on_kill_seconds() -> float:

@@ -65,7 +65,12 @@ DAG_SOURCE = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def airflow(start_airflow) -> AirflowDeployment:
-    return start_airflow(dags={f"{DAG_ID}.py": DAG_SOURCE}, dag_ids=[DAG_ID])
+    # The queue clock is what is timed here: a suspension sent as the job is created starts it before the task
+    # defers, so the trigger's hold after a deferral (10 s by default, tests/triggers/test_deferral_hold.py) would
+    # move an 8 s deadline.
+    return start_airflow(
+        dags={f"{DAG_ID}.py": DAG_SOURCE}, dag_ids=[DAG_ID], env={"AIRFLOW__TRAINJOB__MIN_DEFERRAL_SECONDS": "0"}
+    )
 
 
 def suspend_each_job_once_created(custom_objects, namespace: str, timeout: float = 600.0) -> dict[str, float]:
