@@ -128,6 +128,11 @@ def airflow_env(
             "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "120",
             "AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT": "150",
             "AIRFLOW__WORKERS__MISSING_DAG_RETRY_DELAY": "5",
+            # A worker's calls to the api-server's execution API wait 5 s by default, five times: on CI's loaded
+            # machine the single api-server worker answered a deployment's first task starts later than that, the
+            # supervisor killed both task processes before they ran, and each try failed unrun ("finished with
+            # state failed, but the task instance's state attribute is queued").
+            "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "30",
             # A DAG file a test adds after the start is found within seconds, not the default 5 minutes.
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         }
