@@ -9,8 +9,8 @@ A test module starts its deployment once, with its own DAGs, through the module-
 
 Ports: the api-server listens on the test cluster's port base + :data:`AIRFLOW_PORT_OFFSET` (base+60), apart from
 the private clusters' base+10..13 and base+40..43. Deployments are module-scoped and one at a time, so the files
-here may share that port as long as they run in one pytest process (scripts/test.sh puts a file named in neither
-of its shard lists in the third shard).
+here may share that port as long as they run in one pytest process (scripts/test.sh runs tests/ui as its first
+shard, alone).
 """
 
 from __future__ import annotations
