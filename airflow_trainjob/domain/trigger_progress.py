@@ -6,7 +6,8 @@ A synchronous try keeps its progress points (:mod:`airflow_trainjob.domain.progr
 keeps its points in memory and hands them over in its event at the end. Meanwhile it writes them, packed
 (:func:`~airflow_trainjob.domain.progress.packed`) and masked as records are, to the task instance's XCom under
 :data:`TRIGGER_PROGRESS_KEY` (:func:`progress_value`): when a new report came since its last write, at most once every
-:func:`write_interval` seconds (:func:`write_due`). The tab reads that XCom beside the record
+:func:`write_interval` seconds (:func:`write_due`); a report that comes sooner is written when the interval has passed
+(:func:`write_delay`). The tab reads that XCom beside the record
 (:func:`with_trigger_progress`) and shows, for a try that has not recorded its end, the points it recorded and the
 trigger's (:func:`shown_points`); once the resumed (or killed) try has recorded its end, that record's points alone.
 
@@ -49,6 +50,15 @@ def write_interval(writers: int) -> float:
     return max(MIN_WRITE_SECONDS, max(0, writers) / WRITES_PER_SECOND)
 
 
+def has_new(points: Sequence[Mapping[str, Any]], written: Mapping[str, Any] | None) -> bool:
+    """The trigger has a point it did not write yet: its latest is not the latest of its last write.
+
+    :param points: the trigger's points, oldest first.
+    :param written: the latest point of the last write that went through, or None.
+    """
+    return bool(points) and (written is None or dict(points[-1]) != dict(written))
+
+
 def write_due(
     points: Sequence[Mapping[str, Any]],
     written: Mapping[str, Any] | None,
@@ -56,18 +66,27 @@ def write_due(
     now: float,
     interval: float,
 ) -> bool:
-    """Whether the trigger writes its points now: it has a point it did not write yet (the latest is not the one
-    last written), and it has not tried to write for ``interval`` seconds (the first write goes at once).
+    """Whether the trigger writes its points now: it has a point it did not write yet (:func:`has_new`), and it has
+    not tried to write for ``interval`` seconds (the first write goes at once).
 
     :param points: the trigger's points, oldest first.
     :param written: the latest point of the last write that went through, or None.
-    :param tried_at: monotonic seconds of the last attempt to write (through or not), or None.
+    :param tried_at: monotonic seconds the last attempt to write ended (through or not), or None.
     :param now: monotonic seconds now.
     :param interval: :func:`write_interval` (seconds).
     """
-    if not points or (written is not None and dict(points[-1]) == dict(written)):
-        return False
-    return tried_at is None or now - tried_at >= interval
+    return has_new(points, written) and (tried_at is None or now - tried_at >= interval)
+
+
+def write_delay(tried_at: float | None, now: float, interval: float) -> float:
+    """Seconds until the trigger may write again: a point it holds back is written then, whether or not another
+    report comes meanwhile (the latest report may be the last one for a long while).
+
+    :param tried_at: monotonic seconds the last attempt to write ended, or None (none yet: 0).
+    :param now: monotonic seconds now.
+    :param interval: :func:`write_interval` (seconds).
+    """
+    return 0.0 if tried_at is None else max(0.0, tried_at + interval - now)
 
 
 def progress_value(

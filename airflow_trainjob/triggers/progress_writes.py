@@ -1,7 +1,8 @@
 """A deferred try's progress points, written by its trigger to the task instance's XCom while it waits, for the
 Training job tab (:mod:`airflow_trainjob.domain.trigger_progress` decides when and what; this reads, feeds and acts).
 
-Each write runs as a task of its own, one at a time per trigger: the trigger's wait never waits for Airflow's API.
+The writes run in a task of their own, one at a time per trigger: the trigger's wait never waits for Airflow's API,
+and a report held back (one came within the interval) is written once the interval has passed, another report or not.
 Best effort: a write that fails is one warning in the task log (then the trigger tries again at its next due time)
 and never fails the wait; the event still hands every point over at the end. Light on purpose (asyncio and the
 domain only): the trigger's module imports it on the event loop; the XCom class comes from the trigger, loaded in a
@@ -19,8 +20,10 @@ from typing import Any
 from airflow_trainjob.domain.progress import Point
 from airflow_trainjob.domain.trigger_progress import (
     TRIGGER_PROGRESS_KEY,
+    has_new,
     progress_value,
     taken_up,
+    write_delay,
     write_due,
     write_interval,
 )
@@ -28,6 +31,9 @@ from airflow_trainjob.watching import cancel_safe
 
 #: Seconds a read or a write of the XCom may take, at most (the triggerer's supervisor serves requests one by one).
 XCOM_CALL_SECONDS = 30.0
+
+#: How a held-back write waits for its turn (the unit tests' clock replaces it).
+_sleep = asyncio.sleep
 
 #: What the trigger hands in to write with: ``(records module, redact, XCom class)``, loaded in a worker thread.
 Modules = Callable[[], tuple[Any, Any, Any]]
@@ -45,11 +51,13 @@ class ProgressWrites:
     def __init__(self, try_number: int, ref: str, log: Any, modules: Modules) -> None:
         self.try_number, self.ref, self.log, self.modules = try_number, ref, log, modules
         self._written: Point | None = None  # the trigger's latest point in the last write that went through
-        self._tried_at: float | None = None  # monotonic seconds of the last attempt
+        self._tried_at: float | None = None  # monotonic seconds the last attempt ended
         self._stored: Any = None  # what an earlier run of the trigger wrote for this try (read before the first write)
         self._read = False  # ... read
         self._warned = False  # a failure was said in the task log
-        self._task: asyncio.Task[None] | None = None
+        self._latest: list[Point] = []  # the points last offered
+        self._where: dict[str, Any] = {}  # the task instance they are written for
+        self._task: asyncio.Task[None] | None = None  # the write under way, or waiting for its turn
 
     def whole(self, points: Sequence[Mapping[str, Any]]) -> list[Point]:
         """``points`` with those an earlier run of the trigger wrote for the try (after a triggerer restart), once
@@ -60,36 +68,46 @@ class ProgressWrites:
         return taken_up(self._stored, self.try_number, points) if self._read else [dict(p) for p in points]
 
     def offer(self, task_instance: Any, points: Sequence[Mapping[str, Any]]) -> None:
-        """The trigger looked at its job and keeps waiting: start a write of ``points`` when one is due
-        (:func:`~airflow_trainjob.domain.trigger_progress.write_due`) and none is under way.
+        """The trigger looked at its job and keeps waiting: have ``points`` written, at once when a write is due
+        (:func:`~airflow_trainjob.domain.trigger_progress.write_due`), else when the interval has passed
+        (:func:`~airflow_trainjob.domain.trigger_progress.write_delay`); a write already under way or waiting writes
+        the latest points offered when its turn comes.
 
         :param task_instance: the trigger's ``task_instance`` (``dag_id``, ``task_id``, ``run_id``, ``map_index``).
         :param points: the trigger's points, oldest first.
         """
-        if not points or (self._task is not None and not self._task.done()):
+        if not points:
             return
-        writers = _writers()
-        writers.add(self)
-        now = time.monotonic()
-        if not write_due(points, self._written, self._tried_at, now, write_interval(len(writers))):
-            return
-        self._tried_at = now
-        where = {
+        self._latest = [dict(p) for p in points]
+        self._where = {
             "dag_id": task_instance.dag_id,
             "task_id": task_instance.task_id,
             "run_id": task_instance.run_id,
             "map_index": task_instance.map_index,
         }
-        self._task = asyncio.create_task(
-            self._write(where, [dict(p) for p in points]), name=f"progress of {self.ref} to XCom"
-        )
+        _writers().add(self)
+        if (self._task is None or self._task.done()) and has_new(self._latest, self._written):
+            self._task = asyncio.create_task(self._write_when_due(), name=f"progress of {self.ref} to XCom")
 
     async def stop(self) -> None:
-        """The trigger stops waiting: a write under way is cancelled; the trigger no longer counts as a writer."""
+        """The trigger stops waiting: a write under way (or waiting for its turn) is cancelled; the trigger no longer
+        counts as a writer."""
         _writers().discard(self)
         task, self._task = self._task, None
         if task is not None:
             await cancel_safe.stop(task)
+
+    async def _write_when_due(self) -> None:
+        """Write the latest points each time a write is due, until none is new."""
+        while True:
+            interval, now = write_interval(len(_writers())), time.monotonic()
+            if write_due(self._latest, self._written, self._tried_at, now, interval):
+                await self._write(self._where, self._latest)
+                self._tried_at = time.monotonic()  # from the end of a write: a slow supervisor is asked less often
+            elif has_new(self._latest, self._written):
+                await _sleep(write_delay(self._tried_at, now, interval))
+            else:
+                return
 
     async def _write(self, where: Mapping[str, Any], points: list[Point]) -> None:
         try:
@@ -106,8 +124,8 @@ class ProgressWrites:
             return
         if self._written is None:
             self.log.info(
-                "Writing the training's progress for the Training job tab while the task waits (at most every "
-                "%.0f s, XCom %s)",
+                "Writing the training's progress for the Training job tab while the task waits (a new report at "
+                "most every %.0f s, XCom %s)",
                 write_interval(len(_writers())),
                 TRIGGER_PROGRESS_KEY,
             )

@@ -125,7 +125,7 @@ class TrainingJobTrigger(BaseEventTrigger):
     A TrainJob's own progress (``status.trainerStatus``) is kept as points over the wait
     (:mod:`~airflow_trainjob.domain.progress`), handed over in the event; an operator's try's trigger also writes them to
     the task instance's XCom while it waits, for the Training job tab (:mod:`~airflow_trainjob.triggers.progress_writes`:
-    a new report at most every 30 s).
+    a new report within 30 s, at most one write per 30 s).
 
     Its event's payload (``outcome``: finished, deleted, timeout or error; ``message``; ``job``; ``pods``;
     ``lead_log``; ``tails``; ``which``) is :func:`~airflow_trainjob.triggers.events.event_payload`: within

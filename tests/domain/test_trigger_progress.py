@@ -11,11 +11,13 @@ from airflow_trainjob.domain.trigger_progress import (
     MIN_WRITE_SECONDS,
     RECORD_FIELD,
     WRITES_PER_SECOND,
+    has_new,
     progress_value,
     read_progress_value,
     shown_points,
     taken_up,
     with_trigger_progress,
+    write_delay,
     write_due,
     write_interval,
 )
@@ -41,6 +43,13 @@ def test_the_first_point_is_written_at_once_then_at_most_once_an_interval_and_on
     assert write_due([A, B], A, 0.0, 30.0, 30.0)
     assert write_due([A, B], None, 0.0, 30.0, 30.0), "the last write failed: tried again after the interval"
     assert not write_due([A, B], None, 0.0, 5.0, 30.0), "... not sooner"
+
+
+def test_a_point_held_back_is_written_when_the_interval_has_passed():
+    assert has_new([A, B], A) and has_new([A], None) and not has_new([A], dict(A)) and not has_new([], None)
+    assert write_delay(None, 50.0, 30.0) == 0.0, "never written: at once"
+    assert write_delay(40.0, 50.0, 30.0) == 20.0
+    assert write_delay(10.0, 50.0, 30.0) == 0.0
 
 
 def test_the_interval_grows_when_many_triggers_write_so_that_the_triggerer_writes_at_most_its_rate():

@@ -102,25 +102,55 @@ def interval(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return seconds
 
 
-def test_the_first_point_goes_at_once_then_new_ones_once_an_interval(interval):
+class Clock:
+    """The writes' clock (``time.monotonic``) and their wait for a turn: a wait advances the clock by what it waits
+    once the test lets it go (:attr:`go`)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.waits: list[float] = []
+        self.go = asyncio.Event()
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        await self.go.wait()
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    made = Clock()
+    monkeypatch.setattr(progress_writes, "time", types.SimpleNamespace(monotonic=made.monotonic))
+    monkeypatch.setattr(progress_writes, "_sleep", made.sleep)
+    return made
+
+
+def test_the_first_point_goes_at_once_then_new_ones_once_an_interval_even_without_another_report(interval, clock):
+    interval[0] = 30.0
     xcom, log = FakeXCom(), Log()
 
     async def main() -> None:
         w = writes(xcom, log)
         w.offer(TI, [A])
         await settled(w)
-        assert written(xcom) == [A] and xcom.calls == ["get", "set"]
+        assert written(xcom) == [A] and xcom.calls == ["get", "set"], "the first at once, read once before it"
         w.offer(TI, [A])
-        w.offer(TI, [A, B])  # new, but within the interval
-        await settled(w)
-        assert xcom.calls == ["get", "set"], "nothing new, or too soon: no write"
-        interval[0] = 0.0
-        w.offer(TI, [A, B])
-        await settled(w)
-        assert written(xcom) == [A, B] and xcom.calls == ["get", "set", "set"], "read once, before the first write"
-        w.offer(TI, [A, B])
-        await settled(w)
-        assert xcom.calls.count("set") == 2, "the same points are not written again"
+        assert w._task is None or w._task.done(), "nothing new: nothing to write"
+        clock.now += 10
+        w.offer(TI, [A, B])  # new, 10 s after the write: held back for the other 20
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert xcom.calls == ["get", "set"] and clock.waits == [20.0], (xcom.calls, clock.waits)
+        w.offer(TI, [A, B, C])  # the latest offered is what goes
+        clock.go.set()
+        await settled(w)  # no other report comes: written when the interval has passed all the same
+        assert written(xcom) == [A, B, C] and xcom.calls == ["get", "set", "set"]
+        assert clock.waits == [20.0], "one write for both reports"
+        w.offer(TI, [A, B, C])
+        assert w._task is None or w._task.done(), "the same points are not written again"
         await w.stop()
 
     asyncio.run(main())
@@ -172,17 +202,17 @@ def test_a_trigger_run_again_keeps_what_its_earlier_run_wrote_for_the_try(interv
     asyncio.run(main())
 
 
-def test_a_failure_is_one_warning_and_nothing_is_written_over_what_could_not_be_read(interval):
-    interval[0] = 0.0
+def test_a_failure_is_one_warning_and_nothing_is_written_over_what_could_not_be_read(interval, clock):
+    interval[0] = 30.0
     xcom, log = FakeXCom(stored=progress_value(2, [A]), fail=2), Log()
 
     async def main() -> None:
+        clock.go.set()
         w = writes(xcom, log)
-        for points in ([B], [B, C], [B, C, D]):
-            w.offer(TI, points)
-            await settled(w)
-        assert xcom.calls == ["get", "get", "get", "set"]
-        assert written(xcom) == [A, B, C, D], "the earlier run's point kept: the read came first"
+        w.offer(TI, [B, C])
+        await settled(w)  # tried again once the interval has passed, until it goes through
+        assert xcom.calls == ["get", "get", "get", "set"] and clock.waits == [30.0, 30.0]
+        assert written(xcom) == [A, B, C], "the earlier run's point kept: the read came first"
         await w.stop()
 
     asyncio.run(main())
