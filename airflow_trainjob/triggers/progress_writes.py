@@ -124,10 +124,10 @@ class ProgressWrites:
             return
         if self._written is None:
             self.log.info(
-                "Writing the training's progress for the Training job tab while the task waits (a new report at "
-                "most every %.0f s, XCom %s)",
-                write_interval(len(_writers())),
+                "Writing the training's progress to XCom %s for the Training job tab while the task waits (at most "
+                "one write every %.0f s)",
                 TRIGGER_PROGRESS_KEY,
+                write_interval(len(_writers())),
             )
         self._written = points[-1]
 

@@ -29,12 +29,7 @@ from airflow_trainjob.domain.progress import unpacked
 from airflow_trainjob.domain.trigger_progress import MIN_WRITE_SECONDS, TRIGGER_PROGRESS_KEY
 from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.deployment import AirflowDeployment
-from tests.ui.test_deployment_trainjob_progress import (
-    PROGRESS_JS,
-    report,
-    running_trainjobs,
-    tries,
-)
+from tests.ui.test_deployment_trainjob_progress import PROGRESS_JS, report, running_trainjobs
 from tests.ui.test_e2e_ui import ADMIN, no_script_errors, open_view, tab_url
 
 if TYPE_CHECKING:
@@ -104,6 +99,15 @@ def trigger_points(airflow: AirflowDeployment, run_id: str) -> list[tuple[Any, .
     return [(p["percentage"], p["estimated_remaining_seconds"], p["metrics"]) for p in unpacked(value["progress"])]
 
 
+def tries(airflow: AirflowDeployment, run_id: str) -> list[dict[str, Any]]:
+    """The Training job tab's answer's tries (``GET /trainjob/api/task-instance``), latest first."""
+    params = {"dag_id": DAG_ID, "run_id": run_id, "task_id": TASK_ID, "map_index": -1}
+    with airflow.client(ADMIN) as client:
+        response = client.get("/trainjob/api/task-instance", params=params, timeout=60)
+    assert response.status_code == 200, response.text
+    return list(response.json()["tries"])
+
+
 def points_of(tried: dict[str, Any]) -> list[tuple[Any, ...]]:
     return [(p["percentage"], p["estimated_remaining_seconds"], p["metrics"]) for p in tried["progress_history"]]
 
@@ -138,7 +142,7 @@ def test_the_tab_shows_a_deferred_trys_points_over_time_while_it_waits_then_its_
         what="both points in the trigger's XCom, the interval after the first",
     )
     assert state(airflow, run_id) == "deferred", "still waiting in the triggerer"
-    waiting = tries(airflow, run_id, TASK_ID)[0]
+    waiting = tries(airflow, run_id)[0]
     assert (waiting["exists"], waiting["try_ended"], waiting["outcome"]) == (True, False, None), waiting
     assert points_of(waiting) == STEPS, "the trigger's first point and the job's report now"
 
@@ -160,7 +164,7 @@ def test_the_tab_shows_a_deferred_trys_points_over_time_while_it_waits_then_its_
     RELEASE.touch()
     airflow.api(ADMIN).wait_for_task_state(DAG_ID, run_id, TASK_ID, "success", timeout=300)
     ended = wait_for(
-        lambda: tries(airflow, run_id, TASK_ID)[0],
+        lambda: tries(airflow, run_id)[0],
         lambda t: t["outcome"] == "succeeded",
         timeout=120,
         what="the try's end recorded",
