@@ -10,9 +10,9 @@ thinned (every second point of it dropped), so a long training keeps its whole c
 latest points as they came.
 
 Where the points live: the synchronous wait keeps them in the try's record (``last_seen.progress`` while it runs,
-``final.progress`` at its end: :mod:`airflow_trainjob.domain.records`); the trigger keeps them in memory and hands
-them over in its event (``progress``, :func:`packed`, thinned when its budget cannot hold them all), which the
-resumed task records.
+``final.progress`` at its end: :mod:`airflow_trainjob.domain.records`); the trigger keeps them in memory, writes them
+to the task instance's XCom while it waits (:mod:`airflow_trainjob.domain.trigger_progress`) and hands them over in its
+event (``progress``, :func:`packed`, thinned when its budget cannot hold them all), which the resumed task records.
 """
 
 from __future__ import annotations

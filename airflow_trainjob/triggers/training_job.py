@@ -67,6 +67,7 @@ from airflow_trainjob.triggers import kubernetes_side, log_pacing
 from airflow_trainjob.triggers.args import TriggerArgs
 from airflow_trainjob.triggers.events import DELETED, ERROR, FINISHED, TIMED_OUT, event_payload
 from airflow_trainjob.triggers.failed_tails import FailedTailsReader
+from airflow_trainjob.triggers.progress_writes import ProgressWrites
 from airflow_trainjob.watching import cancel_safe
 from airflow_trainjob.watching.stream_source import WATCH_SECONDS, StreamSource
 
@@ -121,6 +122,11 @@ class TrainingJobTrigger(BaseEventTrigger):
     pod watch first keeps the failure (:mod:`~airflow_trainjob.triggers.failed_tails`): the controller may delete the
     pod with the job's failure, log and all; a failed job's event carries them (``tails``), masked.
 
+    A TrainJob's own progress (``status.trainerStatus``) is kept as points over the wait
+    (:mod:`~airflow_trainjob.domain.progress`), handed over in the event; an operator's try's trigger also writes them to
+    the task instance's XCom while it waits, for the Training job tab (:mod:`~airflow_trainjob.triggers.progress_writes`:
+    a new report within 30 s, at most one write per 30 s).
+
     Its event's payload (``outcome``: finished, deleted, timeout or error; ``message``; ``job``; ``pods``;
     ``lead_log``; ``tails``; ``which``) is :func:`~airflow_trainjob.triggers.events.event_payload`: within
     :data:`~airflow_trainjob.triggers.events.EVENT_BUDGET` characters of JSON, whatever the job's pod templates hold.
@@ -143,6 +149,11 @@ class TrainingJobTrigger(BaseEventTrigger):
         self._seen_job: Mapping[str, Any] | None = None  # the job as last seen: which pods are its (owns_pod)
         #: The training's own progress over the wait, oldest first (:mod:`airflow_trainjob.domain.progress`).
         self._progress: list[dict[str, Any]] = []
+        #: Writes them where the Training job tab reads them while the task waits (an operator's try only: a sensor's
+        #: wait has no record to show them with).
+        self._progress_writes: ProgressWrites | None = None
+        if args.owner_labels and args.try_number is not None:
+            self._progress_writes = ProgressWrites(args.try_number, self._address.ref, self.log, _record_modules)
         # What each look at the job means (the progress line logged last and the deadlines are its memory).
         self._wait = JobWait(self._address.ref, self._deadlines, family_of(args.kind), args.target_conditions or None)
         # The copy of the lead replica's log: where it stands, the task that looks at it, when the job may be writing.
@@ -227,7 +238,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         if self._lead_copy is not None and "lead_log" not in extra:
             extra["lead_log"] = self._lead_copy.cursor.to_dict()  # a few hundred characters
         if self._progress:
-            extra["progress"] = self._progress  # for the resumed task's record (the triggerer has no store)
+            extra["progress"] = self._whole_progress(self._progress)  # for the resumed task's record (no store here)
         return TriggerEvent(event_payload(outcome, message, job, pods, **extra))
 
     # --- the shared stream ---------------------------------------------------------------------------
@@ -305,6 +316,8 @@ class TrainingJobTrigger(BaseEventTrigger):
         finally:
             self._follow_failed_pods(None)
             await self._stop_following()
+            if self._progress_writes is not None:
+                await self._progress_writes.stop()
             if self._tails_reader is not None:
                 await self._tails_reader.stop()
             if event is None and _readable(stream):
@@ -337,6 +350,7 @@ class TrainingJobTrigger(BaseEventTrigger):
             return self._event(ERROR, f"waiting for {self._ref}: {stream.error}")
         decision = await self._look(stream)
         if decision is None or isinstance(decision, KeepWaiting):
+            self._offer_progress()
             return None
         if isinstance(decision, Gone):
             return self._event(DELETED, decision.message, decision.last_known)
@@ -387,6 +401,17 @@ class TrainingJobTrigger(BaseEventTrigger):
         if lines.progress is not None:
             self.log.info("%s", lines.progress)
         return decision
+
+    def _offer_progress(self) -> None:
+        """The job goes on: its points over time to the task instance's XCom, when a write is due
+        (:class:`~airflow_trainjob.triggers.progress_writes.ProgressWrites`)."""
+        ti = getattr(self, "task_instance", None)  # set by the triggerer; None when the trigger runs on its own
+        if self._progress_writes is not None and ti is not None:
+            self._progress_writes.offer(ti, self._progress)
+
+    def _whole_progress(self, points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``points`` with those an earlier run of this trigger wrote for the try (a triggerer restarted)."""
+        return self._progress_writes.whole(points) if self._progress_writes is not None else points
 
     async def _finish(self, stream: JobStream, finished: Finished[Mapping[str, Any]]) -> TriggerEvent:
         """The job failed or reached a target condition: the event, with a failed job's pods, read before anything
@@ -966,8 +991,10 @@ class TrainingJobTrigger(BaseEventTrigger):
     def _progress_with(self, job: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         """The progress points of the wait, with the one ``job`` (as just read; None: gone) reports."""
         if job is None:
-            return self._progress
-        return with_report(self._progress, self._wait.family, job.get("status"), _iso(time.time()))
+            return self._whole_progress(self._progress)
+        return self._whole_progress(
+            with_report(self._progress, self._wait.family, job.get("status"), _iso(time.time()))
+        )
 
     async def _next_try_coming(self, ti: Any) -> bool:
         """Whether the task instance's state says a next try is coming (:data:`NEXT_TRY_COMING`); False when it

@@ -7,10 +7,11 @@ The task writes the record (:mod:`airflow_trainjob.domain.records`) to its ``tas
 same backend, configured in the api-server too, resolves (``deserialize_task_state_store_from_ref``), as the task
 SDK does. The record is the only source of a job's namespace and name on the task instance page.
 
-Beside it: the end a deferred try's trigger recorded in the task instance's XCom when Airflow killed it
-(:data:`~airflow_trainjob.domain.records.PARKED_KEY`, merged into that try's record), and Airflow's own state of each try
-(:func:`load_try_states`: the task instance's, and ``task_instance_history``'s for the earlier tries), which says
-whether a try is still under way.
+Beside it: what a deferred try's trigger left in the task instance's XCom -- the end it recorded when Airflow killed
+it (:data:`~airflow_trainjob.domain.records.PARKED_KEY`, merged into that try's record) and the progress points it
+writes while it waits (:data:`~airflow_trainjob.domain.trigger_progress.TRIGGER_PROGRESS_KEY`, handed to that try's
+view) -- and Airflow's own state of each try (:func:`load_try_states`: the task instance's, and
+``task_instance_history``'s for the earlier tries), which says whether a try is still under way.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from airflow_trainjob.domain.records import PARKED_KEY, RECORD_KEY, read_parked, read_records, with_parked
+from airflow_trainjob.domain.trigger_progress import TRIGGER_PROGRESS_KEY, read_progress_value, with_trigger_progress
 
 #: The key under which the task SDK marks a value kept by a custom state store backend.
 EXTERNAL_REF_KEY = "__airflow_state_ref__"
@@ -101,23 +103,26 @@ def load_tries(dag_id: str, run_id: str, task_id: str, map_index: int, *, sessio
         stored = json.loads(value)
     except ValueError:
         raise RecordUnavailableError(f"the task's record ({RECORD_KEY}) is not JSON") from None
-    records = with_parked(read_records(resolve(stored)), _parked(dag_id, run_id, task_id, map_index, session))
-    return [r.model_dump(mode="json") for r in records]
+    parked, progress = _from_trigger(dag_id, run_id, task_id, map_index, session)
+    records = with_parked(read_records(resolve(stored)), read_parked(parked))
+    return with_trigger_progress([r.model_dump(mode="json") for r in records], read_progress_value(progress))
 
 
-def _parked(dag_id: str, run_id: str, task_id: str, map_index: int, session: Session) -> Any:
-    """The try's end its trigger left in the task instance's XCom (:func:`~airflow_trainjob.domain.records.read_parked`),
-    or None."""
-    row = session.execute(
-        select(XComModel.value).where(
+def _from_trigger(dag_id: str, run_id: str, task_id: str, map_index: int, session: Session) -> tuple[Any, Any]:
+    """What a deferred try's trigger left in the task instance's XCom, in one query: the try's end when Airflow
+    killed it (:data:`~airflow_trainjob.domain.records.PARKED_KEY`) and its progress points while it waits
+    (:data:`~airflow_trainjob.domain.trigger_progress.TRIGGER_PROGRESS_KEY`); None for each one absent."""
+    rows = session.execute(
+        select(XComModel.key, XComModel.value).where(
             XComModel.dag_id == dag_id,
             XComModel.run_id == run_id,
             XComModel.task_id == task_id,
             XComModel.map_index == map_index,
-            XComModel.key == PARKED_KEY,
+            XComModel.key.in_((PARKED_KEY, TRIGGER_PROGRESS_KEY)),
         )
-    ).first()
-    return read_parked(XComModel.deserialize_value(row)) if row is not None else None
+    ).all()
+    found = {row.key: XComModel.deserialize_value(row) for row in rows}
+    return found.get(PARKED_KEY), found.get(TRIGGER_PROGRESS_KEY)
 
 
 def load_try_states(

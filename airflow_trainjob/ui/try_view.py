@@ -16,6 +16,7 @@ from typing import Any
 
 from airflow_trainjob.domain import pods
 from airflow_trainjob.domain.progress import merged, point_of
+from airflow_trainjob.domain.trigger_progress import shown_points
 from airflow_trainjob.families import JobFamily
 from airflow_trainjob.ui.views import (
     REFRESH_SECONDS,
@@ -394,17 +395,18 @@ def _job_fields(shown: _Shown, *, known_until: datetime | None, pods_read: bool)
 
 def progress_history(record: Mapping[str, Any], job: Mapping[str, Any] | None, kind: JobFamily | None) -> list[Json]:
     """The training's own progress over the try, oldest first, for the tab's metrics table over time: the points the
-    try recorded (at its end, else while it ran: :mod:`airflow_trainjob.domain.progress`), then the one the job shown
-    reports now when it is newer (a deferred try's trigger hands its points over only at its end). Each point:
-    ``at`` (RFC 3339 UTC, ``Z``), ``percentage``, ``estimated_remaining_seconds``, ``metrics`` (name -> value).
-    ``[]`` for a job whose controller reports no progress (a v1 job, a TrainJob without ``trainerStatus``).
+    try recorded at its end, else those it recorded while it ran and those a deferred try's trigger wrote while it
+    waits (:func:`~airflow_trainjob.domain.trigger_progress.shown_points`), then the one the job shown reports now
+    when it is newer. Each point: ``at`` (RFC 3339 UTC, ``Z``), ``percentage``, ``estimated_remaining_seconds``,
+    ``metrics`` (name -> value). ``[]`` for a job whose controller reports no progress (a v1 job, a TrainJob without
+    ``trainerStatus``).
 
-    :param record: the try's record (JSON: ``final.progress``, ``last_seen.progress``).
+    :param record: the try's record (JSON: ``final.progress``, ``last_seen.progress``, and the trigger's points
+        under :data:`~airflow_trainjob.domain.trigger_progress.RECORD_FIELD`).
     :param job: the job shown (live or recorded), or None.
     :param kind: the job's family, or None.
     """
-    final, last = record.get("final") or {}, record.get("last_seen") or {}
-    recorded = final.get("progress") or last.get("progress") or []
+    recorded = shown_points(record)
     status = (job or {}).get("status") if isinstance(job, Mapping) else None
     now = point_of(kind.trainer_progress(status), "") if kind is not None and job is not None else None
     points = [p for p in [*recorded, now] if isinstance(p, Mapping) and p.get("at")]

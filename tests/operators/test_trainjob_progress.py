@@ -3,11 +3,13 @@ TrainJobOperator waits on it, against the local cluster, in both modes: the test
 TrainJob's status subresource in two steps while the job runs, as a trainer with the feature would (the local trainer's
 own status writes are merge patches: they keep it). Each step is one progress line in the task log (percentage,
 estimate, metrics); the try's record keeps both points (the synchronous wait writes them, the deferred try's trigger
-hands them over in its event); the XCom summary's ``progress`` is the last one."""
+hands them over in its event, and meanwhile writes them to the task instance's XCom for the Training job tab); the XCom
+summary's ``progress`` is the last one."""
 
 from __future__ import annotations
 
 import threading
+import types
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -17,8 +19,10 @@ from airflow.exceptions import TaskDeferred
 from airflow_trainjob.constants import TRAINER_GROUP, TRAINER_VERSION
 from airflow_trainjob.domain.progress import unpacked
 from airflow_trainjob.domain.records import RECORD_KEY, read_records
+from airflow_trainjob.domain.trigger_progress import TRIGGER_PROGRESS_KEY, read_progress_value
 from airflow_trainjob.exceptions import TrainingJobStoppedError
 from airflow_trainjob.operators.trainjob import TrainJobOperator
+from airflow_trainjob.triggers import progress_writes
 from airflow_trainjob_local.testing.waiting import wait_for
 from tests.support.deferred import MODES, first_event, rebuild
 from tests.support.jobs import TaskStateStoreStandIn
@@ -48,9 +52,13 @@ def trainer_status(percent: int, left: int, metrics: dict[str, str]) -> dict:
     }
 
 
+#: Where the deferred try's trigger finds its task instance (the triggerer sets ``task_instance``).
+TASK_INSTANCE = types.SimpleNamespace(dag_id="retrain", task_id="train", run_id="manual__1", map_index=-1)
+
+
 def try_in_thread(operator: TrainJobOperator, context: dict, mode: str) -> tuple[threading.Thread, dict]:
     """The task's try in a thread: ``execute``; or ``execute`` to its deferral, the trigger until it fires (its event
-    kept as ``outcome["event"]``), and ``execute_complete``."""
+    kept as ``outcome["event"]``; its ``task_instance`` set as the triggerer sets it), and ``execute_complete``."""
     outcome: dict = {}
 
     def target() -> None:
@@ -60,7 +68,9 @@ def try_in_thread(operator: TrainJobOperator, context: dict, mode: str) -> tuple
                 return
             with pytest.raises(TaskDeferred) as deferred:
                 operator.execute(context)
-            event = outcome["event"] = first_event(rebuild(deferred.value.trigger), timeout=240)
+            trigger = rebuild(deferred.value.trigger)
+            trigger.task_instance = TASK_INSTANCE
+            event = outcome["event"] = first_event(trigger, timeout=240)
             outcome["result"] = operator.execute_complete(context, event)
         except BaseException as e:
             outcome["error"] = e
@@ -79,9 +89,35 @@ def running_trainjob(custom_objects, namespace: str) -> str | None:
     return items[0]["metadata"]["name"] if ready else None
 
 
+@pytest.fixture
+def xcoms(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """The task instance's XComs as the trigger writes and reads them (through the triggerer's supervisor in a
+    deployment: tests/ui/test_deployment_deferred_progress.py), key -> value; every due write at once."""
+    from airflow.sdk.execution_time.xcom import XCom
+
+    values: dict = {}
+
+    async def aset(key: str, value, **where) -> None:
+        assert where == vars(TASK_INSTANCE), where
+        values[key] = value
+
+    async def aget_one(*, key: str, **where):
+        return values.get(key)
+
+    monkeypatch.setattr(XCom, "aset", aset)
+    monkeypatch.setattr(XCom, "aget_one", aget_one)
+    monkeypatch.setattr(progress_writes, "write_interval", lambda writers: 0.0)
+    return values
+
+
+def trigger_points(xcoms: dict) -> list[tuple]:
+    found = read_progress_value(xcoms.get(TRIGGER_PROGRESS_KEY))
+    return [(p["percentage"], p["metrics"]) for p in found[1]] if found is not None and found[0] == 1 else []
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_each_report_of_a_running_trainjob_is_one_progress_line_and_one_recorded_point(
-    ti, namespace, custom_objects, capfd, tmp_path, mode
+    ti, namespace, custom_objects, capfd, tmp_path, mode, xcoms
 ):
     release = tmp_path / "release"
     operator = TrainJobOperator(
@@ -113,6 +149,13 @@ def test_each_report_of_a_running_trainjob_is_one_progress_line_and_one_recorded
                 {"status": {"trainerStatus": trainer_status(percent, left, metrics)}},
             )
             wait_for(task_log, lambda log, line=line: line in log, timeout=60, what=f"the line {line!r}")
+        if mode == "deferred":  # while the job runs: the points so far, where the Training job tab reads them
+            wait_for(
+                lambda: trigger_points(xcoms),
+                lambda found: found == [(s[0], s[2]) for s in STEPS],
+                timeout=30,
+                what="both points in the XCom while the trigger waits",
+            )
     finally:
         release.touch()
     thread.join(180)

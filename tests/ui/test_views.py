@@ -1208,6 +1208,33 @@ def test_the_tabs_metrics_over_time_are_the_recorded_points_then_the_live_one():
     assert [p["percentage"] for p in recorded["progress_history"]] == [10, 30, 42], "after a kill: as recorded"
 
 
+def test_a_deferred_try_under_way_shows_the_points_its_trigger_wrote_then_its_recorded_end_wins():
+    """The trigger's points (handed in by the store under ``trigger_progress``) show while the try has not recorded
+    its end, with the live report; once the resumed try recorded its end, its record alone."""
+    written = [
+        {
+            "at": "2026-12-07T10:00:10Z",
+            "percentage": 10,
+            "estimated_remaining_seconds": 300,
+            "metrics": {"loss": "0.9"},
+        },
+        {"at": "2026-12-07T10:00:30Z", "percentage": 30, "estimated_remaining_seconds": 200, "metrics": {}},
+    ]
+    waiting = {**TRAINJOB_RECORD, "trigger_progress": written}
+    view = try_view(waiting, live=v2.train_job(RUNNING_STEPS), live_pods=node_pods(), now=V2_NOW)
+    assert [(p["at"], p["percentage"]) for p in view["progress_history"]] == [
+        ("2026-12-07T10:00:10Z", 10),
+        ("2026-12-07T10:00:30Z", 30),
+        ("2026-12-07T10:00:50Z", 42),  # the live job's trainerStatus
+    ]
+    before = try_view(TRAINJOB_RECORD, live=v2.train_job(RUNNING_STEPS), live_pods=node_pods(), now=V2_NOW)
+    assert [p["percentage"] for p in before["progress_history"]] == [42], "without them: the live report alone"
+    resumed = {**waiting, "final": {"outcome": "succeeded", "job": trim_job(v2.train_job(RUNNING_STEPS))}}
+    resumed["final"]["progress"] = written[:1]
+    ended = try_view(resumed, live=None, now=V2_NOW, airflow=states(t2=("success", True, "2026-12-07T10:01:00Z")))
+    assert [p["percentage"] for p in ended["progress_history"]] == [10, 42], "the record's points, then its job's"
+
+
 def test_a_job_without_trainer_progress_has_no_metrics_over_time():
     assert try_view(TRAINJOB_RECORD, live=v2.train_job(v2.RESUMED_RUNNING), now=V2_NOW)["progress_history"] == []
     assert try_view(record(), live=job(RUNNING), now=NOW)["progress_history"] == []
