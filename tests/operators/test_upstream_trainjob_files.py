@@ -1,6 +1,7 @@
 """Files in the shapes of kubeflow/trainer v2.3.0's ``examples/yaml/`` (tests/data/upstream_trainjob), given to
 TrainJobOperator as a DAG author would: as ``job`` text or as ``job_template_file``. The one-TrainJob files build
-the TrainJob they hold (with the provider's runtime patch after the user's). No cluster (the cluster runs: tests/integration/
+the TrainJob they hold (with the provider's runtime patch after the user's); a file that also holds the runtime is
+refused, naming each document and what to do. No cluster (the cluster runs: tests/integration/
 test_upstream_trainjob_examples.py)."""
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from kubeflow_trainer_api.models import (  # type: ignore[import-untyped]
 )
 
 from airflow_trainjob.constants import LABEL_KUEUE_QUEUE_NAME, RUNTIME_PATCH_MANAGER
+from airflow_trainjob.exceptions import InvalidJobSpecError
 from airflow_trainjob.models.trainjob.strict import read_part
-from tests.operators.test_trainjob_request import request_of
+from tests.operators.test_trainjob_request import operator, request_of
+from tests.support.jobs import TaskInstanceStandIn
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "upstream_trainjob"
 FILES = sorted(DATA.glob("*.yaml"))
@@ -39,6 +42,15 @@ def documents(name: str) -> list[dict]:
     newline (Airflow's default ``keep_trailing_newline=False``), and with it a last block scalar's final newline."""
     text = (DATA / name).read_text().removesuffix("\n")
     return [d for d in yaml.safe_load_all(text) if d is not None]
+
+
+def refused_after_render(**arguments) -> list[str]:
+    """What ``execute`` raises for these arguments (rendering keeps no request for bad input)."""
+    op = operator(**arguments)
+    op.render_template_fields({"ti": TaskInstanceStandIn()})
+    with pytest.raises(InvalidJobSpecError) as raised:
+        op._build_request({"ti": TaskInstanceStandIn()})
+    return raised.value.problems
 
 
 def test_every_file_says_which_upstream_example_it_follows():
@@ -74,6 +86,25 @@ def test_the_kueue_shape_keeps_its_queue_label_and_stays_suspended():
     manifest = request_of(job=(DATA / "kueue-queued.yaml").read_text()).manifest
     assert manifest["metadata"]["labels"][LABEL_KUEUE_QUEUE_NAME] == "training-queue"
     assert manifest["spec"]["suspend"] is True
+
+
+@pytest.mark.parametrize(
+    ("name", "runtime", "trainjob"),
+    [
+        ("volcano-runtime-and-job.yaml", "ClusterTrainingRuntime torch-gang-volcano", "gang-of-four"),
+        ("dataset-init-runtime-and-job.yaml", "TrainingRuntime torch-with-dataset", "fine-tune-on-dataset"),
+    ],
+)
+@pytest.mark.parametrize("source", ["job", "job_template_file"])
+def test_a_runtime_and_trainjob_file_is_refused_saying_to_create_the_runtime_beforehand(
+    name, runtime, trainjob, source
+):
+    path = DATA / name
+    argument = str(path) if source == "job_template_file" else path.read_text()
+    assert refused_after_render(**{source: argument}) == [
+        f"{source}: holds 2 documents ({runtime}, TrainJob {trainjob}): pass the TrainJob alone, and create the "
+        "runtime beforehand (kubectl apply -f), as a cluster's runtimes are"
+    ]
 
 
 def test_the_trainjob_of_such_a_file_given_alone_builds():
