@@ -378,7 +378,7 @@ def ends_from_events(events: Iterable[Mapping[str, Any]], job_name: str, kind: J
     return sorted(ends, key=lambda e: e.finished_at)
 
 
-def _container_line(container: Mapping[str, Any], init: bool) -> str | None:
+def _container_line(container: Mapping[str, Any], init: bool, *, with_message: bool = False) -> str | None:
     """``initContainer fetch-data CrashLoopBackOff: <message>; last exit code 2 (Permanent), Error``: a container
     of a pending pod that waits for a reason worth telling (not merely for the init containers before it), or an
     init container that runs, with its last end if it had one; None for others."""
@@ -395,9 +395,13 @@ def _container_line(container: Mapping[str, Any], init: bool) -> str | None:
     if last:
         code, why = last.get("exitCode"), last.get("reason") or ""
         text += f"; last exit code {code} ({exit_class(code, why).value})" + (f", {why}" if why else "")
+        said = " ".join(str(last.get("message") or "").split()) if with_message else ""
+        text += f": {said[:MESSAGE_SHOWN]}" if said else ""
     return text
 
 
+#: Characters quoted of a container's last end ``message`` (a start error's) in a line of :func:`pending_reasons_by`.
+MESSAGE_SHOWN = 300
 #: The kubelet's pod conditions that only restate its containers' states (:func:`pending_reasons` says those).
 _CONTAINER_CONDITIONS = frozenset({"Initialized", "ContainersReady", "Ready"})
 
@@ -415,15 +419,22 @@ def pending_reasons(pods: Iterable[Pod], kind: JobKind) -> list[str]:
     return pending_reasons_by(pods, lambda pod: replica_of(pod, kind))
 
 
-def pending_reasons_by(pods: Iterable[Pod], replica_of_pod: Callable[[Pod], tuple[str, int]]) -> list[str]:
+def pending_reasons_by(
+    pods: Iterable[Pod], replica_of_pod: Callable[[Pod], tuple[str, int]], *, restarting: bool = False
+) -> list[str]:
     """:func:`pending_reasons` of a family that tells its pods' replicas its own way (another API family's labels).
 
     :param pods: the job's pods, API JSON dicts.
     :param replica_of_pod: ``(replica type, index)`` of a pod (the family's ``replica_of``).
+    :param restarting: also a ``Running`` pod whose container waits to start again (``CrashLoopBackOff``): the
+        kubelet phases a pod whose containers stopped and restart in place (``restartPolicy: OnFailure``, a Job's
+        pods) ``Running`` even when none ever started (a missing executable: ``StartError``); and each last end's
+        ``message`` (a start error's words).
     """
     reasons = []
     for pod in pods:
-        if phase_of(pod) != PodPhase.PENDING:
+        phase = phase_of(pod)
+        if phase != PodPhase.PENDING and not (restarting and phase == PodPhase.RUNNING):
             continue
         replica_type, index = replica_of_pod(pod)
         status = pod.get("status") or {}
@@ -433,9 +444,14 @@ def pending_reasons_by(pods: Iterable[Pod], replica_of_pod: Callable[[Pod], tupl
             for c in status.get("conditions") or []
             if c.get("status") == "False" and c.get("reason") and c.get("type") not in _CONTAINER_CONDITIONS
         ]
-        found += [_container_line(c, init) or "" for c, init in container_statuses(pod)]
+        found += [_container_line(c, init, with_message=restarting) or "" for c, init in container_statuses(pod)]
         found = [f for f in found if f]
-        reasons.append(f"{replica_type}-{index} ({pod_name(pod)}) Pending" + (f": {'; '.join(found)}" if found else ""))
+        if phase == PodPhase.RUNNING and not found:
+            continue  # running as it should
+        reasons.append(
+            f"{replica_type}-{index} ({pod_name(pod)}) {PodPhase(phase).value}"
+            + (f": {'; '.join(found)}" if found else "")
+        )
     return reasons
 
 

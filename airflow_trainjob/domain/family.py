@@ -339,6 +339,15 @@ class JobFamily(Protocol):
         """
         ...
 
+    def event_names(self, job: Mapping[str, Any]) -> set[str]:
+        """The names of the objects whose events explain why the job stands where it does (``involvedObject.name``):
+        the job, and for a family that runs it through child objects, those (a TrainJob's JobSet and Jobs, whose
+        ``FailedCreate`` says why a step has no pods).
+
+        :param job: the job as last seen, an API JSON dict (its ``metadata.name`` and ``status``).
+        """
+        ...
+
     def lead_pod(self, pods: Iterable[Pod]) -> Pod | None:
         """The pod whose log tells the job's story (the lead replica's pod 0), or None.
 

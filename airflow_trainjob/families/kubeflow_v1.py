@@ -213,6 +213,13 @@ class KubeflowV1Kind:
         """:attr:`JobKind.lead_order`: the kind's lead replica types, then ``Worker``."""
         return self.job_kind.lead_order
 
+    def event_names(self, job: Mapping[str, Any]) -> set[str]:
+        """The job's own name: the training operator records its pods' creation on the job itself.
+
+        :param job: the job, an API JSON dict.
+        """
+        return {job["metadata"]["name"]}
+
     def desired_replicas(self, job: Mapping[str, Any] | None) -> dict[str, int]:
         """:meth:`JobKind.desired_replicas`.
 

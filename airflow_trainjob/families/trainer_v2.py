@@ -425,11 +425,15 @@ class TrainJobFamily:
         return failures.container_ends_by(found, replica_of)
 
     def pending_reasons(self, found: Iterable[Pod]) -> list[str]:
-        """:func:`~airflow_trainjob.domain.failures.pending_reasons` with this family's replicas.
+        """:func:`~airflow_trainjob.domain.failures.pending_reasons` with this family's replicas, and the ``Running``
+        pods whose container waits to start again: a Job's pods restart in place (JobSet's default ``restartPolicy:
+        OnFailure``), so a step whose container cannot start (an initializer's image entrypoint the runtime relies
+        on) stays ``Running`` in ``CrashLoopBackOff`` until its Job's ``backoffLimit``, long after
+        ``startup_timeout``.
 
         :param found: the TrainJob's pods, API JSON dicts.
         """
-        return failures.pending_reasons_by(found, replica_of)
+        return failures.pending_reasons_by(found, replica_of, restarting=True)
 
     def ends_from_events(self, events: Iterable[Mapping[str, Any]], job: Mapping[str, Any]) -> list[ContainerEnd]:
         """None: no controller of a TrainJob records a container's exit code in an event (the Job controller says
@@ -455,6 +459,20 @@ class TrainJobFamily:
         :param job: the TrainJob, an API JSON dict.
         """
         return UserRunPolicy(CleanPodPolicy.NONE.value, None, held=False)
+
+    def event_names(self, job: Mapping[str, Any]) -> set[str]:
+        """The TrainJob, its JobSet (of the same name) and the JobSet's child Jobs, ``<name>-<step>-0`` for each step
+        of ``status.jobsStatus`` (kubeflow/trainer v2.3.0 runs each replicated job with one replica; jobset's
+        ``GenJobName`` names its Jobs so). A Job records ``FailedCreate`` when the API refuses its pods (a service
+        account the namespace lacks, a quota), which nothing on the TrainJob or the JobSet says.
+
+        :param job: the TrainJob as last seen, an API JSON dict.
+        """
+        name = job["metadata"]["name"]
+        return {
+            name,
+            *(f"{name}-{step['name']}-0" for step in status_of.jobs_status(job.get("status")) if step["name"]),
+        }
 
     def desired_replicas(self, job: Mapping[str, Any] | None) -> dict[str, int]:
         """``{"node": spec.trainer.numNodes}`` when the TrainJob sets it; else {} -- the runtime's

@@ -22,7 +22,7 @@ from airflow_trainjob.domain.pods import with_pods_seen
 from airflow_trainjob.domain.verdict import job_ref, judge_failure
 from airflow_trainjob.exceptions import exception_for
 from airflow_trainjob.families import family_of
-from airflow_trainjob.hooks.api_errors import one_line
+from airflow_trainjob.hooks.api_errors import RAISED_ERRORS, one_line
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +78,10 @@ def read_tails(
             tails[end.source] = hook.read_pod_log(
                 end.pod, namespace, end.container, tail_lines=tail_lines, previous=end.restarted
             )
-        except ApiException as e:
-            # The pod may be gone already (cleanPodPolicy, TTL): the verdict does not need its log.
+        except (ApiException, *RAISED_ERRORS) as e:
+            # The pod may be gone already (cleanPodPolicy, TTL): the verdict does not need its log. A run that never
+            # started (StartError: a missing executable) has no previous log: the API answers 400, raised by the
+            # hook as a JobRejectedError, which must not end the wait or replace the verdict.
             if warn:
                 log.warning("Could not read the log of %s (pod %s): %s", end.source, end.pod, one_line(e))
     return tails

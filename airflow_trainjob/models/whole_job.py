@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from airflow_trainjob.constants import API_VERSION, JOB_KINDS, JobKind
 from airflow_trainjob.domain.own_keys import is_own_key
 from airflow_trainjob.domain.params import kind_problem
+from airflow_trainjob.models.documents import V1_JOB_TEXT, one_document
 from airflow_trainjob.models.errors import raise_if
 from airflow_trainjob.models.job import MISSING, SpecPaths, TrainingJobSpec, parse_parts, to_plain
 from airflow_trainjob.models.kinds import kind_field_names
@@ -159,21 +158,10 @@ def _spec_of(raw: Any, job_kind: JobKind | None, path: str, problems: list[str])
 
 
 def _load_document(job: Any, path: str, problems: list[str]) -> Any:
-    """Text to its one YAML/JSON document; anything else as it is."""
+    """Text to its one YAML/JSON document (:func:`~.documents.one_document`); anything else as it is."""
     if not isinstance(job, str):
         return job
-    try:
-        documents = [d for d in yaml.safe_load_all(job) if d is not None]
-    except yaml.YAMLError as exc:
-        problems.append(f"{path}: not valid YAML/JSON: {exc}".replace("\n", " "))
-        return None
-    if len(documents) != 1:
-        problems.append(
-            f"{path}: must hold exactly one YAML document (one job), found {len(documents)}; "
-            "split the documents and give each job on its own"
-        )
-        return None
-    return documents[0]
+    return one_document(job, path, problems, V1_JOB_TEXT)
 
 
 def read_metadata(

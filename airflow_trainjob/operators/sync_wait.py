@@ -279,14 +279,14 @@ class SynchronousWait:
         :param queue: whether and where the job waits in a queue, for a queue timeout.
         :returns: the error to raise."""
         family = self._family()
-        name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+        namespace = job["metadata"]["namespace"]
         tails = quoted_tails(
             read_tails(self.hook, namespace, pending_failures(pods, family), self.settings.log_tail_lines)
         )
         try:
             warnings = [
                 f"{e.get('reason')}: {e.get('message', '')}"
-                for e in self.hook.list_events(namespace, {name})
+                for e in self.hook.list_events(namespace, family.event_names(job))
                 if e.get("type") == "Warning"
             ][-3:]
         except ApiException:

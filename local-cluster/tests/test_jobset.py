@@ -433,6 +433,31 @@ def test_events_on_the_jobset_and_its_job(custom_objects, core_v1, namespace):
     wait_for(events, lambda found: wanted <= found, what="the JobSet's and the Job's events")
 
 
+def test_a_pod_naming_a_missing_service_account_is_refused_as_admission_refuses_it(custom_objects, core_v1, namespace):
+    """The ServiceAccount admission plugin's refusal (``admission.py``): the Job makes no pod and records
+    FailedCreate with the apiserver's words, and makes it once the account exists."""
+    rjob = replicated_job("node", "print(1)")
+    rjob["template"]["spec"]["template"]["spec"]["serviceAccountName"] = "trainer-runner"
+    create_jobset(custom_objects, namespace, "no-account", rjob)
+
+    def refusals() -> list[str]:
+        return [
+            e.message
+            for e in core_v1.list_namespaced_event(namespace).items
+            if (e.involved_object.name, e.type, e.reason) == ("no-account-node-0", "Warning", "FailedCreate")
+        ]
+
+    (refused, *_) = wait_for(refusals, bool, what="the Job's FailedCreate")
+    assert refused == (
+        'Error creating: pods "no-account-node-0-0-" is forbidden: error looking up service account '
+        f'{namespace}/trainer-runner: serviceaccount "trainer-runner" not found'
+    )
+    assert pods(core_v1, namespace) == []
+    core_v1.create_namespaced_service_account(namespace, {"metadata": {"name": "trainer-runner"}})
+    wait_condition(custom_objects, namespace, "no-account", c.CONDITION_COMPLETED)
+    assert [p.spec.service_account_name for p in pods(core_v1, namespace)] == ["trainer-runner"]
+
+
 def test_volume_claim_policies_create_the_claims_and_mount_them_in_the_jobs_that_use_them(
     custom_objects, core_v1, kube_api_client, namespace
 ):

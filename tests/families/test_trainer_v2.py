@@ -236,6 +236,30 @@ def test_an_init_container_failure_is_named_and_its_log_speaks():
     )
 
 
+def test_a_running_step_whose_container_cannot_start_says_why_and_a_running_one_says_nothing():
+    """A Job's pod restarts in place: one whose container never starts stays Running in CrashLoopBackOff (the
+    kubelet's phase), and says the start error; a pod that runs has nothing to say."""
+    said = "no command specified (the image's entrypoint is not available: the image is ignored)"
+    crashing = {
+        "name": "dataset-initializer",
+        "ready": False,
+        "restartCount": 2,
+        "image": "ghcr.io/kubeflow/trainer/dataset-initializer",
+        "imageID": "",
+        "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 20s restarting failed container"}},
+        "lastState": {"terminated": {"exitCode": 128, "reason": "StartError", "message": said, "finishedAt": v2.T2}},
+    }
+    initializer = pod("dataset-initializer", 0, containers=("dataset-initializer",), container_statuses=[crashing])
+    v2.upstream_shape(IoK8sApiCoreV1Pod, initializer)
+    running = pod("node", 0, container_statuses=[{**crashing, "name": "node", "state": {"running": {}}}])
+    assert FAMILY.pending_reasons([initializer, running]) == [
+        f"dataset-initializer-0 ({initializer['metadata']['name']}) Running: container dataset-initializer "
+        f"CrashLoopBackOff: back-off 20s restarting failed container; last exit code 128 (Retryable), StartError: {said}"
+    ]
+    # A v1 job's running pods are not read so (its lines are unchanged).
+    assert families.family_of("PyTorchJob").pending_reasons([initializer]) == []
+
+
 # --- cleanup, the spec, events -----------------------------------------------------------------------------------
 
 
@@ -460,3 +484,17 @@ def test_no_prerequisite_the_provider_cannot_read(ref):
 
 def test_a_v1_job_has_no_prerequisite():
     assert families.family_of("PyTorchJob").prerequisites({"kind": "PyTorchJob", "spec": {}}) == ()
+
+
+# --- the objects whose events explain the TrainJob ----------------------------------------------------------------
+
+
+def test_the_events_worth_reading_are_the_trainjobs_its_jobsets_and_each_steps_job():
+    assert FAMILY.event_names(train_job()) == {NAME}  # no JobSet counted yet: no Job known
+    job = train_job({"jobsStatus": v2.jobs(**{"dataset-initializer": {"succeeded": 1}, "node": {"active": 1}})})
+    assert FAMILY.event_names(job) == {NAME, f"{NAME}-dataset-initializer-0", f"{NAME}-node-0"}
+
+
+def test_a_v1_job_explains_itself_in_its_own_events():
+    job = {"metadata": {"name": "mnist"}, "status": {"replicaStatuses": {"Master": {"active": 1}}}}
+    assert families.family_of("PyTorchJob").event_names(job) == {"mnist"}

@@ -98,6 +98,9 @@ class ToyFamily:
     def desired_replicas(self, job: Mapping[str, Any] | None) -> dict[str, int]:
         return {"node": int(((job or {}).get("spec") or {}).get("numNodes", 1))}
 
+    def event_names(self, job: Mapping[str, Any]) -> set[str]:
+        return {job["metadata"]["name"]}
+
     def lead_pod(self, pods: Iterable[Pod]) -> Pod | None:
         return next((p for p in pods if _index(p) == 0), None)
 

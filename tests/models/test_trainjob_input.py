@@ -311,7 +311,10 @@ def test_a_whole_trainjob_refused_names_its_api_path(change, expected):
 
 
 def test_text_that_is_not_one_trainjob_is_refused():
-    assert refused_whole("a: 1\n---\nb: 2\n") == ["job: must hold exactly one YAML/JSON document, found 2"]
+    assert refused_whole("a: 1\n---\nb: 2\n") == [
+        "job: holds 2 documents (a mapping without kind, a mapping without kind): pass one TrainJob"
+    ]
+    assert refused_whole("# nothing but a comment\n---\n") == ["job: holds no YAML/JSON document: pass one TrainJob"]
     assert refused_whole("- 1") == [
         "job: must be a TrainJob (a mapping with apiVersion, kind, metadata, spec), got list"
     ]

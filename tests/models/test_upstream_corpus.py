@@ -182,9 +182,13 @@ def test_each_file_as_text_parses_when_it_holds_one_document(path):
     else:
         with pytest.raises(InvalidJobSpecError) as raised:
             parse_whole_job(text)
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+        named = ", ".join(f"{d['kind']} {d['metadata']['name']}" for d in documents)
+        (job,) = jobs_in(path)  # the corpus's files hold one job and what it needs, as kubectl applies them
+        needs = ", ".join(sorted({d["kind"] for d in documents if d["kind"] != job["kind"]}))
         assert raised.value.problems == [
-            f"job: must hold exactly one YAML document (one job), found {count}; "
-            "split the documents and give each job on its own"
+            f"job: holds {count} documents ({named}): pass the {job['kind']} alone, and create the {needs} "
+            "beforehand (kubectl apply -f)"
         ]
 
 

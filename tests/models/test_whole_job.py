@@ -67,13 +67,31 @@ def test_metadata_is_optional_and_apiversion_may_be_left_out():
 
 
 @pytest.mark.parametrize(
-    ("text", "count"),
-    [(yaml.safe_dump(pytorch_job()) + "---\n" + yaml.safe_dump(pytorch_job()), 2), ("", 0), ("---\n---\n", 0)],
+    ("text", "expected"),
+    [
+        (
+            yaml.safe_dump(pytorch_job()) + "---\n" + yaml.safe_dump(pytorch_job()),
+            "job: holds 2 documents (PyTorchJob train, PyTorchJob train): give each job a task of its own",
+        ),
+        ("", "job: holds no YAML/JSON document: pass one job"),
+        ("---\n---\n", "job: holds no YAML/JSON document: pass one job"),
+    ],
 )
-def test_text_must_hold_exactly_one_document(text, count):
+def test_text_must_hold_exactly_one_document(text, expected):
+    assert problems_of(text) == [expected]
+
+
+def test_text_holding_the_job_and_what_it_needs_says_to_create_that_beforehand():
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "ckpt"}, "spec": {}}
+    text = yaml.safe_dump_all([claim, pytorch_job(), {"kind": "ConfigMap", "metadata": {"name": "cfg"}}])
     assert problems_of(text) == [
-        f"job: must hold exactly one YAML document (one job), found {count}; "
-        "split the documents and give each job on its own"
+        "job: holds 3 documents (PersistentVolumeClaim ckpt, PyTorchJob train, ConfigMap cfg): pass the PyTorchJob "
+        "alone, and create the ConfigMap, PersistentVolumeClaim beforehand (kubectl apply -f)"
+    ]
+    trainjob = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "tj"}}
+    assert problems_of(yaml.safe_dump_all([pytorch_job(), trainjob])) == [
+        "job: holds 2 documents (PyTorchJob train, TrainJob tj): pass the PyTorchJob alone, and a TrainJob runs "
+        "with TrainJobOperator"
     ]
 
 

@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from airflow_trainjob.models.documents import Wanted, one_document
 from airflow_trainjob.models.job import to_plain
 
 __all__ = ["api_form", "check_field", "load_text", "read_part"]
@@ -43,24 +43,18 @@ _ONE_OF_FIELD = "actual_instance"
 _QUANTITY_MODEL = "IoK8sApimachineryPkgApiResourceQuantity"
 
 
-def load_text(value: Any, path: str, problems: list[str]) -> Any:
-    """``value`` read from YAML/JSON text when it is a string (one document), else as it is.
+def load_text(value: Any, path: str, problems: list[str], wanted: Wanted | None = None) -> Any:
+    """``value`` read from YAML/JSON text when it is a string (one document: :func:`~..documents.one_document`),
+    else as it is.
 
     :param value: the part as given.
     :param path: its name in messages.
     :param problems: where a problem is added (then None is returned).
+    :param wanted: what a text must hold (:data:`~..documents.TRAINJOB_TEXT` for a whole TrainJob); None: a part.
     """
     if not isinstance(value, str):
         return value
-    try:
-        documents = [d for d in yaml.safe_load_all(value) if d is not None]
-    except yaml.YAMLError as exc:
-        problems.append(f"{path}: not valid YAML/JSON: {exc}".replace("\n", " "))
-        return None
-    if len(documents) != 1:
-        problems.append(f"{path}: must hold exactly one YAML/JSON document, found {len(documents)}")
-        return None
-    return documents[0]
+    return one_document(value, path, problems, wanted)
 
 
 def api_form(value: Any) -> Any:

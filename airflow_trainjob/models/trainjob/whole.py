@@ -15,6 +15,7 @@ from typing import Any
 from airflow_trainjob.constants import RUNTIME_PATCH_MANAGER, TRAINER_API_VERSION, TRAINJOB_KIND
 from airflow_trainjob.domain.own_keys import is_own_key
 from airflow_trainjob.exceptions import InvalidJobSpecError
+from airflow_trainjob.models.documents import TRAINJOB_TEXT
 from airflow_trainjob.models.errors import raise_if
 from airflow_trainjob.models.trainjob.spec import TrainJobSpec, parse_spec
 from airflow_trainjob.models.trainjob.strict import api_form, load_text
@@ -59,7 +60,7 @@ def parse_whole_trainjob(job: Any, *, path: str = "job") -> WholeTrainJob:
         the spec's checks refuse.
     """
     problems: list[str] = []
-    document = api_form(load_text(job, path, problems))
+    document = api_form(load_text(job, path, problems, TRAINJOB_TEXT))
     raise_if(problems)
     if not isinstance(document, dict):
         raise_if(

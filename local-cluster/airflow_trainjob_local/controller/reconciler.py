@@ -38,6 +38,7 @@ from typing import Any
 from kubernetes import client
 
 from airflow_trainjob_local import constants as c
+from airflow_trainjob_local.admission import create_pod
 from airflow_trainjob_local.controller import policies
 from airflow_trainjob_local.controller.events import EventRecorder
 from airflow_trainjob_local.controller.pods import (
@@ -399,7 +400,7 @@ class _Run:
                 "Restart policy in pod template will be overwritten by restart policy in replica spec",
             )
         try:
-            self.r.core.create_namespaced_pod(view.namespace, pod)
+            create_pod(self.r.core, view.namespace, pod)
         except ApiException as exc:
             if is_already_exists(exc):
                 return  # created by an earlier pass, or a deleted job's pod still terminating

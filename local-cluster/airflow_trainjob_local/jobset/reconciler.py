@@ -18,6 +18,7 @@ from typing import Any
 
 from kubernetes import client
 
+from airflow_trainjob_local.admission import create_pod
 from airflow_trainjob_local.controller.events import EventRecorder
 from airflow_trainjob_local.jobset import constants as c
 from airflow_trainjob_local.jobset.builders import build_service
@@ -319,7 +320,7 @@ class JobRunner(_Api):
 
     def _create_pod(self, job: dict[str, Any], index: int) -> None:
         try:
-            pod = self.core.create_namespaced_pod(job["metadata"]["namespace"], build_pod(job, index))
+            pod = create_pod(self.core, job["metadata"]["namespace"], build_pod(job, index))
         except ApiException as exc:
             self.recorder.record(
                 job, c.JOB_COMPONENT, WARNING, c.JOB_EVENT_FAILED_CREATE, f"Error creating: {_api_error(exc)}"
