@@ -117,3 +117,32 @@ def test_a_verdict_becomes_the_exception_of_its_retry_class_with_its_message(per
 
 def test_job_ref():
     assert job_ref(job()) == "PyTorchJob ml/train"
+
+
+def test_events_a_same_named_job_or_pod_deleted_before_left_are_not_quoted_nor_judged_by():
+    """Events are listed by name: those of a predecessor name its uid, not this job's (or this pod's)."""
+    ours = {**EVENT, "involvedObject": {"kind": "PyTorchJob", "name": "train", "uid": "u-1"}}
+    theirs_exit = {
+        "type": "Normal",
+        "reason": "ExitedWithCode",
+        "message": "Pod: ml.train-master-0 exited with code 137",
+        "involvedObject": {"kind": "PyTorchJob", "name": "train", "uid": "u-old"},
+    }
+    theirs_pod = {
+        "type": "Warning",
+        "reason": "BackOff",
+        "message": "Back-off restarting failed container of the old pod",
+        "involvedObject": {"kind": "Pod", "name": "train-master-0", "uid": "p-old"},
+    }
+    unknown_uid = {**EVENT, "reason": "SomethingElse", "involvedObject": {"kind": "Job", "name": "train-node-0"}}
+    failed_pod = pod(2)
+    failed_pod["metadata"]["uid"] = "p-1"
+    verdict = judge_failure(
+        job(), [failed_pod], [theirs_exit, theirs_pod, ours, unknown_uid], {}, family_of("PyTorchJob")
+    )
+    assert "old pod" not in verdict.message and "code 137" not in verdict.message
+    assert event_line(ours) in verdict.message and event_line(unknown_uid) in verdict.message
+    assert [(e.exit_code, e.exit_class) for e in verdict.ends] == [(2, ExitClass.PERMANENT)]
+    # Without this pod (cleanPodPolicy All), the predecessor's exit event is still not taken for this job's.
+    gone = judge_failure(job(), [], [theirs_exit, ours], {}, family_of("PyTorchJob"))
+    assert all(e.exit_code != 137 for e in gone.ends)

@@ -70,6 +70,26 @@ def failure_ends(
     return family.ends_from_events(events, job)
 
 
+def about_these_objects(
+    events: Iterable[Mapping[str, Any]], objects: Iterable[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The events that are about ``objects`` themselves: events are listed by the names of the objects they are about,
+    and a same-named job (or pod) deleted before this one left its own, which name another uid. An event about an
+    object whose uid is not known here (a pod gone unseen, a step's Job), or that names no uid, is kept.
+
+    :param events: events listed by ``involvedObject.name``, oldest first (API JSON dicts).
+    :param objects: the job and its pods as read (API JSON dicts: ``metadata.name``, ``metadata.uid``).
+    """
+    uids = {o["metadata"]["name"]: o["metadata"].get("uid") for o in objects if o.get("metadata", {}).get("name")}
+
+    def ours(event: Mapping[str, Any]) -> bool:
+        involved = event.get("involvedObject") or {}
+        known, named = uids.get(involved.get("name")), involved.get("uid")
+        return known is None or named is None or named == known
+
+    return [e for e in events if ours(e)]
+
+
 def event_line(event: Mapping[str, Any]) -> str:
     """How a failure message quotes an event: ``<type> <reason> <involved object's name>: <message>``.
 
@@ -99,7 +119,8 @@ def judge_failure(
     :param family: the job's API family (:class:`~airflow_trainjob.domain.family.JobFamily`): its pods' replicas,
         the controller's events, the restart policies.
     """
-    events = list(events)
+    pods = list(pods)
+    events = about_these_objects(events, [job, *pods])
     ends = failure_ends(job, pods, events, family)
     policies = family.restart_policies(job)
     status = job.get("status")
