@@ -31,7 +31,7 @@ from airflow_trainjob.domain.lifecycle import (
 )
 from airflow_trainjob.domain.params import RunSettings
 from airflow_trainjob.domain.pods import restart_counts
-from airflow_trainjob.domain.verdict import job_ref
+from airflow_trainjob.domain.verdict import about_these_objects, job_ref
 from airflow_trainjob.exceptions import JobDeletedError, TrainingJobStoppedError, TrainingJobTimeoutError
 from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import one_line
@@ -286,7 +286,7 @@ class SynchronousWait:
         try:
             warnings = [
                 f"{e.get('reason')}: {e.get('message', '')}"
-                for e in self.hook.list_events(namespace, family.event_names(job))
+                for e in about_these_objects(self.hook.list_events(namespace, family.event_names(job)), [job, *pods])
                 if e.get("type") == "Warning"
             ][-3:]
         except ApiException:
