@@ -41,10 +41,10 @@ _OPTIONS = {
         "A deferred training task's trigger fires no earlier than this many seconds after the task "
         "deferred, so that the scheduler has taken in the deferring worker's exit before the task "
         "resumes (Airflow's race, apache/airflow#72716, fails a task that resumes first); 0 turns "
-        "it off. Only a job that ends, or a deadline that passes, that soon waits.",
+        "it off (the default). Only a job that ends, or a deadline that passes, that soon waits.",
         "float",
-        "0",
         "10",
+        "0",
     ),
     "triggerer_gc_freeze": (
         "In the triggerer, move what the process holds at the first training "

@@ -16,9 +16,10 @@ A task that Airflow still runs again after its job succeeded returns that succes
 
 from __future__ import annotations
 
-#: The default of ``[trainjob] min_deferral_seconds``: above the scheduler's lag in the reports above, and small
-#: beside a training's minutes.
-DEFAULT_MIN_DEFERRAL_SECONDS = 10.0
+#: The default of ``[trainjob] min_deferral_seconds``: off. 10 s (above the scheduler's lag in the reports above)
+#: kept the race away in ``benchmarks/airflow_race.py``, but in CI's real deployments two deferred tasks whose job
+#: failed within the hold ended without naming the failed replica; until that is understood, the hold is opt-in.
+DEFAULT_MIN_DEFERRAL_SECONDS = 0.0
 
 
 def hold_seconds(deferred_at: float, now: float, min_deferral: float) -> float:

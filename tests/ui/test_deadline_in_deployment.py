@@ -66,8 +66,8 @@ DAG_SOURCE = textwrap.dedent(
 @pytest.fixture(scope="module")
 def airflow(start_airflow) -> AirflowDeployment:
     # The queue clock is what is timed here: a suspension sent as the job is created starts it before the task
-    # defers, so the trigger's hold after a deferral (10 s by default, tests/triggers/test_deferral_hold.py) would
-    # move an 8 s deadline.
+    # defers, so the trigger's hold after a deferral (opt-in, tests/triggers/test_deferral_hold.py) would move an
+    # 8 s deadline: off here whatever the default.
     return start_airflow(
         dags={f"{DAG_ID}.py": DAG_SOURCE}, dag_ids=[DAG_ID], env={"AIRFLOW__TRAINJOB__MIN_DEFERRAL_SECONDS": "0"}
     )
