@@ -468,8 +468,11 @@ class TrainingJobTrigger(BaseEventTrigger):
         while the job ran that the list no longer has (the controller deletes them with the job's failure, often
         before the trigger lists them). When the list shows no failed run and the watch has kept none yet, the watch
         gets a moment to deliver what happened just before the job's ``Failed`` (two streams, two paces)."""
-        watch = stream.failed_pods
-        if watch is None or stream is not self._pods_followed_on:
+        # The watch of the stream that follows the job's pods (as the tails' reader reads): the change that ended the
+        # wait may have come through another stream of the same source (the triggerer's, or a live one found first).
+        followed = self._pods_followed_on
+        watch = followed.failed_pods if followed is not None else None
+        if watch is None:
             return listed
         mine = self._own_pods(listed, job)
         if any(end.failed for end in self._wait.family.container_ends(mine)):
