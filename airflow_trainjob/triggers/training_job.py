@@ -421,7 +421,7 @@ class TrainingJobTrigger(BaseEventTrigger):
         job, failed = finished.job, finished.failed
         stops = self._wait.family.user_run_policy(job).held and bool(self.owner_labels)
         listed = await self._pods(stream) if failed or stops else []
-        pods = await self._with_failed_pods_seen(stream, job, listed) if failed else []
+        pods = await self._with_failed_pods_seen(job, listed) if failed else []
         tails = await self._failed_tails(failed)
         lead_log = await self._stop_pods_at_terminal(stream, job, listed) if stops else None
         extra = {**({"lead_log": lead_log} if lead_log else {}), **({"tails": tails} if tails else {})}
@@ -462,9 +462,9 @@ class TrainingJobTrigger(BaseEventTrigger):
                 news.set()  # what the new stream's watch keeps is read from now on
 
     async def _with_failed_pods_seen(
-        self, stream: JobStream, job: Mapping[str, Any], listed: list[dict[str, Any]]
+        self, job: Mapping[str, Any], listed: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
-        """The failed job's pods for its verdict: as listed now, then the failed ones the stream's pod watch saw
+        """The failed job's pods for its verdict: as listed now, then the failed ones the following pod watch saw
         while the job ran that the list no longer has (the controller deletes them with the job's failure, often
         before the trigger lists them). When the list shows no failed run and the watch has kept none yet, the watch
         gets a moment to deliver what happened just before the job's ``Failed`` (two streams, two paces)."""
