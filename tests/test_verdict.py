@@ -106,6 +106,41 @@ def test_without_the_pods_the_job_is_judged_by_the_operators_exit_events_and_its
     assert verdict.permanent and "First failure (permanent: not retried): Master-0" in verdict.message
 
 
+def test_a_replica_known_only_from_the_operators_events_is_named_beside_the_pods_seen_failing():
+    """Worker-0's pod was seen failing (exit 137, retryable); Master-0's went before anyone saw it (a wait that started
+    after the failure), and only the operator's ``ExitedWithCode`` says it exited 1, earlier: both are judged, oldest
+    first, and the permanent one decides. An event about a pod seen failing adds nothing (the pod tells it better)."""
+    spec = job()
+    spec["spec"]["pytorchReplicaSpecs"]["Worker"] = spec["spec"]["pytorchReplicaSpecs"]["Master"]
+    worker = pod(137)
+    worker["metadata"] = {
+        "name": "train-worker-0",
+        "labels": {"training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "0"},
+    }
+
+    def exited(pod_name: str, code: int, when: str) -> dict[str, Any]:
+        message = f"Pod: ml.{pod_name} exited with code {code}"
+        about = {"kind": "PyTorchJob", "name": "train"}
+        return {
+            "type": "Normal",
+            "reason": "ExitedWithCode",
+            "message": message,
+            "lastTimestamp": when,
+            "involvedObject": about,
+        }
+
+    events = [
+        exited("train-master-0", 1, "2026-12-02T05:01:50Z"),
+        exited("train-worker-0", 137, "2026-12-02T05:01:58Z"),
+    ]
+    verdict = judge_failure(spec, [worker], events, {}, family_of("PyTorchJob"))
+    assert [(e.replica, e.exit_code) for e in verdict.ends] == [("Master-0", 1), ("Worker-0", 137)]
+    assert verdict.permanent and "First failure (permanent: not retried): Master-0" in verdict.message
+    assert "also failed: Worker-0" in verdict.message, verdict.message
+    # Without the events, the pods alone decide, as before.
+    assert [e.replica for e in judge_failure(spec, [worker], [], {}, family_of("PyTorchJob")).ends] == ["Worker-0"]
+
+
 @pytest.mark.parametrize(("permanent", "cls"), [(True, AirflowFailException), (False, TrainingJobError)])
 def test_a_verdict_becomes_the_exception_of_its_retry_class_with_its_message(permanent, cls):
     message = "PyTorchJob ml/train failed: PyTorchJobFailed\nFirst failure ..."

@@ -12,8 +12,13 @@ containers show a failed run (the family's :meth:`~airflow_trainjob.domain.famil
 verdict's own reading), trimmed as a record keeps a pod (:func:`~airflow_trainjob.domain.records.trim_pod`). The
 trigger's event carries them, and the resumed task judges them as the synchronous wait judges its ``seen_pods``.
 
+It also knows which pods of a followed job the watch last saw alive (name and uid): a pod the trigger's list at the
+failure no longer has, but the watch still thinks alive, went with news the watch has not delivered yet
+(:func:`~airflow_trainjob.domain.pods.vanished_unseen`), and the verdict waits for it.
+
 Bounded: nothing of a job no trigger follows, only pods with a failed run, at most :data:`FAILED_PODS_KEPT` per job
-(the first ones seen failing: the root cause is among the earliest), dropped when the last follower leaves.
+(the first ones seen failing: the root cause is among the earliest), a name and a uid per live pod, dropped when the
+last follower leaves.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ class FailedPodsSeen:
         self.family = family
         self._followers: Counter[str] = Counter()  # job name -> triggers following it
         self._kept: dict[str, dict[str, dict[str, Any]]] = {}  # job name -> pod name -> the pod, trimmed
+        self._alive: dict[str, dict[str, str]] = {}  # job name -> pod name -> uid, of the pods not seen deleted
 
     def follow(self, name: str) -> None:
         """A wait follows job ``name``: its pods' failures are kept from now on.
@@ -85,6 +91,7 @@ class FailedPodsSeen:
             return
         self._followers.pop(name, None)
         self._kept.pop(name, None)
+        self._alive.pop(name, None)
 
     def following(self, name: str) -> bool:
         """Whether a wait follows job ``name``.
@@ -93,24 +100,41 @@ class FailedPodsSeen:
         """
         return name in self._followers
 
-    def saw(self, pod: Pod) -> bool:
+    def saw(self, pod: Pod, *, deleted: bool = False) -> bool:
         """Take in ``pod`` as a watch or a list delivered it (a deleted pod's final state included). Kept when its
         job is followed and it shows a failed run; a later state without one (a recreated namesake, a state read
         after the kubelet restarted the container twice) never replaces a failure kept. Returns whether it was kept.
 
         :param pod: the pod, an API JSON dict.
+        :param deleted: the pod's final state (a ``DELETED`` event): it is no longer among :meth:`alive_of`.
         """
         job = self.family.job_name_of(pod)
         if job is None or job not in self._followers:
             return False
+        alive, name = self._alive.setdefault(job, {}), pod_name(pod)
+        if deleted:
+            alive.pop(name, None)
+        else:
+            alive[name] = str((pod.get("metadata") or {}).get("uid") or "")
         if not any(end.failed for end in self.family.container_ends([pod])):
             return False
         kept = self._kept.setdefault(job, {})
-        name = pod_name(pod)
         if name not in kept and len(kept) >= FAILED_PODS_KEPT:
             return False
         kept[name] = _kept_form(pod)
         return True
+
+    def relisting(self) -> None:
+        """The watch lists again (it may have missed deletions): the pods alive are the list's from now on."""
+        self._alive.clear()
+
+    def alive_of(self, name: str) -> dict[str, str]:
+        """The pods of followed job ``name`` delivered and not seen deleted since (the last list's included), pod name
+        -> ``metadata.uid`` (:func:`~airflow_trainjob.domain.pods.vanished_unseen`).
+
+        :param name: the job's ``metadata.name``.
+        """
+        return dict(self._alive.get(name) or {})
 
     def pods_of(self, name: str, job: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         """The failed pods kept of job ``name`` (of the object ``job``: never a same-named predecessor's), trimmed,

@@ -254,3 +254,15 @@ def with_pods_seen(listed: Iterable[dict[str, Any]], seen: Iterable[dict[str, An
     listed = list(listed)
     present = {pod_name(p) for p in listed}
     return [*listed, *(p for p in seen if pod_name(p) not in present)]
+
+
+def vanished_unseen(alive: Mapping[str, str], listed: Iterable[Pod]) -> list[str]:
+    """The pods a watch last saw alive that a list made since no longer has (deleted), or has as another uid (deleted
+    and created again), by name: their deletion, and whatever happened to them before it (a failed run), is still on
+    its way down that watch. None: what the watch lacks, the list has (each pod's state now).
+
+    :param alive: the pods the watch has delivered and not yet seen deleted, pod name -> ``metadata.uid``.
+    :param listed: the pods as listed since (API JSON dicts).
+    """
+    now = {pod_name(p): (p.get("metadata") or {}).get("uid") for p in listed}
+    return sorted(name for name, uid in alive.items() if now.get(name, "") != uid)

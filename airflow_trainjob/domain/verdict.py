@@ -55,9 +55,10 @@ def failure_ends(
     family: JobFamily,
 ) -> list[ContainerEnd]:
     """The container runs a failed job is judged by, oldest first, as :func:`judge_failure` reads them: the pods'
-    (:meth:`JobFamily.container_ends`); when none of them failed (the pods are gone: ``cleanPodPolicy``, or the
-    controller replaced them), the exits the controller reported in its events (:meth:`JobFamily.ends_from_events`:
-    the training operator's ``ExitedWithCode``). The Training job tab marks failed replicas by the same runs.
+    (:meth:`JobFamily.container_ends`), and the failed exits the controller reported in its events
+    (:meth:`JobFamily.ends_from_events`: the training operator's ``ExitedWithCode``) of the pods that show no failed
+    run of their own (gone before anyone saw them fail: ``cleanPodPolicy``, a wait that started after the failure, or
+    a pod the controller replaced). The Training job tab marks failed replicas by the same runs.
 
     :param job: the job, an API JSON dict (``kind``, ``metadata.name``, the pod templates of ``spec``).
     :param pods: its pods (API JSON dicts: now, and as last seen).
@@ -65,9 +66,11 @@ def failure_ends(
     :param family: the job's API family (:class:`~airflow_trainjob.domain.family.JobFamily`).
     """
     ends = family.container_ends(pods)
-    if any(e.failed for e in ends):
-        return ends
-    return family.ends_from_events(events, job)
+    failed_pods = {e.pod for e in ends if e.failed}
+    if not failed_pods:
+        return family.ends_from_events(events, job)
+    unseen = [e for e in family.ends_from_events(events, job) if e.failed and e.pod not in failed_pods]
+    return sorted([*ends, *unseen], key=lambda e: e.finished_at) if unseen else ends
 
 
 def about_these_objects(

@@ -346,6 +346,10 @@ class SynchronousWait:
 
         :param final: the job at its end, as :meth:`follow_to_end` returned it.
         """
+        feed = self._pod_feed
+        if feed is not None and not self._family().is_succeeded(final.get("status")):
+            # The verdict names the replicas that failed: the pods' watch may not have delivered the last of them.
+            feed.catch_up(final["metadata"].get("resourceVersion"))
         self.stop_pods_at_terminal(final)
         self.stop_follower(drain=True)
         self.stop_pod_feed()

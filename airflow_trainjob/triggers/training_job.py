@@ -466,8 +466,8 @@ class TrainingJobTrigger(BaseEventTrigger):
     ) -> list[dict[str, Any]]:
         """The failed job's pods for its verdict: as listed now, then the failed ones the following pod watch saw
         while the job ran that the list no longer has (the controller deletes them with the job's failure, often
-        before the trigger lists them). When the list shows no failed run and the watch has kept none yet, the watch
-        gets a moment to deliver what happened just before the job's ``Failed`` (two streams, two paces)."""
+        before the trigger lists them), once that watch has delivered what happened up to the job's ``Failed`` (two
+        streams, two paces: :meth:`FailedPodsWatch.failed_pods`)."""
         # The watch of the stream that follows the job's pods (as the tails' reader reads): the change that ended the
         # wait may have come through another stream of the same source (the triggerer's, or a live one found first).
         followed = self._pods_followed_on
@@ -475,10 +475,8 @@ class TrainingJobTrigger(BaseEventTrigger):
         if watch is None:
             return listed
         mine = self._own_pods(listed, job)
-        if any(end.failed for end in self._wait.family.container_ends(mine)):
-            seen = watch.seen.pods_of(self.name, job)
-        else:
-            seen = await watch.failed_pods(self.name, job)
+        have_failures = any(end.failed for end in self._wait.family.container_ends(mine))
+        seen = await watch.failed_pods(self.name, job, listed, have_failures=have_failures)
         return with_pods_seen(listed, seen)
 
     async def _stop_pods_at_terminal(

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_trainjob.domain.failed_pods import FailedPodsSeen
+from airflow_trainjob.domain.pods import vanished_unseen
 from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import (
     API_EXCEPTIONS,
@@ -31,7 +32,15 @@ from airflow_trainjob.hooks.api_errors import (
     one_line,
 )
 from airflow_trainjob.hooks.training_job import AsyncTrainingJobHook
-from airflow_trainjob.watching.list_watch import Action, ListWatch, ListWatchRules, Step
+from airflow_trainjob.watching.list_watch import (
+    CATCH_UP_LOOK_SECONDS,
+    CATCH_UP_SECONDS,
+    Action,
+    ListWatch,
+    ListWatchRules,
+    Step,
+    reached,
+)
 from airflow_trainjob.watching.stream_source import WATCH_SECONDS, StreamSource
 
 log = logging.getLogger(__name__)
@@ -41,11 +50,6 @@ log = logging.getLogger(__name__)
 PODS_PAGE_SIZE = 100
 #: Seconds between two attempts after a refusal (a Role without ``list``/``watch`` on pods).
 REFUSED_RETRY_SECONDS = 300.0
-#: Seconds a trigger gives the pod watch, at most, to deliver a failed job's failed pods it has not delivered yet
-#: (the pods' watch and the job's are two streams: the pod's state may arrive a moment after the job's Failed).
-CATCH_UP_SECONDS = 2.0
-#: Seconds between two looks while a trigger waits for the pod watch to catch up.
-CATCH_UP_LOOK_SECONDS = 0.1
 
 
 def pod_watch_rules(poll_interval: float) -> ListWatchRules:
@@ -81,6 +85,10 @@ class FailedPodsWatch:
         self._wanted = asyncio.Event()  # a job is followed: the watch runs from then on
         self._news: dict[str, list[asyncio.Event]] = {}  # job name -> set when a failed pod of it is kept
         self._warned: str | None = None
+        #: The resourceVersion up to which every pod change has been taken in (a list's, then each event's), and
+        #: whether that is still so (False from a failed list or watch until the next list answers).
+        self.delivered: str | None = None
+        self.delivered_all = False
         #: What the watch did: ``lists``, ``watches``, ``expired`` (410), ``failures``.
         self.stats: Counter[str] = Counter()
 
@@ -109,26 +117,46 @@ class FailedPodsWatch:
             if not told:
                 del self._news[name]
 
-    def _saw(self, pod: dict[str, Any]) -> None:
-        """Take in ``pod``; tell the job's followers when it was kept."""
-        if self.seen.saw(pod) and self._news:
+    def _saw(self, pod: dict[str, Any], *, deleted: bool = False) -> None:
+        """Take in ``pod`` (``deleted``: its final state); tell the job's followers when it was kept."""
+        if self.seen.saw(pod, deleted=deleted) and self._news:
             for news in self._news.get(self.seen.family.job_name_of(pod) or "", ()):
                 news.set()
 
     async def failed_pods(
-        self, name: str, job: Mapping[str, Any] | None, *, catch_up: float = CATCH_UP_SECONDS
+        self,
+        name: str,
+        job: Mapping[str, Any] | None,
+        listed: list[dict[str, Any]],
+        *,
+        have_failures: bool = False,
+        catch_up: float = CATCH_UP_SECONDS,
     ) -> list[dict]:
-        """The failed pods kept of job ``name`` (the object ``job``), waiting up to ``catch_up`` seconds for the
-        watch to deliver one when none is kept yet.
+        """The failed pods kept of job ``name`` (the object ``job``), once the watch has caught up with what the
+        verdict needs, waiting up to ``catch_up`` seconds for it: a replica that failed just before the job did may
+        not have arrived yet (two watches, two paces). Caught up: it has delivered every pod change up to ``job``'s
+        version (:func:`~airflow_trainjob.watching.list_watch.reached`), or every pod it thinks alive is in
+        ``listed`` (:func:`~airflow_trainjob.domain.pods.vanished_unseen`: the list has each one's state now). While
+        the watch is failing, it waits only while nothing is known of a failure.
 
         :param name: the job's ``metadata.name``.
-        :param job: the job object (:meth:`FailedPodsSeen.pods_of`); None: any object of that name.
+        :param job: the job object as the wait saw it end (:meth:`FailedPodsSeen.pods_of`; its
+            ``metadata.resourceVersion``); None: any object of that name, no version to reach.
+        :param listed: the pods of the job's name as listed after its end (API JSON dicts).
+        :param have_failures: ``listed`` shows failed runs of the job.
         :param catch_up: the longest wait, seconds (0: none).
         """
+        target = ((job or {}).get("metadata") or {}).get("resourceVersion")
         until = time.monotonic() + catch_up
-        while not (kept := self.seen.pods_of(name, job)) and time.monotonic() < until:
+
+        def settled() -> bool:
+            if not self.delivered_all:
+                return have_failures or bool(self.seen.pods_of(name, job))
+            return reached(self.delivered, target) is True or not vanished_unseen(self.seen.alive_of(name), listed)
+
+        while not settled() and time.monotonic() < until:
             await asyncio.sleep(CATCH_UP_LOOK_SECONDS)
-        return kept
+        return self.seen.pods_of(name, job)
 
     async def keep(self, hook: AsyncTrainingJobHook) -> None:
         """Once a job is followed: list, then watch from the list's resourceVersion, forever, on ``hook``'s open
@@ -144,6 +172,7 @@ class FailedPodsWatch:
                 await self._take(policy.next_step(), policy, hook)
                 continue
             except API_EXCEPTIONS as e:
+                self.delivered_all = False  # changes may be missed until the next list
                 if e.status == 410:
                     self.stats["expired"] += 1
                     await asyncio.sleep(policy.expired())
@@ -154,6 +183,7 @@ class FailedPodsWatch:
                     await asyncio.sleep(REFUSED_RETRY_SECONDS)
                     continue
             except TRANSIENT_ERRORS as e:
+                self.delivered_all = False
                 self._warn(one_line(e, call))
             self.stats["failures"] += 1
             await asyncio.sleep(policy.failed(transient=True))
@@ -175,6 +205,7 @@ class FailedPodsWatch:
     async def _list(self, hook: AsyncTrainingJobHook) -> str:
         """Take in every pod listed, page by page; return the list's resourceVersion."""
         self.stats["lists"] += 1
+        self.seen.relisting()
         token = None
         while True:
             text = await hook.list_pods_text_async(
@@ -186,6 +217,7 @@ class FailedPodsWatch:
             metadata = page.get("metadata") or {}
             token = metadata.get("continue")
             if not token:
+                self.delivered, self.delivered_all = metadata.get("resourceVersion") or None, True
                 return str(metadata.get("resourceVersion") or "")
             await asyncio.sleep(0)  # the event loop runs between two pages
 
@@ -206,7 +238,8 @@ class FailedPodsWatch:
                 resource_version = (pod.get("metadata") or {}).get("resourceVersion") or resource_version
                 policy.saw(resource_version)
                 if event["type"] != "BOOKMARK":
-                    self._saw(pod)  # a deleted pod's final state counts too
+                    self._saw(pod, deleted=event["type"] == "DELETED")  # a deleted pod's final state counts too
+                self.delivered = resource_version
         finally:
             await events.aclose()
         return resource_version, delivered

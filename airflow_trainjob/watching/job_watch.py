@@ -59,11 +59,19 @@ from kubernetes import watch as kube_watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from airflow_trainjob.domain.pods import pod_name, vanished_unseen
 from airflow_trainjob.hooks.addressing import JobAddress, job_pod_selector, name_field_selector
 from airflow_trainjob.hooks.api_errors import ApiCall, exception_for, one_line
 from airflow_trainjob.hooks.retries import is_transient
 from airflow_trainjob.hooks.training_job import watch_timeout
-from airflow_trainjob.watching.list_watch import Action, ListWatch, ListWatchRules
+from airflow_trainjob.watching.list_watch import (
+    CATCH_UP_LOOK_SECONDS,
+    CATCH_UP_SECONDS,
+    Action,
+    ListWatch,
+    ListWatchRules,
+    reached,
+)
 
 #: Longest single watch request (seconds, its ``timeoutSeconds``); the caller's next deadline makes it shorter.
 WATCH_SECONDS = 900
@@ -270,6 +278,10 @@ class ListThenWatch(Generic[T]):
     def _pause(self, seconds: float) -> None:
         if seconds > 0:
             self._stopped.wait(seconds)
+
+    def position(self) -> str | None:
+        """The resourceVersion the loop has read or seen up to (a list's, an event's, a bookmark's); None: none yet."""
+        return self._policy.resource_version
 
     def _not_watching(self) -> None:
         self.watching = False
@@ -536,19 +548,24 @@ class PodFeed(threading.Thread):
         self._error: BaseException | None = None
         self._changes = threading.Lock()  # on_change runs in one thread at a time (this one, or a look's)
         self._looked = False
+        self._delivered: str | None = None  # on_change has had every change up to this resourceVersion
 
     def run(self) -> None:
         try:
             for pods in self.watch.follow():
                 self._changed(pods)
+                self._delivered = self.watch.position()
         except Exception as e:  # the LIST refused: the wait raises it at its next look
             self._error = e
         finally:
             self.watch.settled.set()
 
-    def _changed(self, pods: list[dict[str, Any]]) -> None:
+    def _changed(self, pods: list[dict[str, Any]], *, as_seen: bool = True) -> None:
+        """Hand ``pods`` to ``on_change``; ``as_seen``: they are the feed's view from now on (else a LIST made beside
+        the watch, whose view stays its own)."""
         with self._changes:
-            self._pods = pods
+            if as_seen:
+                self._pods = pods
             try:
                 self._on_change(pods)
             except Exception:
@@ -582,6 +599,33 @@ class PodFeed(threading.Thread):
             return None
         self._changed(pods)
         return pods
+
+    def catch_up(self, resource_version: str | None, timeout: float = CATCH_UP_SECONDS) -> bool | None:
+        """At a failed job's end: hand ``on_change`` the pods as LISTed now, then wait until the pods' watch has
+        caught up with what the verdict needs (a replica that failed just before the job did may not have arrived
+        yet: two watches, two paces), at most ``timeout`` seconds. Caught up: it has had every change up to
+        ``resource_version`` (:func:`~airflow_trainjob.watching.list_watch.reached`), or every pod it has alive is in
+        the list (:func:`~airflow_trainjob.domain.pods.vanished_unseen`: the list has each one's state now). No wait
+        while the pods are not being watched (the looks LIST them) or when the LIST fails.
+
+        :param resource_version: the job's ``metadata.resourceVersion`` at its end.
+        :param timeout: the longest wait, seconds.
+        :returns: whether it caught up; None: it cannot be told (no watch, no list).
+        """
+        if not (self.watch.watching and self.is_alive()):
+            return None
+        try:
+            listed = self._hook.list_job_pods(self._name, self._namespace, kind=self._kind)
+        except (ApiException, HTTPError, OSError):
+            return None
+        self._changed(listed, as_seen=False)
+        until = time.monotonic() + timeout
+        while True:
+            alive = {pod_name(p): p["metadata"].get("uid") or "" for p in self._pods or []}
+            done = reached(self._delivered, resource_version) is True or not vanished_unseen(alive, listed)
+            if done or time.monotonic() >= until or not self.is_alive():
+                return done
+            time.sleep(CATCH_UP_LOOK_SECONDS)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop following (the watch in flight is shut down) and wait up to ``timeout`` seconds.

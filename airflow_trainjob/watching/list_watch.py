@@ -32,6 +32,14 @@ from dataclasses import dataclass
 WATCH_FAILURES_BEFORE_POLLING = 3
 #: A watch that ends sooner than this (seconds) without an event counts as a failed one (no hot loop).
 SHORTEST_HEALTHY_WATCH = 1.0
+#: Seconds a failed job's verdict waits, at most, for its pods' watch to deliver what happened up to the job's
+#: ``Failed`` (:func:`reached`): the job's and the pods' are two watches, and a replica that failed just before the job
+#: did may not have arrived yet. Ends as soon as it has: the whole wait only when no pod changed after the failure
+#: (the controller deleted the pods before it wrote the condition, as the training operator does) or the pods' watch
+#: lags that much.
+CATCH_UP_SECONDS = 5.0
+#: Seconds between two looks while a verdict waits for a pods' watch to catch up.
+CATCH_UP_LOOK_SECONDS = 0.05
 
 
 def doubling(failures: int, low: float, high: float) -> float:
@@ -50,6 +58,22 @@ def doubling(failures: int, low: float, high: float) -> float:
             break
         wait *= 2
     return min(high, wait)
+
+
+def reached(seen: str | None, target: str | None) -> bool | None:
+    """Whether a watch whose last delivered ``resourceVersion`` is ``seen`` has delivered every change up to the
+    write that made ``target`` (e.g. a failed job's ``Failed``, read on another watch): True or False, and None when
+    it cannot be told. Kubernetes calls resourceVersions opaque; the kube-apiserver's are etcd's revision, one number
+    for every write of the cluster that a watch delivers in order, so two of them compare as numbers. A version that is
+    not a number (another server) tells nothing.
+
+    :param seen: the watch's last resourceVersion (its list's, or its last event's or bookmark's); None: none yet
+        (not reached).
+    :param target: the resourceVersion to have reached (any object's, on any watch of the same server).
+    """
+    if not (target and target.isdigit()) or (seen and not seen.isdigit()):
+        return None
+    return seen is not None and seen != "" and int(seen) >= int(target)
 
 
 class Action(enum.Enum):

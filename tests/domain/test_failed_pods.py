@@ -8,7 +8,7 @@ from typing import Any
 
 from airflow_trainjob.constants import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from airflow_trainjob.domain.failed_pods import FAILED_PODS_KEPT, FailedPodsSeen, owner_of
-from airflow_trainjob.domain.pods import with_pods_seen
+from airflow_trainjob.domain.pods import vanished_unseen, with_pods_seen
 from airflow_trainjob.domain.verdict import judge_failure
 from airflow_trainjob.families import family_of
 
@@ -157,3 +157,30 @@ def test_the_verdict_names_both_replicas_from_the_pods_seen_though_none_is_liste
     assert {e.replica for e in verdict.ends if e.failed} == {"Master-0", "Worker-0"}
     assert "First failure" in verdict.message and "exit code 1" in verdict.message
     assert "Master-0" in verdict.message and "Worker-0" in verdict.message
+
+
+def test_the_pods_alive_are_those_delivered_and_not_seen_deleted_of_followed_jobs_only():
+    seen = FailedPodsSeen(FAMILY)
+    seen.follow("train")
+    seen.saw(pod("Master", exit_code=None))
+    seen.saw(pod("Worker", exit_code=None))
+    seen.saw(pod("Master", job="other", exit_code=None))  # no one follows "other"
+    assert seen.alive_of("train") == {"train-master-0": "pod-train-Master-0", "train-worker-0": "pod-train-Worker-0"}
+    assert seen.saw(pod("Master"), deleted=True)  # its final state: kept as failed, and no longer alive
+    assert seen.alive_of("train") == {"train-worker-0": "pod-train-Worker-0"} and seen.alive_of("other") == {}
+    seen.relisting()  # a new list: what it delivers is what is alive
+    assert seen.alive_of("train") == {}
+    seen.saw(pod("Worker", exit_code=None))
+    seen.unfollow("train")
+    assert seen.alive_of("train") == {}
+
+
+def test_a_pod_alive_to_the_watch_that_a_later_list_lacks_or_has_as_another_uid_vanished_unseen():
+    alive = {"train-master-0": "pod-train-Master-0", "train-worker-0": "pod-train-Worker-0"}
+    again = pod("Master", exit_code=None)
+    again["metadata"]["uid"] = "another"
+    assert vanished_unseen(alive, [pod("Master"), pod("Worker")]) == []
+    assert vanished_unseen(alive, [pod("Worker")]) == ["train-master-0"]
+    assert vanished_unseen(alive, [again, pod("Worker")]) == ["train-master-0"]
+    assert vanished_unseen(alive, []) == ["train-master-0", "train-worker-0"]
+    assert vanished_unseen({}, [pod("Worker")]) == []  # listed but unknown to the watch: the list has its state
