@@ -170,7 +170,21 @@ def test_a_pod_stopped_because_the_job_failed_is_never_the_cause():
     message = failure_message("PyTorchJob ns/j", status, later)
     assert message.splitlines()[1:3] == [
         "First failure (permanent: not retried): Worker-0 (pod job-worker-0, container pytorch): exit code 1 (Permanent), Error",
-        "  also failed: Master-0 (pod job-master-0, container pytorch): exit code 143 (Retryable), Error",
+        "  stopped with the job: Master-0 (pod job-master-0, container pytorch): exit code 143 (Retryable), Error",
+    ]
+    # After the failure, a stop signal is the job's cleanup; any other exit is a failure of its own.
+    after = [  # oldest first, as container_ends orders them
+        end("Worker-0", 1, at="2026-12-02T03:00:04Z"),
+        end("Master-0", 137, at="2026-12-02T03:00:05Z"),
+        end("Worker-2", 137, "OOMKilled", at="2026-12-02T03:00:06Z"),
+        end("Worker-1", 2, at="2026-12-02T03:00:07Z"),
+    ]
+    lines = failure_message("PyTorchJob ns/j", status, after).splitlines()[1:]
+    assert [line.split(" (pod")[0] for line in lines] == [
+        "First failure (permanent: not retried): Worker-0",
+        "  also failed: Worker-2",
+        "  also failed: Worker-1",
+        "  stopped with the job: Master-0",
     ]
 
 

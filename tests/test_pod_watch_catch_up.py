@@ -11,6 +11,7 @@ their watch loops feed them.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
@@ -229,3 +230,72 @@ def test_the_synchronous_wait_waits_for_its_pods_watch_to_deliver_what_the_list_
     finally:
         feed.done.set()
         feed.join(5)
+
+
+def test_a_pod_the_watch_cannot_read_is_skipped_and_told_once(caplog):
+    watch = watch_following_train()
+    odd = pod("Master")
+    odd["status"]["containerStatuses"] = [{"name": "pytorch", "state": "not a mapping"}]
+    with caplog.at_level(logging.WARNING):
+        watch._saw(odd)
+        watch._saw(odd)
+        watch._saw(pod("Worker"))
+    assert kept_replicas(watch.seen.pods_of("train", None)) == ["train-worker-0"]
+    told = [r.getMessage() for r in caplog.records if "Cannot read pod" in r.getMessage()]
+    assert len(told) == 1 and "train-master-0" in told[0], told
+
+
+class FlakyPodsHook:
+    """Lists the pods; the first list's answer is cut short (not JSON)."""
+
+    def __init__(self, pods: list[dict[str, Any]]) -> None:
+        self.pods, self.lists = pods, 0
+
+    async def list_pods_text_async(self, namespace: str, selector: str, *, limit: int, continue_token: Any) -> str:
+        self.lists += 1
+        if self.lists == 1:
+            return '{"items": [{"metadata"'
+        return json.dumps({"metadata": {"resourceVersion": "120"}, "items": self.pods})
+
+    async def watch_pods(self, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(3600)
+        yield {}
+
+
+def test_an_unexpected_failure_never_ends_the_pod_watch(monkeypatch, caplog):
+    """A list whose answer is cut short raised a ValueError, which ended the watch for good, unseen: every later
+    failure of every followed job went unkept. It is told, and the watch lists again."""
+    monkeypatch.setattr("airflow_trainjob.watching.failed_pods_watch.pod_watch_rules", fast_rules)
+    watch = watch_following_train()
+    hook = FlakyPodsHook([pod("Master")])
+
+    async def run() -> list[str]:
+        keeping = asyncio.create_task(watch.keep(hook))
+        try:
+            for _ in range(100):
+                if watch.seen.pods_of("train", None):
+                    break
+                await asyncio.sleep(0.05)
+            return kept_replicas(watch.seen.pods_of("train", None))
+        finally:
+            keeping.cancel()
+
+    with caplog.at_level(logging.WARNING):
+        assert asyncio.run(run()) == ["train-master-0"]
+    assert hook.lists == 2 and watch.delivered == "120" and watch.delivered_all
+    assert any(
+        "Cannot watch the pods" in r.getMessage() and "JSONDecodeError" in r.getMessage() for r in caplog.records
+    )
+
+
+def fast_rules(poll_interval: float) -> Any:
+    from airflow_trainjob.watching.list_watch import ListWatchRules
+
+    return ListWatchRules(
+        poll_interval=0.01,
+        backoff_min=0.01,
+        backoff_max=0.01,
+        watch_retry_polls=None,
+        relist_after_failure=True,
+        slow_down_on_expiry=True,
+    )

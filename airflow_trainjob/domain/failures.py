@@ -552,8 +552,9 @@ def failure_message(
     log_tails: Mapping[str, str] | None = None,
     policies: Mapping[str, RestartPolicy | str] | None = None,
 ) -> str:
-    """A multi-line message: the deciding condition, each failed replica's exit (the cause first), recent
-    events, and the tail of each failed replica's log.
+    """A multi-line message: the deciding condition, each failed replica's exit (the cause first; the replicas
+    stopped by a signal once the job had failed last, as ``stopped with the job``), recent events, and the tail of
+    each failed replica's log.
 
     :param job_ref: ``"<Kind> <namespace>/<name>"``.
     :param status: the job's ``status`` (API JSON dict), whose deciding condition heads the message.
@@ -575,12 +576,21 @@ def failure_message(
             lines.append(f"First failure ({verdict}): {cause.describe()}")
         else:
             lines.append(f"Failure not restarted by its restartPolicy ({verdict}): {cause.describe()}")
-        lines += _also_failed(cause, [e for e in failed if e is not cause])
+        others = [e for e in failed if e is not cause]
+        stopped = [e for e in others if _stopped_with_the_job(e, failed_at)]
+        lines += _also_failed(cause, [e for e in others if e not in stopped])
+        lines += [f"  stopped with the job: {e.describe()}" for e in stopped]
     if events:
         lines.append("Recent events:")
         lines += [f"  {e}" for e in list(events)[-EVENTS_SHOWN:]]
     lines += quoted_tails(log_tails or {})
     return "\n".join(lines)
+
+
+def _stopped_with_the_job(end: ContainerEnd, failed_at: str | None) -> bool:
+    """The run was stopped because the job had failed: a stop signal (:func:`_stopped`) at or after the job's
+    ``Failed`` (the controller, or a JobSet's Job, stops the other replicas then), not a failure of its own."""
+    return bool(failed_at and end.finished_at and end.finished_at >= failed_at) and _stopped(end)
 
 
 def _also_failed(cause: ContainerEnd, others: Sequence[ContainerEnd]) -> list[str]:

@@ -85,6 +85,7 @@ class FailedPodsWatch:
         self._wanted = asyncio.Event()  # a job is followed: the watch runs from then on
         self._news: dict[str, list[asyncio.Event]] = {}  # job name -> set when a failed pod of it is kept
         self._warned: str | None = None
+        self._unreadable: set[str] = set()  # pods told of as unreadable (by name; bounded by the pods of a namespace)
         #: The resourceVersion up to which every pod change has been taken in (a list's, then each event's), and
         #: whether that is still so (False from a failed list or watch until the next list answers).
         self.delivered: str | None = None
@@ -118,8 +119,17 @@ class FailedPodsWatch:
                 del self._news[name]
 
     def _saw(self, pod: dict[str, Any], *, deleted: bool = False) -> None:
-        """Take in ``pod`` (``deleted``: its final state); tell the job's followers when it was kept."""
-        if self.seen.saw(pod, deleted=deleted) and self._news:
+        """Take in ``pod`` (``deleted``: its final state); tell the job's followers when it was kept. A pod this
+        cannot read is told once (by name) and skipped: one odd pod never stops the watch of every other."""
+        try:
+            kept = self.seen.saw(pod, deleted=deleted)
+        except Exception as e:
+            name = str(((pod.get("metadata") if isinstance(pod, dict) else None) or {}).get("name"))
+            if name not in self._unreadable:
+                self._unreadable.add(name)
+                log.warning("Cannot read pod %s of %s (%s: %s); skipped", name, self.source, type(e).__name__, e)
+            return
+        if kept and self._news:
             for news in self._news.get(self.seen.family.job_name_of(pod) or "", ()):
                 news.set()
 
@@ -185,6 +195,9 @@ class FailedPodsWatch:
             except TRANSIENT_ERRORS as e:
                 self.delivered_all = False
                 self._warn(one_line(e, call))
+            except Exception as e:  # (a body cut short, a bug): never end unseen, the waits would lose every failure
+                self.delivered_all = False
+                self._warn(f"{type(e).__name__}: {e}")
             self.stats["failures"] += 1
             await asyncio.sleep(policy.failed(transient=True))
 
