@@ -11,6 +11,7 @@ their watch loops feed them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import threading
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from airflow_trainjob.watching.failed_pods_watch import FailedPodsWatch
+from airflow_trainjob.watching.failed_pods_watch import FailedPodsWatch, pod_watch_rules
 from airflow_trainjob.watching.job_watch import PodFeed
 from airflow_trainjob.watching.list_watch import reached
 from airflow_trainjob.watching.stream_source import StreamSource
@@ -289,13 +290,5 @@ def test_an_unexpected_failure_never_ends_the_pod_watch(monkeypatch, caplog):
 
 
 def fast_rules(poll_interval: float) -> Any:
-    from airflow_trainjob.watching.list_watch import ListWatchRules
-
-    return ListWatchRules(
-        poll_interval=0.01,
-        backoff_min=0.01,
-        backoff_max=0.01,
-        watch_retry_polls=None,
-        relist_after_failure=True,
-        slow_down_on_expiry=True,
-    )
+    """The pod watch's own rules, with its waits cut to 10 ms."""
+    return dataclasses.replace(pod_watch_rules(poll_interval), poll_interval=0.01, backoff_min=0.01, backoff_max=0.01)

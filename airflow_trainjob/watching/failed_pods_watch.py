@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_trainjob.domain.failed_pods import FailedPodsSeen
-from airflow_trainjob.domain.pods import vanished_unseen
 from airflow_trainjob.families import family_of
 from airflow_trainjob.hooks.api_errors import (
     API_EXCEPTIONS,
@@ -39,7 +38,7 @@ from airflow_trainjob.watching.list_watch import (
     ListWatch,
     ListWatchRules,
     Step,
-    reached,
+    caught_up,
 )
 from airflow_trainjob.watching.stream_source import WATCH_SECONDS, StreamSource
 
@@ -162,7 +161,7 @@ class FailedPodsWatch:
         def settled() -> bool:
             if not self.delivered_all:
                 return have_failures or bool(self.seen.pods_of(name, job))
-            return reached(self.delivered, target) is True or not vanished_unseen(self.seen.alive_of(name), listed)
+            return caught_up(self.delivered, target, self.seen.alive_of(name), listed)
 
         while not settled() and time.monotonic() < until:
             await asyncio.sleep(CATCH_UP_LOOK_SECONDS)

@@ -59,7 +59,7 @@ from kubernetes import watch as kube_watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from airflow_trainjob.domain.pods import pod_name, vanished_unseen
+from airflow_trainjob.domain.pods import pod_name
 from airflow_trainjob.hooks.addressing import JobAddress, job_pod_selector, name_field_selector
 from airflow_trainjob.hooks.api_errors import ApiCall, exception_for, one_line
 from airflow_trainjob.hooks.retries import is_transient
@@ -70,7 +70,7 @@ from airflow_trainjob.watching.list_watch import (
     Action,
     ListWatch,
     ListWatchRules,
-    reached,
+    caught_up,
 )
 
 #: Longest single watch request (seconds, its ``timeoutSeconds``); the caller's next deadline makes it shorter.
@@ -622,7 +622,7 @@ class PodFeed(threading.Thread):
         until = time.monotonic() + timeout
         while True:
             alive = {pod_name(p): p["metadata"].get("uid") or "" for p in self._pods or []}
-            done = reached(self._delivered, resource_version) is True or not vanished_unseen(alive, listed)
+            done = caught_up(self._delivered, resource_version, alive, listed)
             if done or time.monotonic() >= until or not self.is_alive():
                 return done
             time.sleep(CATCH_UP_LOOK_SECONDS)

@@ -26,7 +26,10 @@ Where the drivers differ, :class:`ListWatchRules` says so, with why.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from airflow_trainjob.domain.pods import Pod, vanished_unseen
 
 #: Failed watches in a row after which the collection is read every ``poll_interval`` seconds instead.
 WATCH_FAILURES_BEFORE_POLLING = 3
@@ -73,7 +76,23 @@ def reached(seen: str | None, target: str | None) -> bool | None:
     """
     if not (target and target.isdigit()) or (seen and not seen.isdigit()):
         return None
-    return seen is not None and seen != "" and int(seen) >= int(target)
+    if not seen:
+        return False
+    return int(seen) >= int(target)
+
+
+def caught_up(seen: str | None, target: str | None, alive: Mapping[str, str], listed: Iterable[Pod]) -> bool:
+    """Whether a pods' watch has caught up with what a failed job's verdict needs: it has delivered every change up to
+    ``target`` (:func:`reached`), or every pod it has alive is in ``listed``, a list made after the failure
+    (:func:`~airflow_trainjob.domain.pods.vanished_unseen`: the list has each one's state now). The rule of both
+    waits: the trigger's shared pod watch and the synchronous wait's pod feed.
+
+    :param seen: the watch's last delivered resourceVersion; None: none yet.
+    :param target: the failed job's ``metadata.resourceVersion`` at its end.
+    :param alive: the pods the watch has delivered and not seen deleted, pod name -> ``metadata.uid``.
+    :param listed: the job's pods as listed after its end (API JSON dicts).
+    """
+    return reached(seen, target) is True or not vanished_unseen(alive, listed)
 
 
 class Action(enum.Enum):
